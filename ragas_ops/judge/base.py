@@ -1,0 +1,133 @@
+"""The one interface metrics use to ask a judge for structured output and embeddings.
+
+Metrics never see HTTP, rate limits, retries, caching or prices: a judge owns all of that and
+hands back values with the usage they cost. Row-level failures are exceptions of the
+`JudgeRowError` family, which a metric turns into a status; `JudgeFatalError` ends the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ragas_ops.prompts import OutputT, Prompt
+from ragas_ops.status import Status
+
+
+@dataclass
+class Usage:
+    """What calls cost: requests sent, tokens billed, and money (None when no price is known)."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_tokens: int = 0
+    cost_usd: float | None = 0.0
+    cache_hits: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.requests += other.requests
+        self.prompt_tokens += other.prompt_tokens
+        self.cached_prompt_tokens += other.cached_prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.embedding_tokens += other.embedding_tokens
+        self.cache_hits += other.cache_hits
+        if self.cost_usd is None or other.cost_usd is None:
+            self.cost_usd = None
+        else:
+            self.cost_usd += other.cost_usd
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens + self.embedding_tokens
+
+
+@dataclass
+class Completion(Generic[OutputT]):
+    """Parsed outputs of one prompt (several when `n` > 1), with what they cost."""
+
+    outputs: list[OutputT]
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def output(self) -> OutputT:
+        return self.outputs[0]
+
+
+@dataclass
+class Embeddings:
+    """One vector per distinct input text, with what the batch cost."""
+
+    vectors: dict[str, npt.NDArray[np.float64]]
+    usage: Usage = field(default_factory=Usage)
+
+
+class JudgeError(Exception):
+    """Base of the judge's errors. Messages never contain credentials."""
+
+
+class JudgeFatalError(JudgeError):
+    """Nothing more can succeed in this run (bad credentials, unknown model, no quota)."""
+
+
+class JudgeRowError(JudgeError):
+    """One call failed for good; the row it was for gets `status` and this message as reason."""
+
+    status: Status = Status.JUDGE_UNAVAILABLE
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or Usage()
+
+
+class JudgeRejectedError(JudgeRowError):
+    """The provider refused this request (HTTP 400/422, content filter): retrying will not help."""
+
+    status = Status.JUDGE_REJECTED
+
+
+class JudgeUnavailableError(JudgeRowError):
+    """Retries ran out on 429s, 5xx errors, timeouts or connection failures."""
+
+    status = Status.JUDGE_UNAVAILABLE
+
+
+class JudgeOutputError(JudgeRowError):
+    """The reply did not parse into the prompt's output model, even after one repair attempt."""
+
+    status = Status.JUDGE_OUTPUT_INVALID
+
+
+class Judge(Protocol):
+    """What every judge (OpenAI-compatible, local) offers to metrics."""
+
+    @property
+    def description(self) -> str:
+        """Which judge produced a score, e.g. `openai:gpt-4o-mini`; written in every output row."""
+        ...
+
+    @property
+    def embedding_description(self) -> str:
+        """Which model produced the embeddings, written in every output row."""
+        ...
+
+    async def complete(
+        self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
+    ) -> Completion[OutputT]:
+        """Ask `prompt` about `data`; `n` > 1 asks for that many independent samples."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings:
+        """Embed texts, batching them into as few requests as the provider allows."""
+        ...
+
+    def usage_total(self) -> Usage:
+        """Everything this judge has spent so far."""
+        ...
+
+    async def aclose(self) -> None: ...

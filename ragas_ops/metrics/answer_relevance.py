@@ -1,0 +1,261 @@
+"""Answer relevance: does the answer address the question, completely and without padding?
+
+The paper's method: the judge generates n questions that the answer would answer; each is
+embedded with the original question, and AR = (1/n) * sum_i cos(emb(q), emb(q_i)).
+Factual correctness plays no part.
+
+Two ways to get the n questions:
+- `list` (default): one request asks for n different questions. One request per row, and it
+  works on every OpenAI-compatible endpoint.
+- `sample`: the paper's literal procedure, n samples of a one-question prompt through the API's
+  `n` parameter; endpoints that ignore `n` are topped up with single requests by the judge.
+
+Embeddings are requested once for all rows being scored together, not per row.
+
+Defined results: a noncommittal answer ("I don't know", a refusal) answers no question, so
+AR = 0 with the reason `noncommittal answer`. Questions are written in the answer's language,
+so an answer in another language than its question scores lower: to its user it is less
+relevant. Cosine similarity lies in [-1, 1]; real embeddings of questions stay in [0, 1].
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ragas_ops.contract import ANSWER, QUESTION, Interaction
+from ragas_ops.judge.base import Judge, JudgeRowError, Usage
+from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.prompts import Demonstration, OutputModel, Prompt
+from ragas_ops.status import Status
+
+QuestionStrategy = Literal["list", "sample"]
+
+
+class GeneratedQuestions(OutputModel):
+    questions: list[str]
+    noncommittal: bool
+
+
+class GeneratedQuestion(OutputModel):
+    question: str
+    noncommittal: bool
+
+
+_INSTRUCTIONS = (
+    "You reverse-engineer questions from answers. Read the answer and write {what} that this "
+    "answer would be a direct and complete answer to. Use only what the answer says; write in "
+    "the language of the answer. Also say whether the answer is noncommittal: evasive, vague "
+    "or a refusal ('I don't know', 'I cannot answer that', 'it depends' with nothing more)."
+)
+_DEMO_ANSWER = "The Millau Viaduct opened to traffic in December 2004."
+
+
+def _asked_number_of_questions(data: Mapping[str, Any], output: GeneratedQuestions) -> str | None:
+    expected = int(data["number_of_questions"])
+    distinct = {question.strip() for question in output.questions if question.strip()}
+    if len(distinct) != expected:
+        return f"give exactly {expected} different, non-empty questions"
+    return None
+
+
+QUESTIONS_PROMPT = Prompt(
+    name="answer_relevance.questions",
+    version=1,
+    instructions=_INSTRUCTIONS.format(
+        what="as many different questions as `number_of_questions` asks for"
+    ),
+    output_model=GeneratedQuestions,
+    demonstrations=(
+        Demonstration(
+            {ANSWER: _DEMO_ANSWER, "number_of_questions": 2},
+            GeneratedQuestions(
+                questions=[
+                    "When did the Millau Viaduct open to traffic?",
+                    "In which month and year was the Millau Viaduct opened?",
+                ],
+                noncommittal=False,
+            ),
+        ),
+        Demonstration(
+            {ANSWER: "I'm sorry, I could not find that in the documents.", "number_of_questions": 1},
+            GeneratedQuestions(
+                questions=["Can you find the information in the documents?"], noncommittal=True
+            ),
+        ),
+    ),
+    check=_asked_number_of_questions,
+)
+
+QUESTION_SAMPLE_PROMPT = Prompt(
+    name="answer_relevance.question",
+    version=1,
+    instructions=_INSTRUCTIONS.format(what="one question"),
+    output_model=GeneratedQuestion,
+    demonstrations=(
+        Demonstration(
+            {ANSWER: _DEMO_ANSWER},
+            GeneratedQuestion(
+                question="When did the Millau Viaduct open to traffic?", noncommittal=False
+            ),
+        ),
+    ),
+    temperature=0.7,
+)
+
+
+@dataclass
+class _Generated:
+    questions: list[str]
+    noncommittal: bool
+
+
+@dataclass
+class _AwaitingEmbeddings:
+    """A row whose questions are generated and whose score waits for the shared embeddings."""
+
+    question: str
+    generated: list[str]
+    usage: Usage
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.question, *self.generated]
+
+
+class AnswerRelevance(Metric):
+    name = "answer_relevance"
+    version = 1
+    requires = (QUESTION, ANSWER)
+
+    def __init__(self, questions: int = 3, strategy: QuestionStrategy = "list") -> None:
+        if questions < 1:
+            raise ValueError("answer relevance needs at least one generated question")
+        self.questions = questions
+        self.strategy = strategy
+        self.prompt = QUESTIONS_PROMPT if strategy == "list" else QUESTION_SAMPLE_PROMPT
+
+    @property
+    def prompts(self) -> tuple[Prompt[Any], ...]:  # type: ignore[override]
+        return (self.prompt,)
+
+    @property
+    def version_label(self) -> str:
+        return f"{super().version_label} n={self.questions} {self.strategy}"
+
+    async def score_rows(self, rows: Sequence[Interaction], judge: Judge) -> list[MetricResult]:
+        """Generate questions row by row, then embed all rows' questions in shared batches."""
+        steps = await asyncio.gather(
+            *(self.run_guarded(row, judge, self._generate_step) for row in rows)
+        )
+        waiting = [step for step in steps if isinstance(step, _AwaitingEmbeddings)]
+        if not waiting:
+            return [step for step in steps if isinstance(step, MetricResult)]
+        texts = [text for step in waiting for text in step.texts]
+        try:
+            embeddings = await judge.embed(texts)
+        except JudgeRowError as error:
+            return [
+                step if isinstance(step, MetricResult) else _embedding_failed(step, error)
+                for step in steps
+            ]
+        batch_chars = sum(_weight(text) for text in texts)
+        return [
+            step
+            if isinstance(step, MetricResult)
+            else _similarity(step, embeddings.vectors, embeddings.usage, batch_chars)
+            for step in steps
+        ]
+
+    async def score(self, row: Interaction, judge: Judge, usage: Usage) -> MetricResult:
+        """One row on its own (its embeddings in a request of their own)."""
+        return (await self.score_rows([row], judge))[0]
+
+    async def _generate_step(
+        self, row: Interaction, judge: Judge, usage: Usage
+    ) -> MetricResult | _AwaitingEmbeddings:
+        assert row.question is not None
+        generated = await self._generate(row, judge, usage)
+        if generated.noncommittal:
+            return MetricResult(
+                Status.OK,
+                0.0,
+                "noncommittal answer",
+                {"questions": generated.questions, "noncommittal": True},
+            )
+        return _AwaitingEmbeddings(row.question, generated.questions, usage)
+
+    async def _generate(self, row: Interaction, judge: Judge, usage: Usage) -> _Generated:
+        if self.strategy == "list":
+            reply = await judge.complete(
+                QUESTIONS_PROMPT, {ANSWER: row.answer, "number_of_questions": self.questions}
+            )
+            usage.add(reply.usage)
+            questions = list(dict.fromkeys(q.strip() for q in reply.output.questions))
+            return _Generated(questions, reply.output.noncommittal)
+        samples = await judge.complete(
+            QUESTION_SAMPLE_PROMPT, {ANSWER: row.answer}, n=self.questions
+        )
+        usage.add(samples.usage)
+        return _Generated(
+            [sample.question.strip() for sample in samples.outputs],
+            # The answer is noncommittal when most samples say so.
+            sum(sample.noncommittal for sample in samples.outputs) * 2 > len(samples.outputs),
+        )
+
+
+def cosine(left: np.ndarray[Any, Any], right: np.ndarray[Any, Any]) -> float:
+    """Cosine similarity; a zero vector has no direction and is refused, not scored 0."""
+    norms = float(np.linalg.norm(left) * np.linalg.norm(right))
+    if norms == 0.0:
+        raise ValueError("cannot take the cosine of a zero vector")
+    return float(np.dot(left, right) / norms)
+
+
+def _similarity(
+    step: _AwaitingEmbeddings,
+    vectors: Mapping[str, np.ndarray[Any, Any]],
+    batch_usage: Usage,
+    batch_chars: int,
+) -> MetricResult:
+    evidence: dict[str, Any] = {"questions": step.generated}
+    try:
+        similarities = [cosine(vectors[step.question], vectors[q]) for q in step.generated]
+    except ValueError as error:
+        return MetricResult(
+            Status.JUDGE_OUTPUT_INVALID, reason=f"embeddings: {error}", evidence=evidence,
+            usage=step.usage,
+        )
+    step.usage.add(_share(batch_usage, sum(_weight(text) for text in step.texts) / batch_chars))
+    evidence["similarities"] = [round(value, 6) for value in similarities]
+    return MetricResult(
+        Status.OK, float(np.mean(similarities)), evidence=evidence, usage=step.usage
+    )
+
+
+def _embedding_failed(step: _AwaitingEmbeddings, error: JudgeRowError) -> MetricResult:
+    return MetricResult(
+        error.status,
+        reason=f"embeddings: {error}",
+        evidence={"questions": step.generated},
+        usage=step.usage,
+    )
+
+
+def _weight(text: str) -> int:
+    return len(text) + 1
+
+
+def _share(usage: Usage, fraction: float) -> Usage:
+    """A row's share of a batched embeddings request: its tokens and cost, pro rata by length.
+
+    The request itself is counted once, in the run's totals, not in any row.
+    """
+    return Usage(
+        embedding_tokens=round(usage.embedding_tokens * fraction),
+        cost_usd=None if usage.cost_usd is None else usage.cost_usd * fraction,
+    )

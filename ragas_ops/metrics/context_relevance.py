@@ -1,0 +1,130 @@
+"""Context relevance: is the retrieved context focused on what the question needs?
+
+The paper's method: the judge extracts, verbatim, the sentences of the context needed to answer
+the question, or says "Insufficient Information". CR = extracted sentences / sentences in c(q).
+
+How sentences are counted (`ragas_ops.text.split_sentences`): a sentence ends at `.`, `!` or
+`?` followed by whitespace, at `。！？`, or at a line break; fragments with no letter or digit
+are not sentences. The denominator counts every retrieved context, so a passage retrieved twice
+counts twice: duplication is redundancy, which this metric penalises. The numerator counts
+distinct context sentences matched by the extraction: an extracted sentence is split by the
+same rule, and each piece is matched to a context sentence exactly (case and whitespace aside)
+or, failing that, to the closest one at a similarity of at least 0.9. Pieces found nowhere in
+the context are listed in the evidence and not counted: the paper asks for verbatim sentences.
+"Insufficient Information" scores 0.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from ragas_ops.contract import CONTEXTS, QUESTION, Interaction
+from ragas_ops.judge.base import Judge, Usage
+from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.prompts import Demonstration, OutputModel, Prompt
+from ragas_ops.status import Status
+from ragas_ops.text import normalize, split_sentences
+
+INSUFFICIENT_INFORMATION = "Insufficient Information"
+FUZZY_MATCH_CUTOFF = 0.9
+
+
+class ExtractedSentences(OutputModel):
+    sentences: list[str]
+
+
+EXTRACT_PROMPT = Prompt(
+    name="context_relevance.extract",
+    version=1,
+    instructions=(
+        "Extract from the given contexts the sentences that could help answer the question. "
+        "Copy each sentence exactly as it appears in the contexts, without changing, shortening "
+        "or merging anything. Leave out every sentence the question does not need. If no "
+        "sentence is relevant, or if you think the question cannot be answered from the "
+        f'contexts, return the phrase "{INSUFFICIENT_INFORMATION}" as the only sentence.'
+    ),
+    output_model=ExtractedSentences,
+    demonstrations=(
+        Demonstration(
+            {
+                QUESTION: "When did the Millau Viaduct open?",
+                CONTEXTS: [
+                    "The Millau Viaduct spans the valley of the Tarn in southern France. It "
+                    "opened to traffic on 16 December 2004. It was designed by Michel Virlogeux."
+                ],
+            },
+            ExtractedSentences(sentences=["It opened to traffic on 16 December 2004."]),
+        ),
+        Demonstration(
+            {
+                QUESTION: "Who painted the ceiling of the Paris Opera?",
+                CONTEXTS: ["The Millau Viaduct spans the valley of the Tarn in southern France."],
+            },
+            ExtractedSentences(sentences=[INSUFFICIENT_INFORMATION]),
+        ),
+    ),
+    max_output_tokens=2048,
+)
+
+
+class ContextRelevance(Metric):
+    name = "context_relevance"
+    version = 1
+    requires = (QUESTION, CONTEXTS)
+    prompts = (EXTRACT_PROMPT,)
+
+    async def score(self, row: Interaction, judge: Judge, usage: Usage) -> MetricResult:
+        total = sum(len(split_sentences(context)) for context in row.retrieved_contexts)
+        if total == 0:
+            return MetricResult(
+                Status.INVALID_INPUT, reason="the contexts contain no sentence (no letter or digit)"
+            )
+        reply = await judge.complete(EXTRACT_PROMPT, {QUESTION: row.question, CONTEXTS: row.contexts})
+        usage.add(reply.usage)
+        match = match_extracted(reply.output.sentences, row.contexts or [])
+        evidence: dict[str, Any] = {
+            "extracted": match.matched,
+            "not_in_context": match.unmatched,
+            "sentences_in_context": total,
+            "duplicate_contexts": row.duplicate_contexts,
+        }
+        if match.insufficient:
+            evidence["insufficient_information"] = True
+        return MetricResult(Status.OK, len(match.matched) / total, evidence=evidence)
+
+
+class ExtractionMatch:
+    """Which context sentences an extraction names, and which of its pieces it made up."""
+
+    def __init__(self) -> None:
+        self.matched: list[str] = []
+        self.unmatched: list[str] = []
+        self.insufficient = False
+
+
+def match_extracted(extracted: list[str], contexts: list[str]) -> ExtractionMatch:
+    """Match extracted sentences to the distinct sentences of the contexts (see module doc)."""
+    by_key: dict[str, str] = {}
+    for context in contexts:
+        for sentence in split_sentences(context):
+            by_key.setdefault(normalize(sentence), sentence)
+    match = ExtractionMatch()
+    pieces = [piece for text in extracted for piece in split_sentences(text)]
+    if all(normalize(piece).rstrip(".") == normalize(INSUFFICIENT_INFORMATION) for piece in pieces):
+        match.insufficient = True
+        return match
+    found: dict[str, None] = {}
+    for piece in pieces:
+        key = normalize(piece)
+        if key.rstrip(".") == normalize(INSUFFICIENT_INFORMATION):
+            continue
+        if key not in by_key:
+            close = difflib.get_close_matches(key, list(by_key), n=1, cutoff=FUZZY_MATCH_CUTOFF)
+            if not close:
+                match.unmatched.append(piece)
+                continue
+            key = close[0]
+        found.setdefault(key)
+    match.matched = [by_key[key] for key in found]
+    return match

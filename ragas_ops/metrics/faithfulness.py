@@ -1,0 +1,183 @@
+"""Faithfulness: is the answer grounded in the retrieved contexts?
+
+The paper's method: the judge splits the answer into standalone statements S, then verifies
+all of them against the contexts in one call, explaining each before its verdict.
+F = |V| / |S|, with V the statements judged supported.
+
+An answer with no statement to check (a refusal, "I don't know", a greeting) is
+`not_applicable`: it claims nothing, so it can be neither faithful nor unfaithful.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION, Interaction
+from ragas_ops.judge.base import Judge, Usage
+from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.prompts import Demonstration, OutputModel, Prompt
+from ragas_ops.status import Status
+
+
+class Statements(OutputModel):
+    statements: list[str]
+
+
+class Verdict(OutputModel):
+    statement: str
+    explanation: str
+    verdict: Literal["yes", "no"]
+
+
+class Verdicts(OutputModel):
+    verdicts: list[Verdict]
+
+
+_DEMO_QUESTION = "When did the Millau Viaduct open, and how tall is it?"
+_DEMO_ANSWER = (
+    "The Millau Viaduct in southern France opened to traffic in December 2004. Its highest "
+    "mast reaches 343 metres, which makes it taller than the Eiffel Tower."
+)
+_DEMO_STATEMENTS = [
+    "The Millau Viaduct is in southern France.",
+    "The Millau Viaduct opened to traffic in December 2004.",
+    "The highest mast of the Millau Viaduct reaches 343 metres.",
+    "The Millau Viaduct is taller than the Eiffel Tower.",
+]
+
+STATEMENTS_PROMPT = Prompt(
+    name="faithfulness.statements",
+    version=1,
+    instructions=(
+        "You break an answer into short, standalone statements so that each can be "
+        "fact-checked on its own. Given a question and an answer, create one or more statements "
+        "from each sentence of the answer. Each statement must make sense without the others: "
+        "replace pronouns with what they refer to, and keep names, numbers and dates exactly as "
+        "written. Do not add anything the answer does not say, and do not judge whether it is "
+        "true. Write the statements in the language of the answer. If the answer makes no "
+        "factual claim (a refusal, 'I don't know', a greeting, a question back), return an "
+        "empty list."
+    ),
+    output_model=Statements,
+    demonstrations=(
+        Demonstration(
+            {QUESTION: _DEMO_QUESTION, ANSWER: _DEMO_ANSWER},
+            Statements(statements=_DEMO_STATEMENTS),
+        ),
+    ),
+)
+
+
+def _one_verdict_per_statement(data: Mapping[str, Any], output: Verdicts) -> str | None:
+    expected = len(data["statements"])
+    if len(output.verdicts) != expected:
+        return (
+            f"there are {expected} statements but {len(output.verdicts)} verdicts; give exactly "
+            "one verdict per statement, in the order given"
+        )
+    return None
+
+
+VERDICTS_PROMPT = Prompt(
+    name="faithfulness.verdicts",
+    version=1,
+    instructions=(
+        "Consider the given contexts and the following statements, then decide for each "
+        "statement whether it is supported by the information present in the contexts. A "
+        "statement is supported only if the contexts state it or it follows directly from "
+        "them; a statement the contexts do not mention, or contradict, is not supported. For "
+        "each statement, in the order given, copy the statement, give a brief explanation, and "
+        "then the verdict: 'yes' if it is supported, 'no' if it is not. Give exactly one "
+        "verdict per statement."
+    ),
+    output_model=Verdicts,
+    demonstrations=(
+        Demonstration(
+            {
+                CONTEXTS: [
+                    "The Millau Viaduct is a cable-stayed bridge that spans the valley of the "
+                    "Tarn near Millau in southern France. It was formally dedicated on 14 "
+                    "December 2004 and opened to traffic two days later. One of its masts "
+                    "reaches a summit of 343 metres above the base of the structure."
+                ],
+                "statements": _DEMO_STATEMENTS,
+            },
+            Verdicts(
+                verdicts=[
+                    Verdict(
+                        statement=_DEMO_STATEMENTS[0],
+                        explanation="The context places the bridge near Millau in southern "
+                        "France.",
+                        verdict="yes",
+                    ),
+                    Verdict(
+                        statement=_DEMO_STATEMENTS[1],
+                        explanation="Dedicated on 14 December 2004 and opened two days later, "
+                        "so it opened in December 2004.",
+                        verdict="yes",
+                    ),
+                    Verdict(
+                        statement=_DEMO_STATEMENTS[2],
+                        explanation="The context says one mast reaches 343 metres.",
+                        verdict="yes",
+                    ),
+                    Verdict(
+                        statement=_DEMO_STATEMENTS[3],
+                        explanation="The context does not mention the Eiffel Tower.",
+                        verdict="no",
+                    ),
+                ]
+            ),
+        ),
+    ),
+    check=_one_verdict_per_statement,
+    max_output_tokens=2048,
+)
+
+
+class Faithfulness(Metric):
+    name = "faithfulness"
+    version = 1
+    requires = (QUESTION, CONTEXTS, ANSWER)
+    prompts = (STATEMENTS_PROMPT, VERDICTS_PROMPT)
+
+    async def score(self, row: Interaction, judge: Judge, usage: Usage) -> MetricResult:
+        extracted = await judge.complete(
+            STATEMENTS_PROMPT, {QUESTION: row.question, ANSWER: row.answer}
+        )
+        usage.add(extracted.usage)
+        statements = _distinct_statements(extracted.output.statements)
+        if not statements:
+            return MetricResult(
+                Status.NOT_APPLICABLE,
+                reason="the answer makes no factual statement (e.g. a refusal or a greeting)",
+                evidence={"statements": []},
+            )
+        verified = await judge.complete(
+            VERDICTS_PROMPT, {CONTEXTS: row.contexts, "statements": statements}
+        )
+        usage.add(verified.usage)
+        verdicts = verified.output.verdicts
+        supported = sum(verdict.verdict == "yes" for verdict in verdicts)
+        return MetricResult(
+            Status.OK,
+            score=supported / len(statements),
+            evidence={
+                "statements": [
+                    {
+                        "statement": statement,
+                        "verdict": verdict.verdict,
+                        "explanation": verdict.explanation,
+                    }
+                    for statement, verdict in zip(statements, verdicts, strict=True)
+                ],
+                "supported": supported,
+                "total": len(statements),
+            },
+        )
+
+
+def _distinct_statements(statements: list[str]) -> list[str]:
+    """Blank and repeated statements would weigh the ratio without adding a claim."""
+    return list(dict.fromkeys(text.strip() for text in statements if text.strip()))

@@ -1,0 +1,27 @@
+"""The outcome of one metric on one row. Every output row carries one per metric."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """Why a score is there, or why it is not. Only `OK` rows have a score."""
+
+    OK = "ok"
+    """Scored; the evidence column says how."""
+    INVALID_INPUT = "invalid_input"
+    """The row breaks the input contract for this metric (the reason says how)."""
+    NOT_APPLICABLE = "not_applicable"
+    """The metric has no meaning for this row, e.g. faithfulness of an answer with no claims."""
+    JUDGE_OUTPUT_INVALID = "judge_output_invalid"
+    """The judge's reply did not follow the output format, even after one repair attempt."""
+    JUDGE_REJECTED = "judge_rejected"
+    """The provider refused the request (HTTP 400/422, content filter)."""
+    JUDGE_UNAVAILABLE = "judge_unavailable"
+    """Retries ran out on rate limits, server errors or timeouts."""
+
+    @property
+    def is_failure(self) -> bool:
+        """A failure is something to fix or retry; `not_applicable` is a defined result."""
+        return self not in (Status.OK, Status.NOT_APPLICABLE)

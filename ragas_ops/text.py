@@ -1,0 +1,68 @@
+"""Plain-text helpers shared by the metrics, the judges and the test server.
+
+The sentence rule here is the one that defines the denominator of context relevance, so it is
+deliberately simple and documented in the README ("How sentences are counted").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+
+# A sentence ends at . ! ? (or their CJK forms) followed by whitespace or the end of the text,
+# or at a line break. Abbreviations like "e.g." may split a sentence in two: the rule is applied
+# the same way to the context and to what the judge extracts from it, so the ratio stays fair.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+_HAS_WORD = re.compile(r"\w")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just me more most my myself no nor not now of off on once only or other our ours ourselves out
+    over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves also may might must
+    shall within without upon via per yes""".split()
+)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences: the counting rule of context relevance.
+
+    Fragments with no letter or digit (stray punctuation, blank lines) are not sentences.
+    """
+    pieces = (piece.strip() for piece in _SENTENCE_END.split(text))
+    return [piece for piece in pieces if piece and _HAS_WORD.search(piece)]
+
+
+def normalize(text: str) -> str:
+    """Case-fold, unify Unicode forms and collapse whitespace, for matching text verbatim."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _SPACES.sub(" ", folded).strip()
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens."""
+    return _WORD.findall(normalize(text))
+
+
+def content_words(text: str) -> set[str]:
+    """Words that carry meaning: no stop words, no single characters (except digits)."""
+    return {w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())}
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate of the tokens in `text`.
+
+    About four characters per token for ASCII text (OpenAI's rule of thumb), one token per
+    character elsewhere (CJK scripts are close to that, accented Latin is over-estimated, which
+    is the safe side for rate limiting). Judges correct it with the usage the API returns.
+    """
+    if not text:
+        return 0
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    return math.ceil((len(text) - non_ascii) / 4) + non_ascii
