@@ -145,9 +145,7 @@ def _contexts_field(value: Any, max_chars: int, problems: dict[str, str]) -> lis
         problems[CONTEXTS] = "contexts are missing (null)"
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
-        problems[CONTEXTS] = (
-            f"contexts are not a list of strings (got {type(value).__name__})"
-        )
+        problems[CONTEXTS] = f"contexts are not a list of strings (got {type(value).__name__})"
         return None
     not_text = [type(item).__name__ for item in value if not isinstance(item, str)]
     if not_text:

@@ -1,0 +1,1 @@
+"""Judges: what answers the metrics' prompts. See `base.Judge` for the interface."""

@@ -7,6 +7,7 @@ hands back values with the usage they cost. Row-level failures are exceptions of
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol
@@ -23,6 +24,8 @@ class Usage:
     """What calls cost: requests sent, tokens billed, and money (None when no price is known)."""
 
     requests: int = 0
+    """Chat requests sent (retries and repairs included)."""
+    embedding_requests: int = 0
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -32,6 +35,7 @@ class Usage:
 
     def add(self, other: Usage) -> None:
         self.requests += other.requests
+        self.embedding_requests += other.embedding_requests
         self.prompt_tokens += other.prompt_tokens
         self.cached_prompt_tokens += other.cached_prompt_tokens
         self.completion_tokens += other.completion_tokens
@@ -128,6 +132,11 @@ class Judge(Protocol):
 
     def usage_total(self) -> Usage:
         """Everything this judge has spent so far."""
+        ...
+
+    @property
+    def events(self) -> Counter[str]:
+        """Counts of what happened besides answers: retries by cause, repairs, cache hits."""
         ...
 
     async def aclose(self) -> None: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from ragas_ops.metrics.answer_relevance import (
@@ -37,12 +38,9 @@ def build_metrics(
     """The metrics named, configured; an unknown name is an error that lists the known ones."""
     factories: dict[str, Callable[[], Metric]] = {
         "faithfulness": Faithfulness,
-        "answer_relevance": lambda: AnswerRelevance(questions, question_strategy),
+        "answer_relevance": partial(AnswerRelevance, questions, question_strategy),
         "context_relevance": ContextRelevance,
-        **{
-            f"gpt_score_{dimension}": (lambda dimension=dimension: GptScore(dimension))
-            for dimension in SCORE_PROMPTS
-        },
+        **{f"gpt_score_{dimension}": partial(GptScore, dimension) for dimension in SCORE_PROMPTS},
     }
     unknown = [name for name in names if name not in factories]
     if unknown:

@@ -82,7 +82,10 @@ QUESTIONS_PROMPT = Prompt(
             ),
         ),
         Demonstration(
-            {ANSWER: "I'm sorry, I could not find that in the documents.", "number_of_questions": 1},
+            {
+                ANSWER: "I'm sorry, I could not find that in the documents.",
+                "number_of_questions": 1,
+            },
             GeneratedQuestions(
                 questions=["Can you find the information in the documents?"], noncommittal=True
             ),
@@ -227,7 +230,9 @@ def _similarity(
         similarities = [cosine(vectors[step.question], vectors[q]) for q in step.generated]
     except ValueError as error:
         return MetricResult(
-            Status.JUDGE_OUTPUT_INVALID, reason=f"embeddings: {error}", evidence=evidence,
+            Status.JUDGE_OUTPUT_INVALID,
+            reason=f"embeddings: {error}",
+            evidence=evidence,
             usage=step.usage,
         )
     step.usage.add(_share(batch_usage, sum(_weight(text) for text in step.texts) / batch_chars))

@@ -80,7 +80,9 @@ class ContextRelevance(Metric):
             return MetricResult(
                 Status.INVALID_INPUT, reason="the contexts contain no sentence (no letter or digit)"
             )
-        reply = await judge.complete(EXTRACT_PROMPT, {QUESTION: row.question, CONTEXTS: row.contexts})
+        reply = await judge.complete(
+            EXTRACT_PROMPT, {QUESTION: row.question, CONTEXTS: row.contexts}
+        )
         usage.add(reply.usage)
         match = match_extracted(reply.output.sentences, row.contexts or [])
         evidence: dict[str, Any] = {

@@ -107,8 +107,7 @@ VERDICTS_PROMPT = Prompt(
                 verdicts=[
                     Verdict(
                         statement=_DEMO_STATEMENTS[0],
-                        explanation="The context places the bridge near Millau in southern "
-                        "France.",
+                        explanation="The context places the bridge near Millau in southern France.",
                         verdict="yes",
                     ),
                     Verdict(

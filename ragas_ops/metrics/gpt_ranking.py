@@ -52,6 +52,7 @@ class Ranking:
 async def rank_pair(
     judge: Judge,
     dimension: str,
+    *,
     question: str,
     first: str | Sequence[str],
     second: str | Sequence[str],

@@ -1,0 +1,171 @@
+"""All settings, in one typed place.
+
+Precedence, lowest first: the defaults below, a TOML config file, environment variables
+`RAGAS_OPS_<SECTION>_<FIELD>` (e.g. `RAGAS_OPS_JUDGE_MODEL`), then command-line options.
+Every field is read by something; an unknown key in a config file is an error.
+The API key is never a setting: the judge reads it from the environment variable that
+`judge.api_key_env` names, so it never sits in a config file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_type_hints
+
+from ragas_ops.contract import ColumnMapping, SizeBudget
+from ragas_ops.judge.pricing import DEFAULT_PRICES, Price
+from ragas_ops.metrics import DEFAULT_METRICS
+from ragas_ops.metrics.answer_relevance import QuestionStrategy
+
+StructuredOutput = Literal["json_schema", "json_object", "none"]
+ENV_PREFIX = "RAGAS_OPS_"
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or has a value of the wrong kind."""
+
+
+@dataclass
+class JudgeSettings:
+    """The LLM judge: where it is, what it may spend, and how it recovers."""
+
+    model: str = "gpt-4o-mini"
+    embedding_model: str = "text-embedding-3-small"
+    base_url: str | None = None
+    """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL)."""
+    api_key_env: str = "OPENAI_API_KEY"
+    rpm: int | None = 500
+    """Requests per minute this run may send (OpenAI tier 1 for gpt-4o-mini); None: no limit."""
+    tpm: int | None = 200_000
+    """Tokens per minute this run may use; None: no limit."""
+    max_concurrency: int = 32
+    """Requests in flight at once."""
+    timeout_seconds: float = 60.0
+    max_attempts: int = 8
+    """Tries per request, counting the first, across 429s, 5xx errors and timeouts."""
+    structured_output: StructuredOutput = "json_schema"
+    """How to ask for JSON: OpenAI's strict json_schema, plain json_object, or the prompt only."""
+    embedding_batch_size: int = 512
+    """Texts per embeddings request (OpenAI accepts up to 2048)."""
+    cache_path: str | None = ".ragas-ops-cache/judge.sqlite"
+    """SQLite file of cached judge responses; None keeps the cache in memory for one run."""
+
+
+@dataclass
+class MetricSettings:
+    names: tuple[str, ...] = DEFAULT_METRICS
+    answer_relevance_questions: int = 3
+    question_strategy: QuestionStrategy = "list"
+
+
+@dataclass
+class Settings:
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    metrics: MetricSettings = field(default_factory=MetricSettings)
+    columns: ColumnMapping = field(default_factory=ColumnMapping)
+    size_budget: SizeBudget = field(default_factory=SizeBudget)
+    prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    batch_rows: int = 256
+    """Rows scored together: the unit of streaming, progress and embeddings batching."""
+
+
+_SECTIONS = ("judge", "metrics", "columns", "size_budget")
+
+
+def load_settings(
+    config_file: Path | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Defaults, then the config file, then `RAGAS_OPS_*` environment variables."""
+    settings = Settings()
+    if config_file is not None:
+        with config_file.open("rb") as handle:
+            apply_mapping(settings, tomllib.load(handle), source=str(config_file))
+    apply_environment(settings, os.environ if environ is None else environ)
+    return settings
+
+
+def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) -> None:
+    """Apply a nested mapping shaped like the config file (sections, `prices`, `batch_rows`)."""
+    for key, value in values.items():
+        if key in _SECTIONS:
+            section = getattr(settings, key)
+            setattr(settings, key, _updated(section, value, f"{source} [{key}]"))
+        elif key == "prices":
+            settings.prices.update(_prices(value, source))
+        elif key == "batch_rows":
+            settings.batch_rows = _coerce(int, value, f"{source} batch_rows")
+        else:
+            raise ConfigError(f"{source}: unknown setting {key!r}")
+
+
+def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
+    """Apply `RAGAS_OPS_<SECTION>_<FIELD>` variables; unknown ones are an error, not ignored."""
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        key = name.removeprefix(ENV_PREFIX).lower()
+        if key == "batch_rows":
+            settings.batch_rows = _coerce(int, raw, name)
+            continue
+        section_name = next((s for s in _SECTIONS if key.startswith(s + "_")), None)
+        if section_name is None:
+            raise ConfigError(f"unknown environment setting {name}")
+        section = getattr(settings, section_name)
+        setattr(
+            settings, section_name, _updated(section, {key[len(section_name) + 1 :]: raw}, name)
+        )
+
+
+def _updated(section: Any, values: Any, source: str) -> Any:
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{source}: expected a table of settings")
+    hints = get_type_hints(type(section))
+    known = {f.name for f in dataclasses.fields(section)}
+    changes = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{source}: unknown setting {key!r}; known: {sorted(known)}")
+        changes[key] = _coerce(hints[key], value, f"{source} {key}")
+    return dataclasses.replace(section, **changes)
+
+
+def _coerce(kind: Any, value: Any, source: str) -> Any:
+    """Convert a config or environment value to the declared type, or explain why not."""
+    args = get_args(kind)
+    if type(None) in args:
+        if value is None or (isinstance(value, str) and value.lower() in ("", "none", "null")):
+            return None
+        kind = next(arg for arg in args if arg is not type(None))
+        args = get_args(kind)
+    if args and all(isinstance(arg, str) for arg in args):  # a Literal
+        if value not in args:
+            raise ConfigError(f"{source}: {value!r} is not one of {list(args)}")
+        return value
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        return str(value).lower() in ("1", "true", "yes", "on")
+    if getattr(kind, "__origin__", None) is tuple:
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(item).strip() for item in items if str(item).strip())
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {value!r} is not a valid {kind.__name__}") from None
+
+
+def _prices(values: Any, source: str) -> dict[str, Price]:
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{source} [prices]: expected one table per model")
+    prices = {}
+    for model, table in values.items():
+        try:
+            prices[model] = Price(**table)
+        except TypeError as error:
+            raise ConfigError(f"{source} [prices.{model!r}]: {error}") from None
+    return prices

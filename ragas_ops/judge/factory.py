@@ -1,0 +1,23 @@
+"""Building the judge that the settings describe."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ragas_ops.config import Settings
+from ragas_ops.judge.base import Judge, JudgeFatalError
+from ragas_ops.judge.openai_judge import OpenAIJudge, open_cache
+from ragas_ops.secrets import Secret
+
+
+def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) -> Judge:
+    """The judge the settings describe, with its API key read from the environment."""
+    environ = os.environ if environ is None else environ
+    key = Secret(environ.get(settings.judge.api_key_env, ""))
+    if not key and settings.judge.base_url is None:
+        raise JudgeFatalError(
+            f"no API key: set ${settings.judge.api_key_env}, or point --base-url at an "
+            "OpenAI-compatible endpoint (for a local test double: `ragas-ops test-judge`)"
+        )
+    return OpenAIJudge(settings.judge, key, settings.prices, cache=open_cache(settings.judge))

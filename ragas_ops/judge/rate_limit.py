@@ -1,0 +1,112 @@
+"""Requests-per-minute and tokens-per-minute limits, enforced before a request is sent.
+
+Two token buckets refill continuously at limit/60 per second. A request waits until both hold
+enough (one request; its estimated tokens), in arrival order. The estimate is corrected with
+the usage the API returns (`settle`), so the budget is used fully but not exceeded; a 429's
+Retry-After pauses every request (`pause_for`); the provider's `x-ratelimit-remaining-*`
+headers can only lower what the buckets believe is left (`observe_remaining`).
+
+The buckets hold at most `burst_seconds` of budget, so a run paces itself from the first
+second instead of spending a minute's budget in a burst the provider would refuse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class TokenBucket:
+    """`rate` units per second, at most `capacity` stored. The level may go below zero
+    when a request turns out to cost more than estimated: later requests wait for it."""
+
+    rate: float
+    capacity: float
+    level: float
+    updated: float
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.rate)
+        self.updated = now
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until `amount` is available (amounts above capacity wait for a full bucket)."""
+        needed = min(amount, self.capacity) - self.level
+        return max(0.0, needed / self.rate)
+
+
+class RateLimiter:
+    """Paces requests to an RPM and a TPM budget; either limit may be None (unlimited)."""
+
+    def __init__(
+        self,
+        rpm: float | None,
+        tpm: float | None,
+        burst_seconds: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        now = clock()
+        self.requests = _bucket(rpm, burst_seconds, now, minimum=1.0)
+        self.tokens = _bucket(tpm, burst_seconds, now, minimum=1.0)
+        self._paused_until = 0.0
+        self._lock = asyncio.Lock()  # FIFO: requests are admitted in arrival order
+
+    async def acquire(self, tokens: int) -> None:
+        """Wait until one request with `tokens` estimated tokens fits the budget, and take it."""
+        async with self._lock:
+            while True:
+                now = self._clock()
+                wait = self._paused_until - now
+                for bucket, amount in ((self.requests, 1.0), (self.tokens, float(tokens))):
+                    if bucket is not None:
+                        bucket.refill(now)
+                        wait = max(wait, bucket.wait_for(amount))
+                if wait <= 0:
+                    break
+                await self._sleep(wait)
+            if self.requests is not None:
+                self.requests.level -= 1
+            if self.tokens is not None:
+                self.tokens.level -= tokens
+
+    def settle(self, estimated_tokens: int, actual_tokens: int) -> None:
+        """Correct the token bucket once a response says what a request really cost."""
+        if self.tokens is not None:
+            self.tokens.level -= actual_tokens - estimated_tokens
+
+    def refund(self, estimated_tokens: int) -> None:
+        """Give back a request the provider refused before doing any work (a 429)."""
+        if self.requests is not None:
+            self.requests.level = min(self.requests.capacity, self.requests.level + 1)
+        if self.tokens is not None:
+            self.tokens.level = min(self.tokens.capacity, self.tokens.level + estimated_tokens)
+
+    def pause_for(self, seconds: float) -> None:
+        """Hold every request for `seconds` (a 429's Retry-After)."""
+        self._paused_until = max(self._paused_until, self._clock() + seconds)
+
+    def observe_remaining(self, requests: int | None, tokens: int | None) -> None:
+        """Believe the provider when it says less budget is left than the buckets think."""
+        now = self._clock()
+        for bucket, remaining in ((self.requests, requests), (self.tokens, tokens)):
+            if bucket is not None and remaining is not None:
+                bucket.refill(now)
+                bucket.level = min(bucket.level, float(remaining))
+
+
+def _bucket(
+    per_minute: float | None, burst_seconds: float, now: float, minimum: float
+) -> TokenBucket | None:
+    if per_minute is None:
+        return None
+    if per_minute <= 0:
+        raise ValueError("a rate limit must be positive (or None for no limit)")
+    rate = per_minute / 60.0
+    capacity = max(minimum, rate * burst_seconds)
+    return TokenBucket(rate=rate, capacity=capacity, level=capacity, updated=now)
