@@ -86,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     score.set_defaults(run=_run_score)
+    demo = commands.add_parser(
+        "demo", help="generate a day of sample logs and score it (no API key needed)"
+    )
+    demo.add_argument("--folder", type=Path, default=Path("demo"), help="where to write")
+    demo.add_argument("--rows", type=int, default=200, help="sample interactions to generate")
+    demo.add_argument("--config", type=Path, help="TOML config file")
+    demo.add_argument("-v", "--verbose", action="store_true")
+    demo.set_defaults(run=_run_demo)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",
@@ -144,6 +152,17 @@ def _run_score(options: argparse.Namespace) -> int:
         score_file(options.input, options.output, settings, progress=not options.no_progress)
     )
     print("\n".join(outcome.summary_lines()))
+    return EXIT_OK
+
+
+def _run_demo(options: argparse.Namespace) -> int:
+    from ragas_ops.demo import run_demo
+
+    settings = load_settings(options.config)
+    settings.judge.cache_path = str(options.folder / "cache" / "judge.sqlite")
+    outcome = asyncio.run(run_demo(options.folder, options.rows, settings))
+    print("\n".join(outcome.summary_lines()))
+    print(f"sample logs: {options.folder}/raw/  scored table: {outcome.output}")
     return EXIT_OK
 
 

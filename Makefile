@@ -1,0 +1,34 @@
+# The commands a developer types every day. Everything runs in .venv, created on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: install test lint typecheck unit demo bench clean
+
+$(BIN)/ragas-ops: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
+
+lint: install  ## ruff (lint and format check)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install  ## mypy, strict
+	$(BIN)/mypy
+
+unit: install  ## the test suite only
+	$(BIN)/pytest
+
+test: lint typecheck unit  ## everything CI runs
+
+demo: install  ## score a generated sample end to end (OpenAI if OPENAI_API_KEY is set, else the local test double)
+	$(BIN)/ragas-ops demo
+
+bench: install  ## the benchmarks of benchmarks/, printing their figures
+	$(BIN)/python benchmarks/bench_scoring.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo

@@ -1,0 +1,1385 @@
+"""A deterministic TEST DOUBLE of an LLM judge: a local, OpenAI-compatible HTTP server.
+
+It is not a language model. It answers the ragas-ops prompts, and only those, with a lexical
+heuristic (shared content words, numbers, sentence splits), so that the judge client, its
+retries and rate limiting, the caches and the metrics can be tested end to end, offline, with
+reproducible results. Its scores mean nothing about real answer quality.
+
+It can also misbehave on purpose, like a real provider on a bad day: added latency, request and
+token rate limits (with OpenAI's `x-ratelimit-*` and `retry-after` headers), injected 429s,
+500/503 errors, hanging requests and malformed output, all drawn from a seeded random generator.
+
+Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `GET /v1/models`, and for tests
+`GET /stats` and `POST /stats/reset`. It listens on the loopback interface only.
+
+    with JudgeServer(JudgeServerConfig(rpm=600, rate_5xx=0.1)) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test")
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import itertools
+import json
+import math
+import os
+import random
+import re
+import signal
+import socket
+import string
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import FrameType
+from typing import Any, NamedTuple, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION
+from ragas_ops.metrics import ALL_PROMPTS
+from ragas_ops.metrics.context_relevance import INSUFFICIENT_INFORMATION
+from ragas_ops.metrics.gpt_score import DEFINITIONS
+from ragas_ops.prompts import OutputParseError, Prompt, decode_data
+from ragas_ops.text import (
+    STOPWORDS,
+    content_words,
+    estimate_tokens,
+    normalize,
+    split_sentences,
+    words,
+)
+
+__all__ = [
+    "CHAT_MODEL",
+    "EMBEDDING_MODEL",
+    "JudgeServer",
+    "JudgeServerConfig",
+    "build_parser",
+    "hashed_embedding",
+    "heuristic_reply",
+    "is_noncommittal",
+    "main",
+    "parse_config",
+]
+
+CHAT_MODEL = "ragas-ops-test-judge"
+EMBEDDING_MODEL = "ragas-ops-test-embedding"
+DEFAULT_CLI_PORT = 8787
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JudgeServerConfig:
+    """How the test double listens and how it misbehaves. Fractions are in [0, 1]."""
+
+    host: str = "127.0.0.1"
+    port: int = 0  # 0 = pick a free port
+    latency_ms: float = 0.0  # added to every request before answering
+    rpm: int | None = None  # requests-per-minute limit (None = unlimited)
+    tpm: int | None = None  # tokens-per-minute limit
+    burst_seconds: float = 5.0  # bucket capacity = limit/60 * burst_seconds
+    rate_429: float = 0.0  # fraction of requests answered 429 regardless of limits
+    rate_5xx: float = 0.0  # fraction answered 500/503
+    rate_timeout: float = 0.0  # fraction that hang `hang_seconds` before answering
+    hang_seconds: float = 30.0
+    rate_malformed: float = 0.0  # fraction of chat replies with malformed/truncated output
+    retry_after_seconds: float = 0.05  # Retry-After sent with injected 429s
+    api_key: str | None = field(default=None, repr=False)  # required bearer token, if set
+    ignore_n: bool = False  # behave like endpoints that ignore the `n` parameter
+    embedding_dim: int = 256
+    seed: int = 0
+
+
+# Settings that `JudgeServer.update` may not change: the socket is already bound.
+_FIXED_SETTINGS = frozenset({"host", "port"})
+
+
+def _validate(config: JudgeServerConfig) -> None:
+    """Refuse settings that would make the double behave in an undefined way."""
+    for name in ("rate_429", "rate_5xx", "rate_timeout", "rate_malformed"):
+        value = getattr(config, name)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be a fraction in [0, 1], not {value}")
+    for name in ("rpm", "tpm"):
+        value = getattr(config, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be positive or None, not {value}")
+    for name in ("latency_ms", "hang_seconds", "retry_after_seconds"):
+        if getattr(config, name) < 0:
+            raise ValueError(f"{name} must not be negative")
+    if config.burst_seconds <= 0:
+        raise ValueError("burst_seconds must be positive")
+    if not 1 <= config.embedding_dim <= _MAX_EMBEDDING_DIM:
+        raise ValueError(f"embedding_dim must be in [1, {_MAX_EMBEDDING_DIM}]")
+
+
+def _loopback_host(host: str) -> str:
+    """The address to bind: an IPv4 loopback address, never a public interface."""
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"host must be a loopback IPv4 address, not {host!r}") from None
+    if address.version != 4 or not address.is_loopback:
+        raise ValueError(f"the test judge listens on loopback only, not on {host!r}")
+    return host
+
+
+# --------------------------------------------------------------------------------------------
+# The lexical heuristic judge
+# --------------------------------------------------------------------------------------------
+
+_SUPPORT_THRESHOLD = 0.7  # share of a statement's content words the contexts must contain
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_ANSWER_PREFIX = re.compile(r"^\s*answer\s*:\s*", re.IGNORECASE)
+# Refusals and evasions, matched on normalised text. First-person forms only where the words
+# are common in factual answers too ("patients unable to swallow" is not a refusal).
+_REFUSAL = re.compile(
+    r"\bi (?:do not|don't|dont) know\b"
+    r"|\b(?:i|we) (?:cannot|can't|can not|could not|couldn't)\b"
+    r"|\b(?:i am|i'm|we are|we're) (?:not able|unable)\b"
+    r"|\b(?:i am|i'm|we are|we're) sorry\b|^sorry\b"
+    r"|\bno information\b|\binsufficient information\b"
+)
+_PUNCTUATION = string.punctuation + "“”‘’«»„"
+_QUESTION_TEMPLATES = (
+    "What can you tell me about {topic}?",
+    "Is it true that {clause}?",
+    "What is known about {keywords}?",
+    "Could you explain {topic}?",
+    "Which facts are given about {keywords}?",
+    "How would you summarise what is said about {topic}?",
+)
+
+Heuristic = Callable[[Mapping[str, Any], int], dict[str, Any]]
+
+
+class _Measure(NamedTuple):
+    """A lexical ratio in [0, 1] and the sentence that explains it."""
+
+    ratio: float
+    explanation: str
+
+
+def is_noncommittal(answer: str) -> bool:
+    """Whether an answer is a refusal or an evasion ("I don't know", "I'm sorry", ...)."""
+    return bool(_REFUSAL.search(normalize(answer).replace("\u2019", "'")))
+
+
+def _stem(word: str) -> str:
+    """A crude suffix stripper, so that "masts" matches "mast" and "opened" matches "open"."""
+    for suffix, shortest in (("ing", 4), ("ed", 4), ("es", 4), ("s", 3)):
+        if word.endswith(suffix) and len(word) - len(suffix) >= shortest:
+            word = word[: -len(suffix)]
+            break
+    if len(word) >= 5 and word.endswith("e"):  # "metre" and "metres" both become "metr"
+        word = word[:-1]
+    return word
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(word) for word in content_words(text)}
+
+
+def _numbers(text: str) -> set[str]:
+    """Numbers in the text, thousands separators dropped ("1,000" is "1000")."""
+    return {match.replace(",", "") for match in _NUMBER.findall(normalize(text))}
+
+
+def _text(value: Any) -> str:
+    """A data field as one text (None is empty; a list of texts is joined by lines)."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "\n".join(_strings(value))
+    return str(value)
+
+
+def _strings(value: Any) -> list[str]:
+    """A data field as a list of texts (a lone string is a list of one)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [str(item) for item in value if item is not None]
+    raise TypeError(f"expected a string or a list of strings, not {type(value).__name__}")
+
+
+def _keywords(sentence: str, limit: int) -> str:
+    """The sentence's first content words, in their original spelling and order."""
+    seen: dict[str, str] = {}
+    for token in sentence.split():
+        word = token.strip(_PUNCTUATION)
+        if word and content_words(word) and normalize(word) not in seen:
+            seen[normalize(word)] = word
+    return " ".join(list(seen.values())[:limit]) or "the subject of the answer"
+
+
+def _clause(sentence: str) -> str:
+    """The sentence as a clause after "Is it true that": no end mark, no capital on "The"."""
+    clause = sentence.strip().rstrip(".!?。！？").strip() or "the answer holds"
+    first = clause.split(maxsplit=1)[0]
+    if first.casefold() in STOPWORDS:
+        clause = clause[0].lower() + clause[1:]
+    return clause
+
+
+def _question_candidates(answer: str) -> Iterator[str]:
+    """An endless stream of questions the answer would answer, most natural first.
+
+    Sentences vary fastest, then templates; past those, numbered follow-up questions keep the
+    stream distinct however many questions are asked for.
+    """
+    sentences = split_sentences(_ANSWER_PREFIX.sub("", answer)) or [answer]
+    for template in _QUESTION_TEMPLATES:
+        for sentence in sentences:
+            yield template.format(
+                topic=_keywords(sentence, 2),
+                keywords=_keywords(sentence, 6),
+                clause=_clause(sentence),
+            )
+    for number in itertools.count(2):
+        for sentence in sentences:
+            yield f"What else does the answer say about {_keywords(sentence, 3)} (point {number})?"
+
+
+def generated_questions(answer: str, count: int, start: int = 0) -> list[str]:
+    """`count` distinct questions for `answer`, skipping the first `start` (another sample)."""
+    distinct: dict[str, None] = {}
+    for question in _question_candidates(answer):
+        distinct.setdefault(question.strip())
+        if len(distinct) >= start + count:
+            break
+    return list(distinct)[start : start + count]
+
+
+def _relevant_sentences(question: str, contexts: list[str]) -> tuple[list[str], int]:
+    """Context sentences sharing enough content words with the question, and how many there are.
+
+    Enough is two shared words, or a third of the question's words (rounded up) when that is
+    fewer: one word for a question with at most three content words.
+    """
+    asked = _stems(question)
+    needed = min(2, max(1, math.ceil(len(asked) / 3)))
+    relevant: list[str] = []
+    total = 0
+    for context in contexts:
+        for sentence in split_sentences(context):
+            total += 1
+            if asked and len(_stems(sentence) & asked) >= needed:
+                relevant.append(sentence)
+    return relevant, total
+
+
+def _faithfulness_measure(question: str, answer: str, contexts: list[str]) -> _Measure:
+    stems = _stems(answer)
+    found = stems & _stems("\n".join(contexts))
+    ratio = len(found) / len(stems) if stems else 0.0
+    return _Measure(
+        ratio, f"{len(found)} of {len(stems)} content words of the answer occur in the contexts."
+    )
+
+
+def _answer_relevance_measure(question: str, answer: str, contexts: list[str]) -> _Measure:
+    if is_noncommittal(answer):
+        return _Measure(0.0, "The answer is noncommittal.")
+    asked = _stems(question)
+    covered = asked & _stems(answer)
+    ratio = len(covered) / len(asked) if asked else 0.0
+    return _Measure(
+        ratio, f"The answer uses {len(covered)} of the {len(asked)} content words of the question."
+    )
+
+
+def _context_relevance_measure(question: str, answer: str, contexts: list[str]) -> _Measure:
+    relevant, total = _relevant_sentences(question, contexts)
+    ratio = len(relevant) / total if total else 0.0
+    return _Measure(
+        ratio, f"{len(relevant)} of {total} context sentences share enough words with the question."
+    )
+
+
+_MEASURES: dict[str, Callable[[str, str, list[str]], _Measure]] = {
+    "faithfulness": _faithfulness_measure,
+    "answer_relevance": _answer_relevance_measure,
+    "context_relevance": _context_relevance_measure,
+}
+
+
+def _statements(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
+    """One statement per sentence of the answer; none for a noncommittal answer."""
+    answer = _ANSWER_PREFIX.sub("", _text(data[ANSWER]))
+    return {"statements": [] if is_noncommittal(answer) else split_sentences(answer)}
+
+
+def _verdicts(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
+    """Supported when most content words, and every number, of a statement are in the contexts."""
+    contexts = "\n".join(_strings(data[CONTEXTS]))
+    context_stems, context_numbers = _stems(contexts), _numbers(contexts)
+    verdicts = []
+    for statement in _strings(data["statements"]):
+        stems = _stems(statement)
+        found = stems & context_stems
+        unknown_numbers = sorted(_numbers(statement) - context_numbers)
+        supported = bool(stems) and len(found) >= _SUPPORT_THRESHOLD * len(stems)
+        explanation = f"{len(found)} of {len(stems)} content words found in the contexts"
+        if unknown_numbers:
+            explanation += f"; not in the contexts: {', '.join(unknown_numbers)}"
+        else:
+            missing = sorted(w for w in content_words(statement) if _stem(w) not in context_stems)
+            explanation += f" (missing: {', '.join(missing[:5])})" if missing else ""
+        verdict = "yes" if supported and not unknown_numbers else "no"
+        verdicts.append(
+            {"statement": statement, "explanation": explanation + ".", "verdict": verdict}
+        )
+    return {"verdicts": verdicts}
+
+
+def _questions(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
+    answer = _text(data[ANSWER])
+    count = int(data["number_of_questions"])
+    if not 0 <= count <= _MAX_QUESTIONS:
+        raise ValueError(f"number_of_questions must be in [0, {_MAX_QUESTIONS}]")
+    return {
+        "questions": generated_questions(answer, count, start=sample),
+        "noncommittal": is_noncommittal(answer),
+    }
+
+
+def _question(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
+    answer = _text(data[ANSWER])
+    return {
+        "question": generated_questions(answer, 1, start=sample)[0],
+        "noncommittal": is_noncommittal(answer),
+    }
+
+
+def _extract(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
+    relevant, _ = _relevant_sentences(_text(data[QUESTION]), _strings(data[CONTEXTS]))
+    return {"sentences": list(dict.fromkeys(relevant)) or [INSUFFICIENT_INFORMATION]}
+
+
+def _score(dimension: str) -> Heuristic:
+    def answer(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
+        measure = _MEASURES[dimension](
+            _text(data.get(QUESTION)), _text(data.get(ANSWER)), _strings(data.get(CONTEXTS))
+        )
+        return {"explanation": measure.explanation, "score": math.floor(measure.ratio * 10 + 0.5)}
+
+    return answer
+
+
+def _rank(dimension: str) -> Heuristic:
+    def answer(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
+        question, contexts = _text(data[QUESTION]), _strings(data.get(CONTEXTS))
+        first, second = (
+            _candidate_measure(dimension, question, data[f"candidate_{number}"], contexts)
+            for number in (1, 2)
+        )
+        better = 1 if first.ratio >= second.ratio else 2  # a tie goes to the first
+        return {
+            "explanation": f"Candidate 1: {first.explanation} Candidate 2: "
+            f"{second.explanation} Candidate {better} is better.",
+            "better": better,
+        }
+
+    return answer
+
+
+def _candidate_measure(
+    dimension: str, question: str, candidate: Any, contexts: list[str]
+) -> _Measure:
+    """Context-relevance candidates are sets of contexts; the others are answers."""
+    if dimension == "context_relevance":
+        return _MEASURES[dimension](question, "", _strings(candidate))
+    return _MEASURES[dimension](question, _text(candidate), contexts)
+
+
+_HEURISTICS: dict[str, Heuristic] = {
+    "faithfulness.statements": _statements,
+    "faithfulness.verdicts": _verdicts,
+    "answer_relevance.questions": _questions,
+    "answer_relevance.question": _question,
+    "context_relevance.extract": _extract,
+    **{f"gpt_score.{dimension}": _score(dimension) for dimension in DEFINITIONS},
+    **{f"gpt_ranking.{dimension}": _rank(dimension) for dimension in DEFINITIONS},
+}
+# The prompts are recognised by their exact system message, which is static per prompt version.
+_PROMPTS_BY_SYSTEM: dict[str, Prompt[Any]] = {prompt.system: prompt for prompt in ALL_PROMPTS}
+
+
+def heuristic_reply(prompt: Prompt[Any], data: Mapping[str, Any], sample: int = 0) -> str:
+    """The JSON text the test double answers `prompt` about `data` with.
+
+    `sample` is the choice index when `n` > 1: generated questions differ between samples,
+    the other prompts answer the same every time. Raises KeyError for a prompt it does not know
+    and KeyError/TypeError/ValueError for data that lacks the prompt's fields.
+    """
+    heuristic = _HEURISTICS.get(prompt.name)
+    if heuristic is None:
+        raise KeyError(f"the test double has no heuristic for prompt {prompt.id}")
+    return json.dumps(heuristic(data, sample), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Embeddings: hashed bag of words
+# --------------------------------------------------------------------------------------------
+
+_MAX_EMBEDDING_DIM = 8192
+_BIGRAM_WEIGHT = 0.5
+
+
+def _embedding_features(text: str) -> list[tuple[str, float]]:
+    """Stemmed content words and their bigrams; plain words, or the text, when it has none."""
+    meaningful = content_words(text)
+    tokens = [_stem(word) for word in words(text) if word in meaningful] or words(text)
+    if not tokens:
+        return [(f"text:{text}", 1.0)]
+    features = [(f"w:{token}", 1.0) for token in tokens]
+    features += [(f"b:{a} {b}", _BIGRAM_WEIGHT) for a, b in itertools.pairwise(tokens)]
+    return features
+
+
+def hashed_embedding(text: str, dim: int = 256) -> npt.NDArray[np.float64]:
+    """A deterministic, L2-normalised feature-hashing embedding of `text`.
+
+    Buckets come from BLAKE2b, not `hash()`, so vectors are the same in every process. All
+    weights are positive, so cosines lie in [0, 1] like those of real embedding models.
+    """
+    vector = np.zeros(dim, dtype=np.float64)
+    for feature, weight in _embedding_features(text):
+        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+        vector[int.from_bytes(digest, "little") % dim] += weight
+    return vector / float(np.linalg.norm(vector))
+
+
+# --------------------------------------------------------------------------------------------
+# Rate limits
+# --------------------------------------------------------------------------------------------
+
+
+def _duration(seconds: float) -> str:
+    """OpenAI's (Go's) duration format for `x-ratelimit-reset-*`: "120ms", "1s", "6m0s"."""
+    millis = math.ceil(max(0.0, seconds) * 1000)
+    if millis == 0:
+        return "0s"
+    if millis < 1000:
+        return f"{millis}ms"
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs = f"{rest // 1000}.{rest % 1000:03d}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{hours}h{minutes}m{secs}"
+    return f"{minutes}m{secs}" if minutes else secs
+
+
+class _Bucket:
+    """A token bucket refilled continuously at `limit / 60` per second, starting full."""
+
+    def __init__(self, kind: str, limit: int, burst_seconds: float, now: float) -> None:
+        self.kind = kind  # "requests" or "tokens", as in OpenAI's headers and error types
+        self.limit = limit
+        self.rate = limit / 60.0
+        self.capacity = self.rate * burst_seconds
+        self.level = self.capacity
+        self._updated = now
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self._updated) * self.rate)
+        self._updated = now
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until the bucket holds `amount`.
+
+        A request larger than the whole bucket waits for a full bucket (and then drives it
+        negative) instead of being refused forever.
+        """
+        return max(0.0, (min(amount, self.capacity) - self.level) / self.rate)
+
+    def headers(self) -> dict[str, str]:
+        return {
+            f"x-ratelimit-limit-{self.kind}": str(self.limit),
+            f"x-ratelimit-remaining-{self.kind}": str(max(0, math.floor(self.level))),
+            f"x-ratelimit-reset-{self.kind}": _duration((self.capacity - self.level) / self.rate),
+        }
+
+
+def _buckets(config: JudgeServerConfig, now: float) -> list[_Bucket]:
+    limits = (("requests", config.rpm), ("tokens", config.tpm))
+    return [
+        _Bucket(kind, limit, config.burst_seconds, now)
+        for kind, limit in limits
+        if limit is not None
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Requests, replies, faults
+# --------------------------------------------------------------------------------------------
+
+_MAX_BODY_BYTES = 64 * 1024 * 1024
+_MAX_N = 128
+_MAX_QUESTIONS = 100
+_MALFORMED_KINDS = ("truncated", "prose", "wrong_shape")
+_PROSE = (
+    "I have read the input carefully. On the whole it seems reasonable to me, but I would "
+    "rather explain my view in plain words than fill in a format."
+)
+
+
+@dataclass
+class _Reply:
+    """An HTTP reply: status, JSON payload and extra headers."""
+
+    status: int
+    payload: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def body(self) -> bytes:
+        return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
+
+
+class _BadRequest(Exception):
+    """A request the double refuses with HTTP 400 (OpenAI's `invalid_request_error`)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None, **headers: str) -> _Reply:
+    """An OpenAI-style error reply."""
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return _Reply(status, body, {name.replace("_", "-"): value for name, value in headers.items()})
+
+
+def _retry_headers(seconds: float) -> dict[str, str]:
+    return {
+        "retry_after": str(math.ceil(seconds)),
+        "retry_after_ms": str(math.ceil(seconds * 1000)),
+    }
+
+
+@dataclass(frozen=True)
+class _Faults:
+    """What goes wrong with one request, decided before it is served."""
+
+    timeout: bool = False
+    rate_429: bool = False
+    server_error: int | None = None
+    malformed: str | None = None
+
+
+@dataclass
+class _ChatJob:
+    """A validated chat request with its answers already computed (they are cheap)."""
+
+    model: str
+    prompt: Prompt[Any]
+    contents: list[str]
+    prompt_tokens: int
+
+    @property
+    def cost(self) -> int:
+        return self.prompt_tokens
+
+
+@dataclass
+class _EmbeddingJob:
+    model: str
+    vectors: list[npt.NDArray[np.float64]]
+    base64: bool
+    tokens: int
+
+    @property
+    def cost(self) -> int:
+        return self.tokens
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    """A message's content: a string, or the text of its parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
+    """Validate a chat request, recognise its prompt and compute the answers for its choices."""
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise _BadRequest("'messages' must be a list of message objects")
+    if request.get("stream"):
+        raise _BadRequest("this test double does not stream; send stream=false")
+    n = request.get("n") or 1
+    if not isinstance(n, int) or not 1 <= n <= _MAX_N:
+        raise _BadRequest(f"'n' must be an integer in [1, {_MAX_N}]")
+    prompt = _recognise(messages)
+    data = _first_user_data(messages)
+    contents = [_answer(prompt, data, sample) for sample in range(1 if ignore_n else n)]
+    prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
+    return _ChatJob(str(request.get("model") or CHAT_MODEL), prompt, contents, prompt_tokens)
+
+
+def _recognise(messages: list[dict[str, Any]]) -> Prompt[Any]:
+    system = next((m for m in messages if m.get("role") in ("system", "developer")), None)
+    prompt = _PROMPTS_BY_SYSTEM.get(_message_text(system)) if system is not None else None
+    if prompt is None:
+        raise _BadRequest(
+            "This is a deterministic test double of an LLM judge: it only answers ragas-ops "
+            "prompts, and the system message matches none of them.",
+            "unknown_prompt",
+        )
+    return prompt
+
+
+def _first_user_data(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row data, from the first user message (later ones are repair requests)."""
+    user = next((m for m in messages if m.get("role") == "user"), None)
+    if user is None:
+        raise _BadRequest("the conversation has no user message with the prompt's input")
+    try:
+        return decode_data(_message_text(user))
+    except ValueError as error:
+        raise _BadRequest(
+            f"the first user message is not 'Input: <JSON object>': {error}"
+        ) from None
+
+
+def _answer(prompt: Prompt[Any], data: Mapping[str, Any], sample: int) -> str:
+    """The heuristic's reply, checked with the prompt's own parser before it is sent."""
+    try:
+        content = heuristic_reply(prompt, data, sample)
+        prompt.parse(data, content)
+    except (KeyError, TypeError, ValueError) as error:  # OutputParseError is a ValueError
+        reason = "cannot answer" if isinstance(error, OutputParseError) else "bad input for"
+        raise _BadRequest(f"the test double {reason} prompt {prompt.id}: {error}") from None
+    return content
+
+
+def _embedding_job(request: Mapping[str, Any], default_dim: int) -> _EmbeddingJob:
+    raw = request.get("input")
+    texts = [raw] if isinstance(raw, str) else raw
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise _BadRequest("'input' must be a non-empty string or list of strings")
+    if not all(texts):
+        raise _BadRequest("'$.input' is invalid: an input is an empty string")
+    dim = request.get("dimensions") or default_dim
+    if not isinstance(dim, int) or not 1 <= dim <= _MAX_EMBEDDING_DIM:
+        raise _BadRequest(f"'dimensions' must be an integer in [1, {_MAX_EMBEDDING_DIM}]")
+    encoding = request.get("encoding_format") or "float"
+    if encoding not in ("float", "base64"):
+        raise _BadRequest("'encoding_format' must be 'float' or 'base64'")
+    return _EmbeddingJob(
+        str(request.get("model") or EMBEDDING_MODEL),
+        [hashed_embedding(text, dim) for text in texts],
+        encoding == "base64",
+        sum(estimate_tokens(text) for text in texts),
+    )
+
+
+def _malform(content: str, kind: str) -> str:
+    """Broken output of the given kind, as weak models and cut-off replies produce."""
+    if kind == "truncated":
+        return content[: len(content) // 2]
+    if kind == "prose":
+        return _PROSE
+    return json.dumps({"result": json.loads(content)})  # valid JSON, wrong shape
+
+
+def _chat_payload(job: _ChatJob, contents: list[str], truncated: bool, number: int) -> Any:
+    completion_tokens = sum(estimate_tokens(content) for content in contents)
+    choices = [
+        {
+            "index": index,
+            "message": {"role": "assistant", "content": content, "refusal": None},
+            "logprobs": None,
+            "finish_reason": "length" if truncated else "stop",
+        }
+        for index, content in enumerate(contents)
+    ]
+    return {
+        "id": f"chatcmpl-testdouble{number:08d}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": job.model,
+        "system_fingerprint": "fp_ragas_ops_test_double",
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": job.prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": job.prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        },
+    }
+
+
+def _embedding_payload(job: _EmbeddingJob) -> Any:
+    def encode(vector: npt.NDArray[np.float64]) -> Any:
+        if job.base64:
+            return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+        return [float(value) for value in vector]
+
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": index, "embedding": encode(vector)}
+            for index, vector in enumerate(job.vectors)
+        ],
+        "model": job.model,
+        "usage": {"prompt_tokens": job.tokens, "total_tokens": job.tokens},
+    }
+
+
+def _models_payload() -> Any:
+    return {
+        "object": "list",
+        "data": [
+            {"id": model, "object": "model", "created": 0, "owned_by": "ragas-ops-test-double"}
+            for model in (CHAT_MODEL, EMBEDDING_MODEL)
+        ],
+    }
+
+
+def _mask(key: str) -> str:
+    """OpenAI's way of echoing a wrong key: first 3 and last 4 characters, stars between."""
+    if len(key) <= 7:
+        return "*" * len(key)
+    return key[:3] + "*" * (len(key) - 7) + key[-4:]
+
+
+def _check_auth(expected: str | None, authorization: str | None) -> _Reply | None:
+    if expected is None:
+        return None
+    scheme, _, provided = (authorization or "").partition(" ")
+    provided = provided.strip() if scheme.lower() == "bearer" else ""
+    if hmac.compare_digest(provided.encode(), expected.encode()):
+        return None
+    if not provided:
+        message = (
+            "You didn't provide an API key. You need to provide your API key in an "
+            "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+        )
+        return _error(401, message, "invalid_request_error")
+    message = (
+        f"Incorrect API key provided: {_mask(provided)}. This is a test double; use the key "
+        "it was started with."
+    )
+    return _error(401, message, "invalid_request_error", "invalid_api_key")
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------------------------
+
+
+def _counter(*keys: str) -> Counter[str]:
+    return Counter(dict.fromkeys(keys, 0))
+
+
+@dataclass
+class _Stats:
+    """What the server saw. Status codes are string keys, as they are in the JSON of /stats."""
+
+    requests: int = 0
+    requests_by_endpoint: Counter[str] = field(default_factory=Counter)
+    requests_by_prompt: Counter[str] = field(default_factory=Counter)
+    responses: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(
+        default_factory=lambda: _counter("timeout", "429", "5xx", "malformed")
+    )
+    malformed: Counter[str] = field(default_factory=lambda: _counter(*_MALFORMED_KINDS))
+    rate_limited: int = 0  # 429s from the rpm/tpm limits, not the injected ones
+    rate_limited_by: Counter[str] = field(default_factory=lambda: _counter("requests", "tokens"))
+    auth_failures: int = 0
+    dropped: int = 0  # requests left unanswered because the server stopped
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_tokens: int = 0
+    embedding_inputs: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    first_request_at: float | None = None  # time.time() of the first API request
+    last_request_at: float | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        snapshot: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            snapshot[item.name] = dict(value) if isinstance(value, Counter) else value
+        return snapshot
+
+
+# --------------------------------------------------------------------------------------------
+# The application: everything but the sockets
+# --------------------------------------------------------------------------------------------
+
+_ENDPOINTS = {
+    ("POST", "/v1/chat/completions"): "chat.completions",
+    ("POST", "/v1/embeddings"): "embeddings",
+    ("GET", "/v1/models"): "models",
+}
+
+
+class _App:
+    """The double's behaviour, independent of HTTP plumbing. Thread-safe: one lock guards the
+    settings, the buckets, the random generator and the statistics."""
+
+    def __init__(self, config: JudgeServerConfig) -> None:
+        _validate(config)
+        self._lock = threading.Lock()
+        self._config = replace(config)
+        self._rng = random.Random(config.seed)
+        self._buckets = _buckets(config, time.monotonic())
+        self._stats = _Stats()
+        self._replies = itertools.count(1)
+        self.stopping = threading.Event()
+
+    # -- settings and statistics -------------------------------------------------------------
+
+    def settings(self) -> JudgeServerConfig:
+        with self._lock:
+            return replace(self._config)
+
+    def update(self, changes: Mapping[str, Any]) -> None:
+        known = {item.name for item in fields(JudgeServerConfig)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown setting(s) {unknown}")
+        fixed = sorted(set(changes) & _FIXED_SETTINGS)
+        if fixed:
+            raise ValueError(f"{fixed} cannot change while the server runs")
+        with self._lock:
+            updated = replace(self._config, **changes)
+            _validate(updated)
+            if {"rpm", "tpm", "burst_seconds"} & set(changes):
+                self._buckets = _buckets(updated, time.monotonic())  # new limits start full
+            if "seed" in changes:
+                self._rng = random.Random(updated.seed)
+            self._config = updated
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return self._stats.snapshot()
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            in_flight = self._stats.in_flight  # requests being served still finish and count
+            self._stats = _Stats(in_flight=in_flight, max_in_flight=in_flight)
+
+    # -- serving -----------------------------------------------------------------------------
+
+    def handle(
+        self, method: str, path: str, authorization: str | None, body: bytes
+    ) -> _Reply | None:
+        """Serve one request; None means: close the connection without a reply (stopping)."""
+        route = path.split("?", 1)[0].rstrip("/")
+        if route == "/stats" and method == "GET":
+            return _Reply(200, self.stats())
+        if route == "/stats/reset" and method == "POST":
+            self.reset_stats()
+            return _Reply(200, {"reset": True})
+        endpoint = _ENDPOINTS.get((method, route))
+        self._begin(endpoint or "other")
+        reply: _Reply | None = None
+        try:
+            reply = self._serve(endpoint, f"{method} {route}", authorization, body)
+        finally:
+            self._end(reply)
+        return reply
+
+    def _serve(
+        self, endpoint: str | None, what: str, authorization: str | None, body: bytes
+    ) -> _Reply | None:
+        settings = self.settings()
+        if settings.latency_ms > 0 and self.stopping.wait(settings.latency_ms / 1000):
+            return None
+        if endpoint is None:
+            return _error(
+                404, f"Unknown request URL: {what}.", "invalid_request_error", "unknown_url"
+            )
+        denied = _check_auth(settings.api_key, authorization)
+        if denied is not None:
+            return denied
+        if endpoint == "models":
+            return _Reply(200, _models_payload())
+        try:
+            job = self._job(endpoint, body, settings)
+            reply = self._run(job, settings)
+        except _BadRequest as error:
+            reply = _error(400, str(error), "invalid_request_error", error.code)
+        if reply is not None:
+            reply.headers.update(self._ratelimit_headers())
+        return reply
+
+    def _job(
+        self, endpoint: str, body: bytes, settings: JudgeServerConfig
+    ) -> _ChatJob | _EmbeddingJob:
+        try:
+            request = json.loads(body or b"null")
+        except ValueError:
+            raise _BadRequest("the request body is not valid JSON") from None
+        if not isinstance(request, dict):
+            raise _BadRequest("the request body must be a JSON object")
+        if endpoint == "embeddings":
+            return _embedding_job(request, settings.embedding_dim)
+        job = _chat_job(request, settings.ignore_n)
+        with self._lock:
+            self._stats.requests_by_prompt[job.prompt.name] += 1
+        return job
+
+    def _run(self, job: _ChatJob | _EmbeddingJob, settings: JudgeServerConfig) -> _Reply | None:
+        """Apply the faults drawn for this request, the rate limits, then answer."""
+        faults = self._draw_faults(settings)
+        if faults.timeout:
+            self._count_fault("timeout")
+            if self.stopping.wait(settings.hang_seconds):
+                return None
+        if faults.rate_429:
+            self._count_fault("429")
+            message = "Rate limit reached (injected by the test double). Please try again later."
+            headers = _retry_headers(settings.retry_after_seconds)
+            return _error(429, message, "requests", "rate_limit_exceeded", **headers)
+        if faults.server_error is not None:
+            self._count_fault("5xx")
+            return _server_error(faults.server_error)
+        limited = self._admit(job.cost)
+        if limited is not None:
+            return limited
+        if isinstance(job, _EmbeddingJob):
+            return self._embeddings_reply(job)
+        return self._chat_reply(job, faults.malformed)
+
+    def _chat_reply(self, job: _ChatJob, malformed: str | None) -> _Reply:
+        contents = job.contents
+        if malformed is not None:
+            self._count_fault("malformed", malformed)
+            contents = [_malform(content, malformed) for content in contents]
+        payload = _chat_payload(job, contents, malformed == "truncated", next(self._replies))
+        completion_tokens = payload["usage"]["completion_tokens"]
+        with self._lock:
+            for bucket in self._buckets:
+                if bucket.kind == "tokens":
+                    bucket.level -= completion_tokens  # may go negative, as OpenAI's does
+            self._stats.prompt_tokens += job.prompt_tokens
+            self._stats.completion_tokens += completion_tokens
+        return _Reply(200, payload, {"x-request-id": payload["id"]})
+
+    def _embeddings_reply(self, job: _EmbeddingJob) -> _Reply:
+        with self._lock:
+            self._stats.embedding_tokens += job.tokens
+            self._stats.embedding_inputs += len(job.vectors)
+        return _Reply(200, _embedding_payload(job))
+
+    def _draw_faults(self, settings: JudgeServerConfig) -> _Faults:
+        # Always six draws per request, so the fault sequence depends only on the request
+        # order and the seed, not on which faults are switched on or on the rate limits.
+        with self._lock:
+            draws = [self._rng.random() for _ in range(6)]
+        return _Faults(
+            timeout=draws[0] < settings.rate_timeout,
+            rate_429=draws[1] < settings.rate_429,
+            server_error=(500 if draws[3] < 0.5 else 503) if draws[2] < settings.rate_5xx else None,
+            malformed=(
+                _MALFORMED_KINDS[int(draws[5] * len(_MALFORMED_KINDS))]
+                if draws[4] < settings.rate_malformed
+                else None
+            ),
+        )
+
+    def _admit(self, tokens: int) -> _Reply | None:
+        """Debit one request and `tokens` if both buckets hold them; else a 429 reply."""
+        with self._lock:
+            now = time.monotonic()
+            waits: dict[str, float] = {}
+            for bucket in self._buckets:
+                bucket.refill(now)
+                waits[bucket.kind] = bucket.wait_for(1 if bucket.kind == "requests" else tokens)
+            blocked = next((b for b in self._buckets if waits[b.kind] > 0), None)
+            if blocked is None:
+                for bucket in self._buckets:
+                    bucket.level -= 1 if bucket.kind == "requests" else tokens
+                return None
+            self._stats.rate_limited += 1
+            self._stats.rate_limited_by[blocked.kind] += 1
+            wait = max(waits.values())
+            requested = 1 if blocked.kind == "requests" else tokens
+            message = (
+                f"Rate limit reached for {blocked.kind} per min: Limit {blocked.limit}, "
+                f"Remaining {max(0, math.floor(blocked.level))}, Requested {requested}. "
+                f"Please try again in {_duration(wait)}."
+            )
+            return _error(429, message, blocked.kind, "rate_limit_exceeded", **_retry_headers(wait))
+
+    def _ratelimit_headers(self) -> dict[str, str]:
+        with self._lock:
+            now = time.monotonic()
+            headers: dict[str, str] = {}
+            for bucket in self._buckets:
+                bucket.refill(now)
+                headers.update(bucket.headers())
+            return headers
+
+    def _begin(self, endpoint: str) -> None:
+        with self._lock:
+            stats = self._stats
+            stats.requests += 1
+            stats.requests_by_endpoint[endpoint] += 1
+            stats.in_flight += 1
+            stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+            stats.last_request_at = time.time()
+            if stats.first_request_at is None:
+                stats.first_request_at = stats.last_request_at
+
+    def _end(self, reply: _Reply | None) -> None:
+        with self._lock:
+            stats = self._stats
+            stats.in_flight -= 1
+            if reply is None:
+                stats.dropped += 1
+                return
+            stats.responses[str(reply.status)] += 1
+            if reply.status == 401:
+                stats.auth_failures += 1
+
+    def _count_fault(self, kind: str, malformed: str | None = None) -> None:
+        with self._lock:
+            self._stats.faults[kind] += 1
+            if malformed is not None:
+                self._stats.malformed[malformed] += 1
+
+
+def _server_error(status: int) -> _Reply:
+    if status == 503:
+        message = "The engine is currently overloaded (injected by the test double)."
+    else:
+        message = (
+            "The server had an error while processing your request (injected by the test double)."
+        )
+    return _error(status, message, "server_error")
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP plumbing and lifecycle
+# --------------------------------------------------------------------------------------------
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that knows its app and its open connections."""
+
+    daemon_threads = True  # a hanging request must never keep the process alive
+
+    def __init__(self, address: tuple[str, int], app: _App) -> None:
+        self.app = app
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End idle keep-alive connections, so that a stopped server answers nothing more."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):  # already closed by the client
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive; every reply carries a Content-Length
+    server_version = "ragas-ops-test-judge/1"
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests and users read /stats instead of a line per request."""
+
+    def _dispatch(self, method: str) -> None:
+        body = self._read_body()
+        if body is None:
+            return
+        app = cast(_HTTPServer, self.server).app
+        try:
+            reply = app.handle(method, self.path, self.headers.get("Authorization"), body)
+        except Exception as error:  # a bug in the double: say so rather than drop the connection
+            reply = _error(
+                500, f"test double internal error: {error!r}", "server_error", "test_double_bug"
+            )
+        if reply is None:
+            self.close_connection = True
+            return
+        self._send(reply)
+
+    def _read_body(self) -> bytes | None:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            self.close_connection = True
+            self._send(
+                _error(
+                    411,
+                    "send a Content-Length; chunked bodies are not supported",
+                    "invalid_request_error",
+                )
+            )
+            return None
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= _MAX_BODY_BYTES:
+            self.close_connection = True
+            self._send(
+                _error(413, "missing, invalid or too large Content-Length", "invalid_request_error")
+            )
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, reply: _Reply) -> None:
+        body = reply.body()
+        try:
+            self.send_response(reply.status)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except ConnectionError:  # the client gave up, e.g. its timeout passed during a hang
+            self.close_connection = True
+
+
+class JudgeServer:
+    """The test double, served from a daemon thread: `with JudgeServer(config) as server:`."""
+
+    def __init__(self, config: JudgeServerConfig | None = None) -> None:
+        self._initial = replace(config) if config is not None else JudgeServerConfig()
+        self._host = _loopback_host(self._initial.host)
+        self._app = _App(self._initial)
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> JudgeServer:
+        """Bind the port and serve in a daemon thread; returns self."""
+        if self._httpd is not None:
+            raise RuntimeError("the test judge server was already started")
+        self._httpd = _HTTPServer((self._host, self._initial.port), self._app)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"judge-server-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: hanging requests are abandoned, open connections closed. Idempotent."""
+        if self._httpd is None or self._app.stopping.is_set():
+            return
+        self._app.stopping.set()
+        self._httpd.shutdown()
+        self._httpd.close_connections()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> JudgeServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound port (the free one picked when the config said 0)."""
+        if self._httpd is None:
+            raise RuntimeError("the test judge server is not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, e.g. `http://127.0.0.1:8787/v1`."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    @property
+    def config(self) -> JudgeServerConfig:
+        """A copy of the current settings (after any `update`)."""
+        return self._app.settings()
+
+    def stats(self) -> dict[str, Any]:
+        """A snapshot of what the server has seen and done (see `_Stats`); thread-safe."""
+        return self._app.stats()
+
+    def reset_stats(self) -> None:
+        """Start counting afresh (rate-limit buckets are left as they are)."""
+        self._app.reset_stats()
+
+    def update(self, **changes: Any) -> None:
+        """Change settings of a running server, e.g. `update(rate_5xx=0.5, rpm=None)`.
+
+        New rpm/tpm/burst settings start with full buckets; a new seed restarts the fault
+        sequence. `host` and `port` cannot change.
+        """
+        self._app.update(changes)
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction in [0, 1]")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `ragas-ops test-judge` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="ragas-ops test-judge",
+        description="Serve a deterministic TEST DOUBLE of an LLM judge (OpenAI-compatible, "
+        "lexical heuristics, not a real LLM) on 127.0.0.1, with optional injected faults.",
+    )
+    add = parser.add_argument
+    add("--port", type=int, default=DEFAULT_CLI_PORT, help="port on 127.0.0.1; 0 picks a free one")
+    add("--latency-ms", type=float, default=0.0, help="added to every request")
+    add("--rpm", type=_positive_int, help="requests-per-minute limit")
+    add("--tpm", type=_positive_int, help="tokens-per-minute limit")
+    add("--burst-seconds", type=float, default=5.0, help="bucket capacity, in seconds of limit")
+    add("--rate-429", type=_fraction, default=0.0, help="fraction answered 429 anyway")
+    add("--rate-5xx", type=_fraction, default=0.0, help="fraction answered 500/503")
+    add("--rate-timeout", type=_fraction, default=0.0, help="fraction that hang first")
+    add("--hang-seconds", type=float, default=30.0, help="how long a hanging request hangs")
+    add("--rate-malformed", type=_fraction, default=0.0, help="fraction of malformed chat replies")
+    add("--retry-after", type=float, default=0.05, help="Retry-After of injected 429s, seconds")
+    add(
+        "--require-api-key-env",
+        metavar="NAME",
+        help="require `Authorization: Bearer <key>`, the key read from this environment variable",
+    )
+    add("--ignore-n", action="store_true", help="answer one choice whatever `n` asks")
+    add("--seed", type=int, default=0, help="seed of the fault generator")
+    return parser
+
+
+def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
+    """The server settings from command-line arguments (exits on bad arguments, like argparse)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    api_key = None
+    if args.require_api_key_env:
+        api_key = os.environ.get(args.require_api_key_env)
+        if not api_key:
+            parser.error(f"environment variable {args.require_api_key_env} is not set or empty")
+    config = JudgeServerConfig(
+        port=args.port,
+        latency_ms=args.latency_ms,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        burst_seconds=args.burst_seconds,
+        rate_429=args.rate_429,
+        rate_5xx=args.rate_5xx,
+        rate_timeout=args.rate_timeout,
+        hang_seconds=args.hang_seconds,
+        rate_malformed=args.rate_malformed,
+        retry_after_seconds=args.retry_after,
+        api_key=api_key,
+        ignore_n=args.ignore_n,
+        seed=args.seed,
+    )
+    try:
+        _validate(config)
+    except ValueError as error:
+        parser.error(str(error))
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the test double until Ctrl-C or SIGTERM; returns the exit code."""
+    config = parse_config(argv)
+    server = JudgeServer(config)
+    try:
+        server.start()
+    except OSError as error:
+        print(f"test judge: cannot listen on 127.0.0.1:{config.port}: {error}", file=sys.stderr)
+        return 1
+    print(
+        "test judge: a deterministic TEST DOUBLE (lexical heuristics), not a real LLM, "
+        f"serving {server.base_url}",
+        file=sys.stderr,
+        flush=True,
+    )
+    stop = threading.Event()
+    restore = _stop_on_sigterm(stop)
+    try:
+        while not stop.wait(0.5):  # a timeout, so that Ctrl-C is noticed promptly
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        restore()
+    return 0
+
+
+def _stop_on_sigterm(stop: threading.Event) -> Callable[[], None]:
+    """Turn SIGTERM into a clean stop; returns what puts the previous handler back.
+
+    Signal handlers can only be set from the main thread; elsewhere this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Shared fixtures: the project's OpenAI-compatible test server and settings that point at it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragas_ops.config import Settings
+from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
+
+TEST_KEY = "sk-test-0123456789abcdefghijklmnop"
+
+
+@pytest.fixture
+def start_judge_server() -> Iterator[Callable[..., JudgeServer]]:
+    """Start test servers over real HTTP on 127.0.0.1 with the given fault settings."""
+    servers: list[JudgeServer] = []
+
+    def start(**config: Any) -> JudgeServer:
+        server = JudgeServer(JudgeServerConfig(**config)).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def judge_server(start_judge_server: Callable[..., JudgeServer]) -> JudgeServer:
+    """A well-behaved test server: no latency, no faults."""
+    return start_judge_server()
+
+
+def settings_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> Settings:
+    """Settings that score against `server`, with a cache file of their own under `tmp_path`."""
+    settings = Settings()
+    settings.judge.base_url = server.base_url
+    settings.judge.model = "test-judge"
+    settings.judge.embedding_model = "test-embedding"
+    settings.judge.cache_path = str(tmp_path / "cache" / "judge.sqlite")
+    settings.judge.rpm = None
+    settings.judge.tpm = None
+    for name, value in judge.items():
+        setattr(settings.judge, name, value)
+    return settings
