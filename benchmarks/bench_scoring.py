@@ -22,8 +22,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,9 @@ def run(source: Path, target: Path, settings: Settings) -> ScoreOutcome:
 
 def per_metric(source: Path, rows: int, work: Path) -> None:
     print(f"\n1. Requests and tokens per row, per metric ({rows} rows, no cache)")
-    print(f"{'metric':<20}{'chat req':>10}{'emb req':>10}{'prompt tok':>12}{'compl tok':>11}{'emb tok':>9}")
+    print(
+        f"{'metric':<20}{'chat req':>10}{'emb req':>10}{'prompt tok':>12}{'compl tok':>11}{'emb tok':>9}"
+    )
     with test_judge() as url:
         totals = [0.0] * 5
         for metric in DEFAULT_METRICS:
@@ -101,25 +103,37 @@ def per_metric(source: Path, rows: int, work: Path) -> None:
                 usage.embedding_tokens / rows,
             ]
             totals = [a + b for a, b in zip(totals, figures, strict=True)]
-            print(f"{metric:<20}{figures[0]:>10.2f}{figures[1]:>10.3f}{figures[2]:>12.0f}{figures[3]:>11.0f}{figures[4]:>9.0f}")
-        print(f"{'all three':<20}{totals[0]:>10.2f}{totals[1]:>10.3f}{totals[2]:>12.0f}{totals[3]:>11.0f}{totals[4]:>9.0f}")
+            print(
+                f"{metric:<20}{figures[0]:>10.2f}{figures[1]:>10.3f}{figures[2]:>12.0f}{figures[3]:>11.0f}{figures[4]:>9.0f}"
+            )
+        print(
+            f"{'all three':<20}{totals[0]:>10.2f}{totals[1]:>10.3f}{totals[2]:>12.0f}{totals[3]:>11.0f}{totals[4]:>9.0f}"
+        )
 
 
 def throughput(source: Path, rows: int, work: Path) -> None:
     print(f"\n2. Throughput, no latency, no limits ({rows} rows, three metrics, concurrency 64)")
     with test_judge() as url:
         cache = work / "throughput-cache.sqlite"
-        outcome = run(source, work / "throughput.parquet", settings_for(url, cache, max_concurrency=64))
-        print(f"   {rows / outcome.seconds:.1f} rows/s ({outcome.seconds:.1f} s, "
-              f"{outcome.total.requests + outcome.total.embedding_requests} requests)")
+        outcome = run(
+            source, work / "throughput.parquet", settings_for(url, cache, max_concurrency=64)
+        )
+        print(
+            f"   {rows / outcome.seconds:.1f} rows/s ({outcome.seconds:.1f} s, "
+            f"{outcome.total.requests + outcome.total.embedding_requests} requests)"
+        )
         before = server_stats(url)["requests"]
         rerun = run(source, work / "rerun.parquet", settings_for(url, cache, max_concurrency=64))
         made = server_stats(url)["requests"] - before
-        print(f"\n4. Cached rerun: {made} requests to the server, {rows / rerun.seconds:.0f} rows/s")
+        print(
+            f"\n4. Cached rerun: {made} requests to the server, {rows / rerun.seconds:.0f} rows/s"
+        )
 
 
 def rate_limited(rows: int, rpm: int, tpm: int, work: Path) -> None:
-    print(f"\n3. 400 ms latency, server limits {rpm} RPM / {tpm:,} TPM, client budget the same ({rows} rows)")
+    print(
+        f"\n3. 400 ms latency, server limits {rpm} RPM / {tpm:,} TPM, client budget the same ({rows} rows)"
+    )
     source = work / f"limited-{rpm}-{tpm}.parquet"
     pq.write_table(sample_interactions(rows, seed=9), source)
     with test_judge("--latency-ms", "400", "--rpm", str(rpm), "--tpm", str(tpm)) as url:
@@ -131,15 +145,21 @@ def rate_limited(rows: int, rpm: int, tpm: int, work: Path) -> None:
     tokens_per_row = usage.tokens / rows
     bound = min(rpm / requests_per_row, tpm / tokens_per_row)
     achieved = rows / (outcome.seconds / 60)
-    answered_429 = stats["status_codes"].get("429", 0)
-    print(f"   requests/row {requests_per_row:.2f}, tokens/row {tokens_per_row:.0f} -> bound {bound:.1f} rows/min "
-          f"({'RPM' if rpm / requests_per_row < tpm / tokens_per_row else 'TPM'}-bound)")
-    print(f"   achieved {achieved:.1f} rows/min = {achieved / bound:.1%} of the bound in {outcome.seconds:.0f} s; "
-          f"429s: {answered_429} of {stats['requests']} requests ({answered_429 / stats['requests']:.2%})")
+    answered_429 = stats["responses"].get("429", 0)
+    print(
+        f"   requests/row {requests_per_row:.2f}, tokens/row {tokens_per_row:.0f} -> bound {bound:.1f} rows/min "
+        f"({'RPM' if rpm / requests_per_row < tpm / tokens_per_row else 'TPM'}-bound)"
+    )
+    print(
+        f"   achieved {achieved:.1f} rows/min = {achieved / bound:.1%} of the bound in {outcome.seconds:.0f} s; "
+        f"429s: {answered_429} of {stats['requests']} requests ({answered_429 / stats['requests']:.2%})"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke test")
     options = parser.parse_args()
     rows = 100 if options.quick else 400

@@ -98,7 +98,7 @@ def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) ->
         elif key == "prices":
             settings.prices.update(_prices(value, source))
         elif key == "batch_rows":
-            settings.batch_rows = _coerce(int, value, f"{source} batch_rows")
+            settings.batch_rows = _in_range(key, _coerce(int, value, f"{source} {key}"), source)
         else:
             raise ConfigError(f"{source}: unknown setting {key!r}")
 
@@ -110,7 +110,7 @@ def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
             continue
         key = name.removeprefix(ENV_PREFIX).lower()
         if key == "batch_rows":
-            settings.batch_rows = _coerce(int, raw, name)
+            settings.batch_rows = _in_range(key, _coerce(int, raw, name), name)
             continue
         section_name = next((s for s in _SECTIONS if key.startswith(s + "_")), None)
         if section_name is None:
@@ -130,7 +130,7 @@ def _updated(section: Any, values: Any, source: str) -> Any:
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"{source}: unknown setting {key!r}; known: {sorted(known)}")
-        changes[key] = _coerce(hints[key], value, f"{source} {key}")
+        changes[key] = _in_range(key, _coerce(hints[key], value, f"{source} {key}"), source)
     return dataclasses.replace(section, **changes)
 
 
@@ -151,12 +151,58 @@ def _coerce(kind: Any, value: Any, source: str) -> Any:
             return value
         return str(value).lower() in ("1", "true", "yes", "on")
     if getattr(kind, "__origin__", None) is tuple:
-        items = value.split(",") if isinstance(value, str) else list(value)
-        return tuple(str(item).strip() for item in items if str(item).strip())
-    try:
-        return kind(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {value!r} is not a valid {kind.__name__}") from None
+        return _names(value, source)
+    return _number_or_text(kind, value, source)
+
+
+# Settings that must be at least 1, and those that must be positive (when set at all).
+_AT_LEAST_ONE = frozenset(
+    {
+        "max_concurrency",
+        "max_attempts",
+        "embedding_batch_size",
+        "answer_relevance_questions",
+        "batch_rows",
+        "question_chars",
+        "answer_chars",
+        "contexts_chars",
+    }
+)
+_POSITIVE = frozenset({"rpm", "tpm", "timeout_seconds"})
+
+
+def _in_range(key: str, value: Any, source: str) -> Any:
+    if key in _AT_LEAST_ONE and value < 1:
+        raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
+    if key in _POSITIVE and value is not None and value <= 0:
+        raise ConfigError(f"{source}: {key} must be positive (or none for no limit), got {value!r}")
+    return value
+
+
+def _names(value: Any, source: str) -> tuple[str, ...]:
+    """A list of names, from a TOML array or a comma-separated string."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{source}: expected a list of names, got {value!r}")
+    return tuple(item.strip() for item in value if item.strip())
+
+
+def _number_or_text(kind: Any, value: Any, source: str) -> Any:
+    """int, float or str from a TOML value of that kind or from text; a bool or a fraction
+    for a whole number is refused rather than silently converted."""
+    refused = (
+        isinstance(value, bool)
+        or (kind is int and not isinstance(value, int | str))
+        or (kind is float and not isinstance(value, int | float | str))
+        or (kind is str and not isinstance(value, str))
+    )
+    if not refused:
+        try:
+            return kind(value)
+        except (TypeError, ValueError):
+            pass
+    raise ConfigError(f"{source}: {value!r} is not a valid {kind.__name__}")
 
 
 def _prices(values: Any, source: str) -> dict[str, Price]:
@@ -164,8 +210,14 @@ def _prices(values: Any, source: str) -> dict[str, Price]:
         raise ConfigError(f"{source} [prices]: expected one table per model")
     prices = {}
     for model, table in values.items():
+        where = f"{source} [prices.{model!r}]"
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where}: expected a table of rates")
+        rates = {
+            name: _number_or_text(float, rate, f"{where} {name}") for name, rate in table.items()
+        }
         try:
-            prices[model] = Price(**table)
+            prices[model] = Price(**rates)
         except TypeError as error:
-            raise ConfigError(f"{source} [prices.{model!r}]: {error}") from None
+            raise ConfigError(f"{where}: {error}") from None
     return prices

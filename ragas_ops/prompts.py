@@ -136,7 +136,15 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
         if isinstance(node, dict):
             if "$ref" in node:
                 return resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
-            node = {key: resolve(value) for key, value in node.items() if key != "title"}
+            node = {
+                key: (
+                    {name: resolve(sub) for name, sub in value.items()}
+                    if key == "properties"
+                    else resolve(value)
+                )
+                for key, value in node.items()
+                if key != "title"  # pydantic's annotation, not a property named "title"
+            }
             if node.get("type") == "object":
                 node["additionalProperties"] = False
                 node["required"] = list(node.get("properties", {}))

@@ -107,7 +107,7 @@ def sample_interactions(rows: int, seed: int = 0, day: str = "2026-11-29") -> pa
     """`rows` interactions logged on `day`, in the input contract with segment columns."""
     rng = random.Random(seed)
     start = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    records = [_interaction(rng, index) for index in range(rows)]
+    records = [_interaction(rng, index, f"KB-{seed}-{index:05d}") for index in range(rows)]
     stamps = sorted(start + timedelta(seconds=rng.uniform(0, 86_399)) for _ in range(rows))
     return pa.table(
         {
@@ -122,21 +122,27 @@ def sample_interactions(rows: int, seed: int = 0, day: str = "2026-11-29") -> pa
     )
 
 
-def _interaction(rng: random.Random, index: int) -> tuple[str, list[str] | None, str | None]:
+def _interaction(rng: random.Random, index: int, document: str) -> tuple[str, list[str], str]:
+    """One row. Contexts carry the retrieved document's label and answers cite it, as RAG
+    systems do, so that rows are distinct (no two rows share a judge call)."""
     topic = TOPICS[index % len(TOPICS)]
-    focused = [topic.passage]
-    padded = [topic.passage, *rng.sample(PADDING, 2)]
-    kind = rng.random()
-    if kind < 0.55:
-        return topic.question, rng.choice([focused, padded]), topic.answer
-    if kind < 0.70:
-        return topic.question, focused, topic.unfaithful_answer
-    if kind < 0.80:
-        return topic.question, padded, topic.incomplete_answer
-    if kind < 0.87:
-        return topic.question, [topic.passage, topic.passage], topic.answer
-    if kind < 0.95:
-        return topic.question, rng.sample(PADDING, 2), REFUSAL
-    if kind < 0.975:
-        return topic.question, focused, ""
-    return topic.question, [], topic.answer
+    passage = f"[Source: {document}] {topic.passage}"
+    focused = [passage]
+    padded = [passage, *rng.sample(PADDING, 2)]
+    # (cumulative share of rows, contexts, answer)
+    kinds: tuple[tuple[float, list[str], str], ...] = (
+        (0.55, rng.choice([focused, padded]), _cite(document, topic.answer)),
+        (0.70, focused, _cite(document, topic.unfaithful_answer)),
+        (0.80, padded, _cite(document, topic.incomplete_answer)),
+        (0.87, [passage, passage], _cite(document, topic.answer)),
+        (0.95, [f"[Source: {document}] {text}" for text in rng.sample(PADDING, 2)], REFUSAL),
+        (0.975, focused, ""),  # breaks the contract: empty answer
+        (1.0, [], _cite(document, topic.answer)),  # breaks the contract: no contexts
+    )
+    draw = rng.random()
+    _, contexts, answer = next(kind for kind in kinds if draw < kind[0])
+    return topic.question, contexts, answer
+
+
+def _cite(document: str, answer: str) -> str:
+    return f"{answer} (Source: {document}.)"

@@ -101,8 +101,8 @@ class ParquetOutput:
     def __init__(self, location: Location, schema: pa.Schema) -> None:
         self.location = location
         fs = location.filesystem
-        parent = location.path.rsplit("/", 1)[0]
-        fs.create_dir(parent, recursive=True)
+        if not isinstance(fs, pafs.S3FileSystem):  # S3 has no folders to create
+            fs.create_dir(location.path.rsplit("/", 1)[0], recursive=True)
         self._staging = f"{location.path}.{uuid.uuid4().hex}.tmp"
         self._writer = pq.ParquetWriter(self._staging, schema, filesystem=fs, compression="zstd")
 

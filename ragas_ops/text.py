@@ -14,7 +14,7 @@ import unicodedata
 # or at a line break. Abbreviations like "e.g." may split a sentence in two: the rule is applied
 # the same way to the context and to what the judge extracts from it, so the ratio stays fair.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-_HAS_WORD = re.compile(r"\w")
+_HAS_WORD = re.compile(r"[^\W_]")  # a letter or a digit
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 

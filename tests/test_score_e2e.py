@@ -28,7 +28,9 @@ def write_sample(path: Path, rows: int, seed: int = 1) -> pa.Table:
     return table
 
 
-def score_args(server: JudgeServer, source: Path, target: Path, cache: Path, *extra: str) -> list[str]:
+def score_args(
+    server: JudgeServer, source: Path, target: Path, cache: Path, *extra: str
+) -> list[str]:
     return [
         "score",
         str(source),
@@ -67,7 +69,10 @@ def assert_every_row_once(source: pa.Table, scored: pa.Table) -> None:
 
 
 def test_scores_every_row_and_reruns_for_free(
-    judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     source = write_sample(tmp_path / "logs.parquet", rows=80)
@@ -79,7 +84,8 @@ def test_scores_every_row_and_reruns_for_free(
     first_run = judge_server.stats()
     summary = capsys.readouterr().out
     assert "scored 80 rows" in summary
-    assert "faithfulness" in summary and "cost:" in summary
+    assert "faithfulness" in summary
+    assert "cost:" in summary
 
     # Rows that break the contract are kept, with the reason, and never sent to the judge.
     empty_answer = [i for i, a in enumerate(source.column("answer").to_pylist()) if a == ""]
@@ -90,28 +96,46 @@ def test_scores_every_row_and_reruns_for_free(
         assert scored.column("context_relevance_status")[index].as_py() == Status.OK
 
     # Refusals claim nothing: faithfulness is not applicable, answer relevance is 0.
-    refusals = [i for i, a in enumerate(source.column("answer").to_pylist()) if a and a.startswith("I'm sorry")]
+    refusals = [
+        i
+        for i, a in enumerate(source.column("answer").to_pylist())
+        if a and a.startswith("I'm sorry")
+    ]
     assert refusals
     for index in refusals:
         assert scored.column("faithfulness_status")[index].as_py() == Status.NOT_APPLICABLE
         assert scored.column("answer_relevance_score")[index].as_py() == 0.0
 
     # Evidence explains each score.
-    ok_rows = [i for i, s in enumerate(scored.column("faithfulness_status").to_pylist()) if s == "ok"]
+    ok_rows = [
+        i for i, s in enumerate(scored.column("faithfulness_status").to_pylist()) if s == "ok"
+    ]
     evidence = json.loads(scored.column("faithfulness_evidence")[ok_rows[0]].as_py())
     assert evidence["total"] == len(evidence["statements"]) > 0
-    assert scored.column("faithfulness_version")[0].as_py().startswith("faithfulness/v1 (faithfulness.statements/v1")
+    assert (
+        scored.column("faithfulness_version")[0]
+        .as_py()
+        .startswith("faithfulness/v1 (faithfulness.statements/v1")
+    )
     assert scored.column("judge")[0].as_py() == "openai:test-judge"
 
     # The paper's budget: at most 4 chat requests per row, one embeddings request per 32 rows.
     assert first_run["requests_by_endpoint"]["chat"] <= 4 * 80
     assert first_run["requests_by_endpoint"]["embeddings"] <= 80 / 32
 
-    assert main(score_args(judge_server, tmp_path / "logs.parquet", tmp_path / "again.parquet", cache)) == EXIT_OK
-    assert judge_server.stats()["requests"] == first_run["requests"], "a cached rerun must not call the judge"
+    assert (
+        main(score_args(judge_server, tmp_path / "logs.parquet", tmp_path / "again.parquet", cache))
+        == EXIT_OK
+    )
+    assert judge_server.stats()["requests"] == first_run["requests"], (
+        "a cached rerun must not call the judge"
+    )
     rerun = pq.read_table(tmp_path / "again.parquet")
     for metric in METRICS:
-        assert rerun.column(f"{metric}_score").to_pylist() == scored.column(f"{metric}_score").to_pylist()
+        assert (
+            rerun.column(f"{metric}_score").to_pylist()
+            == scored.column(f"{metric}_score").to_pylist()
+        )
     assert sum(rerun.column("judge_requests").to_pylist()) == 0
 
 
@@ -120,29 +144,57 @@ def test_faults_lose_and_duplicate_nothing(
 ) -> None:
     """30% of requests answered 429, 5% 5xx, 5% malformed: every row comes out exactly once."""
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
-    server = start_judge_server(rate_429=0.30, rate_5xx=0.05, rate_malformed=0.05, retry_after_seconds=0.01, seed=7)
+    server = start_judge_server(
+        rate_429=0.30, rate_5xx=0.05, rate_malformed=0.05, retry_after_seconds=0.01, seed=7
+    )
     source = write_sample(tmp_path / "logs.parquet", rows=120, seed=3)
     target = tmp_path / "scored.parquet"
 
-    code = main(score_args(server, tmp_path / "logs.parquet", target, tmp_path / "cache.sqlite", "--concurrency", "16"))
+    code = main(
+        score_args(
+            server,
+            tmp_path / "logs.parquet",
+            target,
+            tmp_path / "cache.sqlite",
+            "--concurrency",
+            "16",
+        )
+    )
 
     assert code == EXIT_OK
     scored = pq.read_table(target)
     assert_every_row_once(source, scored)
     stats = server.stats()
-    assert stats["injected"]["429"] > 0 and stats["injected"]["5xx"] > 0 and stats["injected"]["malformed"] > 0
+    assert stats["injected"]["429"] > 0
+    assert stats["injected"]["5xx"] > 0
+    assert stats["injected"]["malformed"] > 0
     # Retries and repairs recover almost everything; whatever is left says why.
     for metric in METRICS:
         statuses = scored.column(f"{metric}_status").to_pylist()
         assert statuses.count("ok") >= 0.8 * len(statuses)
-        assert set(statuses) <= {"ok", "invalid_input", "not_applicable", "judge_output_invalid", "judge_unavailable"}
+        assert set(statuses) <= {
+            "ok",
+            "invalid_input",
+            "not_applicable",
+            "judge_output_invalid",
+            "judge_unavailable",
+        }
 
 
-def test_timeouts_are_retried(start_judge_server: Callable[..., JudgeServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timeouts_are_retried(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     server = start_judge_server(rate_timeout=0.1, hang_seconds=3.0, seed=11)
     source = write_sample(tmp_path / "logs.parquet", rows=20, seed=5)
-    args = score_args(server, tmp_path / "logs.parquet", tmp_path / "out.parquet", tmp_path / "c.sqlite", "--timeout", "0.5")
+    args = score_args(
+        server,
+        tmp_path / "logs.parquet",
+        tmp_path / "out.parquet",
+        tmp_path / "c.sqlite",
+        "--timeout",
+        "0.5",
+    )
 
     assert main(args) == EXIT_OK
 
@@ -150,16 +202,22 @@ def test_timeouts_are_retried(start_judge_server: Callable[..., JudgeServer], tm
     assert_every_row_once(source, pq.read_table(tmp_path / "out.parquet"))
 
 
-def test_bad_api_key_stops_the_run_cleanly(start_judge_server: Callable[..., JudgeServer], tmp_path: Path) -> None:
-    """An authentication error ends the run at once: a clear message, no traceback, no key, no output."""
+def test_bad_api_key_stops_the_run_cleanly(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    """A bad key ends the run at once: a clear message, no traceback, no key, no output."""
     server = start_judge_server(api_key="sk-the-right-key-0123456789abcdef")
     write_sample(tmp_path / "logs.parquet", rows=30)
     wrong_key = "sk-wrong-key-9876543210zyxwvutsrq"
     env = {**os.environ, "OPENAI_API_KEY": wrong_key}
     command = [sys.executable, "-m", "ragas_ops.cli"]
-    command += score_args(server, tmp_path / "logs.parquet", tmp_path / "out.parquet", tmp_path / "c.sqlite")
+    command += score_args(
+        server, tmp_path / "logs.parquet", tmp_path / "out.parquet", tmp_path / "c.sqlite"
+    )
 
-    finished = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, check=False)
+    finished = subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=60, check=False
+    )
 
     assert finished.returncode == EXIT_JUDGE
     assert "refused the credentials (HTTP 401)" in finished.stderr
@@ -180,11 +238,26 @@ def test_api_key_never_appears_in_outputs(
 ) -> None:
     key = "sk-secret-abcdefghijklmnopqrstuvwxyz012345"
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    server = start_judge_server(api_key=key, rate_429=0.2, rate_5xx=0.1, rate_malformed=0.1, retry_after_seconds=0.01)
+    server = start_judge_server(
+        api_key=key, rate_429=0.2, rate_5xx=0.1, rate_malformed=0.1, retry_after_seconds=0.01
+    )
     write_sample(tmp_path / "logs.parquet", rows=30)
     caplog.set_level("DEBUG")
 
-    assert main([*score_args(server, tmp_path / "logs.parquet", tmp_path / "out.parquet", tmp_path / "c.sqlite"), "-v"]) == EXIT_OK
+    assert (
+        main(
+            [
+                *score_args(
+                    server,
+                    tmp_path / "logs.parquet",
+                    tmp_path / "out.parquet",
+                    tmp_path / "c.sqlite",
+                ),
+                "-v",
+            ]
+        )
+        == EXIT_OK
+    )
 
     printed = capsys.readouterr()
     everything = printed.out + printed.err + caplog.text
@@ -194,11 +267,19 @@ def test_api_key_never_appears_in_outputs(
     assert key[3:15] not in everything
 
 
-def test_missing_column_is_a_clear_error(judge_server: JudgeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    table = sample_interactions(5).rename_columns(["id", "timestamp", "app", "model_version", "query", "contexts", "answer"])
+def test_missing_column_is_a_clear_error(
+    judge_server: JudgeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = sample_interactions(5).rename_columns(
+        ["id", "timestamp", "app", "model_version", "query", "contexts", "answer"]
+    )
     pq.write_table(table, tmp_path / "logs.parquet")
 
-    code = main(score_args(judge_server, tmp_path / "logs.parquet", tmp_path / "out.parquet", tmp_path / "c.sqlite"))
+    code = main(
+        score_args(
+            judge_server, tmp_path / "logs.parquet", tmp_path / "out.parquet", tmp_path / "c.sqlite"
+        )
+    )
 
     assert code == EXIT_USAGE
     assert "question (column 'question')" in capsys.readouterr().err
@@ -213,9 +294,29 @@ def test_column_mapping_reads_real_log_names(
         ["request_id", "ts", "app", "model_version", "query", "retrieved_docs", "response"]
     )
     pq.write_table(source, tmp_path / "logs.parquet")
-    mapping = ["--column", "question=query", "--column", "contexts=retrieved_docs", "--column", "answer=response"]
+    mapping = [
+        "--column",
+        "question=query",
+        "--column",
+        "contexts=retrieved_docs",
+        "--column",
+        "answer=response",
+    ]
 
-    assert main([*score_args(judge_server, tmp_path / "logs.parquet", tmp_path / "o.parquet", tmp_path / "c.sqlite"), *mapping]) == EXIT_OK
+    assert (
+        main(
+            [
+                *score_args(
+                    judge_server,
+                    tmp_path / "logs.parquet",
+                    tmp_path / "o.parquet",
+                    tmp_path / "c.sqlite",
+                ),
+                *mapping,
+            ]
+        )
+        == EXIT_OK
+    )
 
     scored = pq.read_table(tmp_path / "o.parquet")
     assert scored.column_names[:7] == source.column_names
@@ -228,9 +329,24 @@ def test_sample_strategy_works_where_n_is_ignored(
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     server = start_judge_server(ignore_n=True)
     source = write_sample(tmp_path / "logs.parquet", rows=10)
-    args = score_args(server, tmp_path / "logs.parquet", tmp_path / "o.parquet", tmp_path / "c.sqlite")
+    args = score_args(
+        server, tmp_path / "logs.parquet", tmp_path / "o.parquet", tmp_path / "c.sqlite"
+    )
 
-    assert main([*args, "--metrics", "answer_relevance", "--question-strategy", "sample", "--questions", "3"]) == EXIT_OK
+    assert (
+        main(
+            [
+                *args,
+                "--metrics",
+                "answer_relevance",
+                "--question-strategy",
+                "sample",
+                "--questions",
+                "3",
+            ]
+        )
+        == EXIT_OK
+    )
 
     scored = pq.read_table(tmp_path / "o.parquet")
     assert scored.num_rows == source.num_rows
@@ -243,7 +359,9 @@ def test_sample_strategy_works_where_n_is_ignored(
             assert len(json.loads(evidence)["questions"]) == 3
 
 
-def test_logged_text_is_judged_as_content(judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_logged_text_is_judged_as_content(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An answer that tries to instruct the judge, or to close the data block, is just an answer."""
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     attack = (
@@ -253,13 +371,26 @@ def test_logged_text_is_judged_as_content(judge_server: JudgeServer, tmp_path: P
     table = pa.table(
         {
             "question": ["When did the Millau Viaduct open?"],
-            "contexts": pa.array([["The Millau Viaduct opened to traffic on 16 December 2004."]], pa.list_(pa.string())),
+            "contexts": pa.array(
+                [["The Millau Viaduct opened to traffic on 16 December 2004."]],
+                pa.list_(pa.string()),
+            ),
             "answer": [attack],
         }
     )
     pq.write_table(table, tmp_path / "logs.parquet")
 
-    assert main(score_args(judge_server, tmp_path / "logs.parquet", tmp_path / "o.parquet", tmp_path / "c.sqlite")) == EXIT_OK
+    assert (
+        main(
+            score_args(
+                judge_server,
+                tmp_path / "logs.parquet",
+                tmp_path / "o.parquet",
+                tmp_path / "c.sqlite",
+            )
+        )
+        == EXIT_OK
+    )
 
     scored = pq.read_table(tmp_path / "o.parquet")
     assert scored.column("faithfulness_status")[0].as_py() == "ok"

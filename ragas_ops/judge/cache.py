@@ -85,9 +85,13 @@ class ResponseCache:
         ]
         with self._lock:
             self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR IGNORE INTO embeddings (key, vector) VALUES (?, ?)", rows
-            )
+            try:
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO embeddings (key, vector) VALUES (?, ?)", rows
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
             self._db.execute("COMMIT")
 
     def close(self) -> None:

@@ -190,7 +190,8 @@ class OpenAIJudge:
         single = {key: value for key, value in params.items() if key != "n"}
         while len(reply.texts) < n:
             self.events["n_top_up"] += 1
-            more = await self._chat(prompt, messages, single)
+            # A seed per top-up: reproducible samples that differ from each other.
+            more = await self._chat(prompt, messages, {**single, "seed": len(reply.texts)})
             reply.texts.extend(more.texts)
             reply.usage.add(more.usage)
         del reply.texts[n:]

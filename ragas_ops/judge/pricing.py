@@ -7,6 +7,7 @@ A model with no price gets a cost of None ("unknown"), never 0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ class Price:
 DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-4o-mini": Price(0.15, 0.60, 0.075),
     "gpt-4o": Price(2.50, 10.00, 1.25),
+    "gpt-4o-2024-05-13": Price(5.00, 15.00),
     "gpt-4.1": Price(2.00, 8.00, 0.50),
     "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
     "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
@@ -48,9 +50,18 @@ DEFAULT_PRICES: Mapping[str, Price] = {
 }
 
 
+_SNAPSHOT_DATE = re.compile(r"-\d{4}(-\d{2}-\d{2})?")
+
+
 def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price of `model`, also for dated snapshots (`gpt-4o-mini-2024-07-18`)."""
+    """The price of `model`, also for its dated snapshots (`gpt-4o-mini-2024-07-18`).
+
+    Only a date may follow a known name: `gpt-3.5-turbo-16k` is another model with another
+    price, not a snapshot of `gpt-3.5-turbo`.
+    """
     if model in prices:
         return prices[model]
-    prefixes = [name for name in prices if model.startswith(name + "-")]
-    return prices[max(prefixes, key=len)] if prefixes else None
+    for name, price in prices.items():
+        if model.startswith(name) and _SNAPSHOT_DATE.fullmatch(model[len(name) :]):
+            return price
+    return None

@@ -38,6 +38,10 @@ class TokenBucket:
         return max(0.0, needed / self.rate)
 
 
+# A wait shorter than this is no wait: sleeping it may not move a clock at all.
+_CLOCK_TOLERANCE_SECONDS = 1e-6
+
+
 class RateLimiter:
     """Paces requests to an RPM and a TPM budget; either limit may be None (unlimited)."""
 
@@ -67,7 +71,7 @@ class RateLimiter:
                     if bucket is not None:
                         bucket.refill(now)
                         wait = max(wait, bucket.wait_for(amount))
-                if wait <= 0:
+                if wait <= _CLOCK_TOLERANCE_SECONDS:
                     break
                 await self._sleep(wait)
             if self.requests is not None:

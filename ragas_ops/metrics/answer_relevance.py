@@ -21,14 +21,15 @@ relevant. Cosine similarity lies in [-1, 1]; real embeddings of questions stay i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from ragas_ops.contract import ANSWER, QUESTION, Interaction
-from ragas_ops.judge.base import Judge, JudgeRowError, Usage
+from ragas_ops.judge.base import Judge, JudgeOutputError, JudgeRowError, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
 from ragas_ops.status import Status
@@ -183,6 +184,8 @@ class AnswerRelevance(Metric):
     ) -> MetricResult | _AwaitingEmbeddings:
         assert row.question is not None
         generated = await self._generate(row, judge, usage)
+        if not generated.questions:
+            raise JudgeOutputError(f"{self.prompt.id}: the judge generated no question")
         if generated.noncommittal:
             return MetricResult(
                 Status.OK,
@@ -198,22 +201,29 @@ class AnswerRelevance(Metric):
                 QUESTIONS_PROMPT, {ANSWER: row.answer, "number_of_questions": self.questions}
             )
             usage.add(reply.usage)
-            questions = list(dict.fromkeys(q.strip() for q in reply.output.questions))
-            return _Generated(questions, reply.output.noncommittal)
+            return _Generated(_distinct(reply.output.questions), reply.output.noncommittal)
         samples = await judge.complete(
             QUESTION_SAMPLE_PROMPT, {ANSWER: row.answer}, n=self.questions
         )
         usage.add(samples.usage)
         return _Generated(
-            [sample.question.strip() for sample in samples.outputs],
+            # n samples, averaged as the paper does, even when two samples agree.
+            [sample.question.strip() for sample in samples.outputs if sample.question.strip()],
             # The answer is noncommittal when most samples say so.
             sum(sample.noncommittal for sample in samples.outputs) * 2 > len(samples.outputs),
         )
 
 
+def _distinct(questions: Iterable[str]) -> list[str]:
+    """Non-empty questions, each once: a blank one cannot be embedded, a repeat weighs twice."""
+    return list(dict.fromkeys(q.strip() for q in questions if q.strip()))
+
+
 def cosine(left: np.ndarray[Any, Any], right: np.ndarray[Any, Any]) -> float:
-    """Cosine similarity; a zero vector has no direction and is refused, not scored 0."""
+    """Cosine similarity; a zero or non-finite vector is refused, never scored 0 or NaN."""
     norms = float(np.linalg.norm(left) * np.linalg.norm(right))
+    if not math.isfinite(norms):
+        raise ValueError("an embedding holds a NaN or an infinite value")
     if norms == 0.0:
         raise ValueError("cannot take the cosine of a zero vector")
     return float(np.dot(left, right) / norms)

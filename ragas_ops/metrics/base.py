@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ class MetricResult:
     def __post_init__(self) -> None:
         if (self.score is not None) != (self.status is Status.OK):
             raise ValueError(f"a score must be given exactly when the status is ok: {self}")
+        if self.score is not None and not math.isfinite(self.score):
+            raise ValueError(f"a score must be a finite number: {self}")
 
 
 class Metric(ABC):

@@ -113,7 +113,9 @@ def match_extracted(extracted: list[str], contexts: list[str]) -> ExtractionMatc
             by_key.setdefault(normalize(sentence), sentence)
     match = ExtractionMatch()
     pieces = [piece for text in extracted for piece in split_sentences(text)]
-    if all(normalize(piece).rstrip(".") == normalize(INSUFFICIENT_INFORMATION) for piece in pieces):
+    if pieces and all(
+        normalize(piece).rstrip(".") == normalize(INSUFFICIENT_INFORMATION) for piece in pieces
+    ):
         match.insufficient = True
         return match
     found: dict[str, None] = {}

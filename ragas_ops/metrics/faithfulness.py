@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION, Interaction
-from ragas_ops.judge.base import Judge, Usage
+from ragas_ops.judge.base import Judge, JudgeOutputError, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
 from ragas_ops.status import Status
@@ -158,6 +158,10 @@ class Faithfulness(Metric):
         )
         usage.add(verified.usage)
         verdicts = verified.output.verdicts
+        if len(verdicts) != len(statements):  # the prompt's check, for judges that skip it
+            raise JudgeOutputError(
+                f"{VERDICTS_PROMPT.id}: {len(verdicts)} verdicts for {len(statements)} statements"
+            )
         supported = sum(verdict.verdict == "yes" for verdict in verdicts)
         return MetricResult(
             Status.OK,

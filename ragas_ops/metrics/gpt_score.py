@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import field_validator
 
 from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION, Interaction
 from ragas_ops.judge.base import Judge, Usage
@@ -47,7 +47,16 @@ _SUBJECT = {
 
 class Rating(OutputModel):
     explanation: str
-    score: int = Field(ge=0, le=10)
+    score: int
+    """0 to 10; checked here rather than in the schema, as strict mode refuses bounds on some
+    models."""
+
+    @field_validator("score")
+    @classmethod
+    def _on_the_scale(cls, score: int) -> int:
+        if not 0 <= score <= 10:
+            raise ValueError("the score must be a whole number from 0 to 10")
+        return score
 
 
 def _score_prompt(dimension: str) -> Prompt[Rating]:

@@ -66,6 +66,7 @@ __all__ = [
     "JudgeServer",
     "JudgeServerConfig",
     "build_parser",
+    "generated_questions",
     "hashed_embedding",
     "heuristic_reply",
     "is_noncommittal",
@@ -222,14 +223,34 @@ def _strings(value: Any) -> list[str]:
     raise TypeError(f"expected a string or a list of strings, not {type(value).__name__}")
 
 
-def _keywords(sentence: str, limit: int) -> str:
-    """The sentence's first content words, in their original spelling and order."""
+_NO_KEYWORDS = "the subject of the answer"
+
+
+def _keyword_list(sentence: str) -> list[str]:
+    """The sentence's content words, in their original spelling and order, each once."""
     seen: dict[str, str] = {}
     for token in sentence.split():
         word = token.strip(_PUNCTUATION)
         if word and content_words(word) and normalize(word) not in seen:
             seen[normalize(word)] = word
-    return " ".join(list(seen.values())[:limit]) or "the subject of the answer"
+    return list(seen.values())
+
+
+def _keywords(sentence: str, limit: int) -> str:
+    return " ".join(_keyword_list(sentence)[:limit]) or _NO_KEYWORDS
+
+
+def _topic(sentence: str) -> str:
+    """What the sentence is about: its first capitalised name ("Millau Viaduct") if it has
+    one, else its first two content words."""
+    keywords = _keyword_list(sentence)
+    name: list[str] = []
+    for word in keywords:
+        if word[:1].isupper():
+            name.append(word)
+        elif name:
+            break
+    return " ".join(name[:4] or keywords[:2]) or _NO_KEYWORDS
 
 
 def _clause(sentence: str) -> str:
@@ -251,13 +272,13 @@ def _question_candidates(answer: str) -> Iterator[str]:
     for template in _QUESTION_TEMPLATES:
         for sentence in sentences:
             yield template.format(
-                topic=_keywords(sentence, 2),
+                topic=_topic(sentence),
                 keywords=_keywords(sentence, 6),
                 clause=_clause(sentence),
             )
     for number in itertools.count(2):
         for sentence in sentences:
-            yield f"What else does the answer say about {_keywords(sentence, 3)} (point {number})?"
+            yield f"What else does the answer say about {_topic(sentence)} (point {number})?"
 
 
 def generated_questions(answer: str, count: int, start: int = 0) -> list[str]:
@@ -564,16 +585,23 @@ class _BadRequest(Exception):
         self.code = code
 
 
-def _error(status: int, message: str, kind: str, code: str | None = None, **headers: str) -> _Reply:
+def _error(
+    status: int,
+    message: str,
+    kind: str,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> _Reply:
     """An OpenAI-style error reply."""
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return _Reply(status, body, {name.replace("_", "-"): value for name, value in headers.items()})
+    return _Reply(status, body, dict(headers or {}))
 
 
 def _retry_headers(seconds: float) -> dict[str, str]:
+    """Retry-After in whole seconds (rounded up) and OpenAI's finer `retry-after-ms`."""
     return {
-        "retry_after": str(math.ceil(seconds)),
-        "retry_after_ms": str(math.ceil(seconds * 1000)),
+        "retry-after": str(math.ceil(seconds)),
+        "retry-after-ms": str(math.ceil(seconds * 1000)),
     }
 
 
@@ -635,7 +663,11 @@ def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
         raise _BadRequest(f"'n' must be an integer in [1, {_MAX_N}]")
     prompt = _recognise(messages)
     data = _first_user_data(messages)
-    contents = [_answer(prompt, data, sample) for sample in range(1 if ignore_n else n)]
+    # Like a sampling model, a request with a different `seed` gets different samples.
+    seed = request.get("seed")
+    first = seed if isinstance(seed, int) else 0
+    choices = range(first, first + (1 if ignore_n else n))
+    contents = [_answer(prompt, data, sample) for sample in choices]
     prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
     return _ChatJob(str(request.get("model") or CHAT_MODEL), prompt, contents, prompt_tokens)
 
@@ -801,13 +833,15 @@ class _Stats:
     """What the server saw. Status codes are string keys, as they are in the JSON of /stats."""
 
     requests: int = 0
-    requests_by_endpoint: Counter[str] = field(default_factory=Counter)
+    requests_by_endpoint: Counter[str] = field(
+        default_factory=lambda: _counter("chat", "embeddings", "models")
+    )
     requests_by_prompt: Counter[str] = field(default_factory=Counter)
     responses: Counter[str] = field(default_factory=Counter)
-    faults: Counter[str] = field(
+    injected: Counter[str] = field(
         default_factory=lambda: _counter("timeout", "429", "5xx", "malformed")
     )
-    malformed: Counter[str] = field(default_factory=lambda: _counter(*_MALFORMED_KINDS))
+    malformed_kinds: Counter[str] = field(default_factory=lambda: _counter(*_MALFORMED_KINDS))
     rate_limited: int = 0  # 429s from the rpm/tpm limits, not the injected ones
     rate_limited_by: Counter[str] = field(default_factory=lambda: _counter("requests", "tokens"))
     auth_failures: int = 0
@@ -834,7 +868,7 @@ class _Stats:
 # --------------------------------------------------------------------------------------------
 
 _ENDPOINTS = {
-    ("POST", "/v1/chat/completions"): "chat.completions",
+    ("POST", "/v1/chat/completions"): "chat",
     ("POST", "/v1/embeddings"): "embeddings",
     ("GET", "/v1/models"): "models",
 }
@@ -958,7 +992,7 @@ class _App:
             self._count_fault("429")
             message = "Rate limit reached (injected by the test double). Please try again later."
             headers = _retry_headers(settings.retry_after_seconds)
-            return _error(429, message, "requests", "rate_limit_exceeded", **headers)
+            return _error(429, message, "requests", "rate_limit_exceeded", headers)
         if faults.server_error is not None:
             self._count_fault("5xx")
             return _server_error(faults.server_error)
@@ -974,7 +1008,8 @@ class _App:
         if malformed is not None:
             self._count_fault("malformed", malformed)
             contents = [_malform(content, malformed) for content in contents]
-        payload = _chat_payload(job, contents, malformed == "truncated", next(self._replies))
+        number = next(self._replies)  # itertools.count is atomic under the GIL
+        payload = _chat_payload(job, contents, malformed == "truncated", number)
         completion_tokens = payload["usage"]["completion_tokens"]
         with self._lock:
             for bucket in self._buckets:
@@ -1028,7 +1063,7 @@ class _App:
                 f"Remaining {max(0, math.floor(blocked.level))}, Requested {requested}. "
                 f"Please try again in {_duration(wait)}."
             )
-            return _error(429, message, blocked.kind, "rate_limit_exceeded", **_retry_headers(wait))
+            return _error(429, message, blocked.kind, "rate_limit_exceeded", _retry_headers(wait))
 
     def _ratelimit_headers(self) -> dict[str, str]:
         with self._lock:
@@ -1063,9 +1098,9 @@ class _App:
 
     def _count_fault(self, kind: str, malformed: str | None = None) -> None:
         with self._lock:
-            self._stats.faults[kind] += 1
+            self._stats.injected[kind] += 1
             if malformed is not None:
-                self._stats.malformed[malformed] += 1
+                self._stats.malformed_kinds[malformed] += 1
 
 
 def _server_error(status: int) -> _Reply:

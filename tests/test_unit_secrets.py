@@ -1,0 +1,92 @@
+"""Credentials never show: not in repr, str, f-strings, nor in redacted messages."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from ragas_ops.secrets import REDACTED, Secret, redact
+
+KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+
+
+def test_a_secret_never_shows_its_value():
+    secret = Secret(KEY)
+    shown = [
+        repr(secret),
+        str(secret),
+        f"{secret}",
+        f"{secret!r}",
+        f"{secret!s}",
+        "%s %r" % (secret, secret),  # noqa: UP031 (old-style formatting is what logging uses)
+        "{}".format(secret),  # noqa: UP032
+        repr([secret, {"key": secret}]),
+    ]
+    for text in shown:
+        assert KEY not in text
+        assert "AbCdEf" not in text
+        assert REDACTED in text
+
+
+def test_a_secret_in_a_log_record_stays_hidden(caplog):
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("test").info("using key %s", Secret(KEY))
+    assert KEY not in caplog.text
+    assert REDACTED in caplog.text
+
+
+def test_reveal_gives_the_value_and_truthiness_says_whether_there_is_one():
+    assert Secret(KEY).reveal() == KEY
+    assert Secret(KEY)
+    assert not Secret("")
+
+
+def test_a_secret_has_no_attribute_dictionary_to_leak_through():
+    with pytest.raises(TypeError):
+        vars(Secret(KEY))
+
+
+def test_redact_removes_the_exact_secret_whatever_its_shape():
+    azure_key = "0123456789abcdef0123456789abcdef"  # no sk- prefix: only the exact match finds it
+    text = f"request failed with key {azure_key} (again: {azure_key})"
+    assert redact(text, Secret(azure_key)) == (
+        f"request failed with key {REDACTED} (again: {REDACTED})"
+    )
+    assert redact(text, azure_key) == redact(text, Secret(azure_key))
+
+
+def test_redact_removes_key_shaped_text_even_when_partially_masked():
+    message = "Incorrect API key provided: sk-ab***********wxyz. You can find your API key at ..."
+    redacted = redact(message)
+    assert "sk-ab" not in redacted
+    assert "wxyz" not in redacted
+    assert redacted.startswith(f"Incorrect API key provided: {REDACTED}")
+    assert redacted.endswith("You can find your API key at ...")
+
+
+@pytest.mark.parametrize(
+    "key", [KEY, "sk-1234567890abcdef", "sk-proj-ab**************************wxyz", "rk-live_AbC"]
+)
+def test_redact_removes_every_key_like_token_without_being_told_the_key(key):
+    assert redact(f"key={key};") == f"key={REDACTED};"
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Authorization: Bearer abc.def-ghi_123", "authorization: bearer abc.def-ghi_123"],
+)
+def test_redact_removes_bearer_tokens(header):
+    redacted = redact(header)
+    assert "abc.def" not in redacted
+    assert redacted.endswith(REDACTED)
+
+
+def test_redact_keeps_ordinary_text_and_ignores_absent_secrets():
+    text = "a risk-free task-list with 3 items; ask-me-anything"
+    assert redact(text, None, "", Secret("")) == text
+
+
+def test_redact_removes_the_exact_key_before_the_pattern_so_no_fragment_survives():
+    odd_key = "sk-abc def"  # a space would stop the pattern; the exact match still catches it
+    assert redact(f"got {odd_key}!", odd_key) == f"got {REDACTED}!"
