@@ -41,4 +41,5 @@ async def run_demo(folder: Path, rows: int, settings: Settings) -> ScoreOutcome:
         settings.judge.base_url = server.base_url
         settings.judge.model = "test-judge"
         settings.judge.embedding_model = "test-embedding"
+        settings.judge.rpm = settings.judge.tpm = None  # the double has no account to protect
         return await score_file(str(raw), str(target), settings)
