@@ -63,18 +63,51 @@ class MetricSettings:
     question_strategy: QuestionStrategy = "list"
 
 
+OnProblem = Literal["warn", "fail"]
+
+
+@dataclass
+class PipelineSettings:
+    """The nightly pipeline: where logs and tables live, how a day is cut, what fails a run."""
+
+    raw_uri: str = "lake/raw"
+    """Where logs land: `<raw_uri>/dt=YYYY-MM-DD/*.parquet` (a local folder, file:// or s3://)."""
+    warehouse_uri: str = "lake/warehouse"
+    """Where scored tables, daily metrics, manifests and reports are written."""
+    aws_conn_id: str | None = None
+    """Airflow aws connection for s3:// locations; none: the standard AWS credential chain."""
+    chunk_rows: int = 2000
+    """Rows per mapped scoring task (grown when a day would need more than max_chunks)."""
+    max_chunks: int = 512
+    """Most mapped tasks per day (Airflow's max_map_length is 1024 by default)."""
+    pool: str = "ragas_ops_judge"
+    """Airflow pool the scoring tasks run in: nightly runs and backfills share it."""
+    pool_slots: int = 4
+    """Size of that pool: each scoring task uses rpm/pool_slots and tpm/pool_slots."""
+    segments: tuple[str, ...] = ()
+    """Columns the daily metrics are broken down by (e.g. app, model_version)."""
+    regression_window_days: int = 7
+    regression_threshold: float = 0.05
+    """A drop of the daily mean below the trailing mean by more than this is a regression."""
+    on_regression: OnProblem = "warn"
+    on_bad_input: OnProblem = "fail"
+    """What a corrupt or contract-breaking input file does to the run (after the rest is
+    scored and published): fail it, or only report it."""
+
+
 @dataclass
 class Settings:
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     metrics: MetricSettings = field(default_factory=MetricSettings)
     columns: ColumnMapping = field(default_factory=ColumnMapping)
     size_budget: SizeBudget = field(default_factory=SizeBudget)
+    pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     batch_rows: int = 256
     """Rows scored together: the unit of streaming, progress and embeddings batching."""
 
 
-_SECTIONS = ("judge", "metrics", "columns", "size_budget")
+_SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline")
 
 
 def load_settings(
@@ -166,9 +199,13 @@ _AT_LEAST_ONE = frozenset(
         "question_chars",
         "answer_chars",
         "contexts_chars",
+        "chunk_rows",
+        "max_chunks",
+        "pool_slots",
+        "regression_window_days",
     }
 )
-_POSITIVE = frozenset({"rpm", "tpm", "timeout_seconds"})
+_POSITIVE = frozenset({"rpm", "tpm", "timeout_seconds", "regression_threshold"})
 
 
 def _in_range(key: str, value: Any, source: str) -> Any:
