@@ -242,7 +242,7 @@ def _group_sums(
     """Per-group sums of a numeric column, nulls left out; zeros when the column is absent."""
     if column not in table.column_names:
         return np.zeros(groups)
-    values = pc.fill_null(table.column(column), 0).to_numpy().astype(np.float64)
+    values = pc.fill_null(pc.cast(table.column(column), pa.float64()), 0.0).to_numpy()
     return np.bincount(codes, weights=values, minlength=groups).astype(np.float64)
 
 
@@ -345,7 +345,7 @@ class _Scores:
     @classmethod
     def of(cls, table: pa.Table, metric: str) -> _Scores:
         status = pc.fill_null(pc.cast(table.column(f"{metric}_status"), pa.string()), "")
-        score = table.column(f"{metric}_score")
+        score = pc.cast(table.column(f"{metric}_score"), pa.float64())
         usable = pc.and_(pc.equal(status, Status.OK.value), pc.is_valid(score))
         rows = np.flatnonzero(np.asarray(usable.to_numpy(zero_copy_only=False), dtype=bool))
         values = pc.fill_null(score, 0.0).to_numpy().astype(np.float64)[rows]
@@ -458,9 +458,8 @@ def _weighted_support(
     if distinct <= MAX_BOOTSTRAP_SUPPORT:
         edges = np.concatenate(([0], np.flatnonzero(np.diff(sorted_values)) + 1))
         return sorted_values[edges], np.diff(np.append(edges, len(sorted_values)))
-    else:
-        inner = np.linspace(low, high, MAX_BOOTSTRAP_SUPPORT + 1)[1:-1]
-        edges = np.unique(np.concatenate(([0], np.searchsorted(sorted_values, inner))))
+    inner = np.linspace(low, high, MAX_BOOTSTRAP_SUPPORT + 1)[1:-1]
+    edges = np.unique(np.concatenate(([0], np.searchsorted(sorted_values, inner))))
     bounds = np.append(edges, len(sorted_values))
     counts = np.diff(bounds)
     kept = counts > 0

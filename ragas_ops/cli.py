@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragas_ops.benchmarking.cli import add_benchmark_parser
 from ragas_ops.config import ConfigError, Settings, apply_mapping, load_settings
 from ragas_ops.contract import ContractError
 from ragas_ops.judge.base import JudgeFatalError
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         help="map a contract field to your column, e.g. --column question=query (repeatable)",
     )
     score.add_argument("--cache", help="judge cache file ('none': in memory for this run only)")
+    score.add_argument("--judge", choices=["openai", "local"], help="judge kind (judge.kind)")
     score.add_argument("--batch-rows", type=int, help="rows scored together")
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("-v", "--verbose", action="store_true", help="log every retry")
@@ -94,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", type=Path, help="TOML config file")
     demo.add_argument("-v", "--verbose", action="store_true")
     demo.set_defaults(run=_run_demo)
+    add_benchmark_parser(commands)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",
@@ -117,6 +120,7 @@ def settings_from_options(options: argparse.Namespace) -> Settings:
         "rpm": options.rpm,
         "tpm": options.tpm,
         "cache_path": options.cache,
+        "kind": options.judge,
     }
     overrides: dict[str, Any] = {
         "judge": {key: value for key, value in judge.items() if value is not None},

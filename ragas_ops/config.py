@@ -19,10 +19,14 @@ from typing import Any, Literal, get_args, get_type_hints
 
 from ragas_ops.contract import ColumnMapping, SizeBudget
 from ragas_ops.judge.pricing import DEFAULT_PRICES, Price
-from ragas_ops.metrics import DEFAULT_METRICS
-from ragas_ops.metrics.answer_relevance import QuestionStrategy
 
+# This module stays light (no numpy, pyarrow or pydantic): the DAG files read settings while
+# Airflow parses them.
+
+DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
+QuestionStrategy = Literal["list", "sample"]
 StructuredOutput = Literal["json_schema", "json_object", "none"]
+JudgeKind = Literal["openai", "local"]
 ENV_PREFIX = "RAGAS_OPS_"
 
 
@@ -34,6 +38,10 @@ class ConfigError(ValueError):
 class JudgeSettings:
     """The LLM judge: where it is, what it may spend, and how it recovers."""
 
+    kind: JudgeKind = "openai"
+    """`openai`: an OpenAI-compatible LLM; `local`: the local judge (no network; `[local]`)."""
+    local_model: str = "all-MiniLM-L6-v2"
+    """The local judge's sentence-transformers model: the packaged default, a name, or a path."""
     model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
     base_url: str | None = None
@@ -81,9 +89,15 @@ class PipelineSettings:
     max_chunks: int = 512
     """Most mapped tasks per day (Airflow's max_map_length is 1024 by default)."""
     pool: str = "ragas_ops_judge"
-    """Airflow pool the scoring tasks run in: nightly runs and backfills share it."""
+    """Airflow pool of the scoring tasks of nightly and manual runs."""
     pool_slots: int = 4
-    """Size of that pool: each scoring task uses rpm/pool_slots and tpm/pool_slots."""
+    """Size of that pool (created with it by `ragas-ops airflow-setup`)."""
+    backfill_pool: str = "ragas_ops_backfill"
+    """Airflow pool of the scoring tasks of backfill runs: backfills never take the nightly
+    run's slots."""
+    backfill_pool_slots: int = 2
+    """Size of that pool. Every scoring task uses 1/(pool_slots + backfill_pool_slots) of the
+    judge's rpm and tpm, so both pools running full stay within the account's limits."""
     segments: tuple[str, ...] = ()
     """Columns the daily metrics are broken down by (e.g. app, model_version)."""
     regression_window_days: int = 7
@@ -139,7 +153,7 @@ def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) ->
 def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
     """Apply `RAGAS_OPS_<SECTION>_<FIELD>` variables; unknown ones are an error, not ignored."""
     for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX):
+        if not name.startswith(ENV_PREFIX) or name in _NOT_SETTINGS:
             continue
         key = name.removeprefix(ENV_PREFIX).lower()
         if key == "batch_rows":
@@ -152,6 +166,19 @@ def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
         setattr(
             settings, section_name, _updated(section, {key[len(section_name) + 1 :]: raw}, name)
         )
+
+
+# Variables with the prefix that name where settings are, rather than being settings.
+CONFIG_FILE_ENV = "RAGAS_OPS_CONFIG"
+_NOT_SETTINGS = frozenset({CONFIG_FILE_ENV})
+
+
+def settings_from_environment(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings for a process configured by its environment (an Airflow task, a DAG file):
+    the file named by RAGAS_OPS_CONFIG, if any, then RAGAS_OPS_* variables."""
+    environ = os.environ if environ is None else environ
+    config_file = environ.get(CONFIG_FILE_ENV)
+    return load_settings(Path(config_file) if config_file else None, environ)
 
 
 def _updated(section: Any, values: Any, source: str) -> Any:
@@ -202,6 +229,7 @@ _AT_LEAST_ONE = frozenset(
         "chunk_rows",
         "max_chunks",
         "pool_slots",
+        "backfill_pool_slots",
         "regression_window_days",
     }
 )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ragas_ops.text import normalize
+
+if TYPE_CHECKING:  # pyarrow stays out of imports that DAG parsing makes
+    import pyarrow as pa
 
 QUESTION, CONTEXTS, ANSWER = "question", "contexts", "answer"
 REQUIRED_FIELDS = (QUESTION, CONTEXTS, ANSWER)

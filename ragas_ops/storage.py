@@ -150,6 +150,7 @@ class ParquetOutput:
 
     def __init__(self, location: Location, schema: pa.Schema) -> None:
         self.location = location
+        self.schema = schema
         fs = location.filesystem
         _make_parent(location)
         self._staging = f"{location.path}.{uuid.uuid4().hex}.tmp"

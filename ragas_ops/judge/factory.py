@@ -13,6 +13,10 @@ from ragas_ops.secrets import Secret
 
 def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) -> Judge:
     """The judge the settings describe, with its API key read from the environment."""
+    if settings.judge.kind == "local":
+        from ragas_ops.judge.local_judge import LocalJudge  # heavy: only when asked for
+
+        return LocalJudge(settings.judge.local_model, cache=open_cache(settings.judge))
     environ = os.environ if environ is None else environ
     key = Secret(environ.get(settings.judge.api_key_env, ""))
     if not key and settings.judge.base_url is None:

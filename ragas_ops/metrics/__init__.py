@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from ragas_ops.config import DEFAULT_METRICS, QuestionStrategy
 from ragas_ops.metrics.answer_relevance import (
     QUESTION_SAMPLE_PROMPT,
     QUESTIONS_PROMPT,
     AnswerRelevance,
-    QuestionStrategy,
 )
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.metrics.context_relevance import EXTRACT_PROMPT, ContextRelevance
@@ -18,8 +18,6 @@ from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT, VERDICTS_PROMPT, F
 from ragas_ops.metrics.gpt_ranking import RANKING_PROMPTS
 from ragas_ops.metrics.gpt_score import SCORE_PROMPTS, GptScore
 from ragas_ops.prompts import Prompt
-
-DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 
 ALL_PROMPTS: tuple[Prompt[Any], ...] = (
     STATEMENTS_PROMPT,

@@ -24,17 +24,16 @@ import asyncio
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from ragas_ops.config import QuestionStrategy
 from ragas_ops.contract import ANSWER, QUESTION, Interaction
 from ragas_ops.judge.base import Judge, JudgeOutputError, JudgeRowError, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
 from ragas_ops.status import Status
-
-QuestionStrategy = Literal["list", "sample"]
 
 
 class GeneratedQuestions(OutputModel):

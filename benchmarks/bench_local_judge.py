@@ -1,0 +1,61 @@
+"""Throughput of the local judge: rows scored per second with the paper's three metrics.
+
+Scores generated sample interactions (the demo's, `ragas_ops.samples`) and, when present, BEGIN
+dev rows (faithfulness only) with `judge.kind = "local"`, no cache, and prints rows/s. The
+model is loaded before the clock starts (about 4 s, once per process).
+
+    python benchmarks/bench_local_judge.py [--rows N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from ragas_ops.config import Settings
+from ragas_ops.contract import SizeBudget, validate_row
+from ragas_ops.judge.factory import build_judge
+from ragas_ops.metrics import build_metrics
+
+BEGIN_DEV = Path(__file__).resolve().parents[2] / "shared/data/begin/begin_v2_wow_dev.jsonl"
+
+
+async def _rate(rows: list, names: list[str]) -> float:  # type: ignore[type-arg]
+    settings = Settings()
+    settings.judge.kind = "local"
+    settings.judge.cache_path = None
+    judge = build_judge(settings)
+    await judge.embed(["warm up the model"])
+    started = time.perf_counter()
+    for metric in build_metrics(names):
+        await metric.score_rows(rows, judge)
+    return len(rows) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=400)
+    options = parser.parse_args()
+    from ragas_ops.samples import sample_interactions
+
+    budget = SizeBudget()
+    samples = [
+        validate_row(r["question"], r["contexts"], r["answer"], budget)
+        for r in sample_interactions(options.rows).to_pylist()
+    ]
+    three = ["faithfulness", "answer_relevance", "context_relevance"]
+    print(
+        f"sample logs, {len(samples)} rows, 3 metrics: {asyncio.run(_rate(samples, three)):.1f} rows/s"
+    )
+    if BEGIN_DEV.exists():
+        rows = [json.loads(line) for line in BEGIN_DEV.read_text().splitlines()]
+        begin = [validate_row(r["message"], [r["knowledge"]], r["response"], budget) for r in rows]
+        rate = asyncio.run(_rate(begin, three))
+        print(f"BEGIN wow dev, {len(begin)} rows, 3 metrics: {rate:.1f} rows/s")
+
+
+if __name__ == "__main__":
+    main()

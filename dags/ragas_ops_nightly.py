@@ -1,0 +1,169 @@
+"""Nightly RAG quality: score a day of logged RAG interactions with the RAGAS metrics.
+
+    plan -> score_chunk (mapped, judge pool) / score_backfill_chunk (mapped, backfill pool)
+         -> publish -> aggregate -> report
+
+Schedule: a daily data interval in UTC. The run for [D 00:00, D+1 00:00) starts at midnight
+after D ends and scores day D, so `airflow backfill create --from-date A --to-date B` scores
+the days A to B. A manual run takes the day as the `day` parameter.
+
+This file only wires tasks: the work is in `ragas_ops.pipeline`, imported inside the tasks so
+that parsing the DAG folder stays fast. Settings come from RAGAS_OPS_* variables and the
+config file named by RAGAS_OPS_CONFIG (see the README, Configuration).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param, dag, get_current_context, task
+
+from ragas_ops.config import settings_from_environment
+
+SETTINGS = settings_from_environment()
+PIPELINE = SETTINGS.pipeline
+
+
+def _asset_uri(base: str, table: str) -> str:
+    if "://" not in base:
+        base = "file://" + os.path.abspath(base)
+    return f"{base.rstrip('/')}/{table}"
+
+
+SCORED = Asset(name="ragas_ops_scored", uri=_asset_uri(PIPELINE.warehouse_uri, "scored"))
+DAILY_METRICS = Asset(
+    name="ragas_ops_daily_metrics", uri=_asset_uri(PIPELINE.warehouse_uri, "daily_metrics")
+)
+
+
+@task
+def plan() -> dict[str, Any]:
+    """List and check the day's input files and cut them into chunks."""
+    from ragas_ops.pipeline import airflow_glue
+    from ragas_ops.pipeline.plan import chunk_to_dict, plan_day
+
+    context = get_current_context()
+    day = airflow_glue.day_of_run(context)
+    settings = airflow_glue.pipeline_settings()
+    day_plan = plan_day(airflow_glue.lake_for(settings), day, settings)
+    return {
+        "day": day,
+        "summary": day_plan.summary(),
+        "chunks": [{**chunk_to_dict(chunk), "day": day} for chunk in day_plan.chunks],
+        "backfill": airflow_glue.is_backfill(context),
+    }
+
+
+@task
+def chunks_for(day_plan: dict[str, Any], backfill: bool) -> list[dict[str, Any]]:
+    """The chunks to score in the nightly pool, or in the backfill pool for backfill runs."""
+    return list(day_plan["chunks"]) if day_plan["backfill"] == backfill else []
+
+
+@task(
+    pool=PIPELINE.pool,
+    map_index_template="{{ chunk_label }}",
+    retries=2,
+    retry_delay=timedelta(seconds=30),
+    retry_exponential_backoff=True,
+    priority_weight=10,
+)
+def score_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
+    """Score one chunk of the day into its staging file."""
+    from ragas_ops.pipeline import airflow_glue
+    from ragas_ops.pipeline.plan import chunk_from_dict
+    from ragas_ops.pipeline.steps import run_score_chunk
+
+    context = get_current_context()
+    piece = chunk_from_dict(chunk)
+    context["chunk_label"] = f"chunk {piece.index} ({piece.rows} rows)"  # type: ignore[typeddict-unknown-key]
+    settings = airflow_glue.pipeline_settings()
+    return run_score_chunk(
+        airflow_glue.lake_for(settings),
+        chunk["day"],
+        context["run_id"],
+        chunk=piece,
+        settings=settings,
+    )
+
+
+@task(trigger_rule="none_failed", outlets=[SCORED])
+def publish(
+    day_plan: dict[str, Any], scored: list[dict[str, Any]], backfilled: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Check rows in = rows out, publish the day's scored table whole, write the manifest."""
+    from ragas_ops.pipeline import airflow_glue, steps
+
+    context = get_current_context()
+    settings = airflow_glue.pipeline_settings()
+    lake = airflow_glue.lake_for(settings)
+    day, summary = day_plan["day"], day_plan["summary"]
+    chunk_results = sorted([*(scored or []), *(backfilled or [])], key=lambda r: r["index"])
+    published = steps.publish_day(
+        lake,
+        day,
+        context["run_id"],
+        planned_rows=summary["rows"],
+        chunk_count=summary["chunks"],
+        settings=settings,
+    )
+    manifest = {
+        **steps.manifest_base(day, context["run_id"], settings),
+        "plan": summary,
+        "scoring": steps.run_totals(chunk_results),
+        "published": published,
+        "no_traffic": summary["rows"] == 0 and not summary["rejected_files"],
+    }
+    return {"day": day, "manifest": steps.write_manifest(lake, day, context["run_id"], manifest)}
+
+
+@task(outlets=[DAILY_METRICS])
+def aggregate(published: dict[str, Any]) -> dict[str, Any]:
+    """Daily metrics per segment and metric, and the regression check against the baseline."""
+    from ragas_ops.pipeline import airflow_glue, steps
+
+    settings = airflow_glue.pipeline_settings()
+    return steps.aggregate_day(airflow_glue.lake_for(settings), published["day"], settings)
+
+
+@task
+def report(published: dict[str, Any]) -> dict[str, Any]:
+    """The day's report (HTML and Markdown); fails the run when configured to."""
+    from ragas_ops.pipeline import airflow_glue, steps
+
+    context = get_current_context()
+    settings = airflow_glue.pipeline_settings()
+    lake = airflow_glue.lake_for(settings)
+    return steps.report_day(lake, published["day"], context["run_id"], settings)
+
+
+@dag(
+    dag_id="ragas_ops_nightly",
+    schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=2,
+    params={
+        "day": Param(
+            None,
+            type=["null", "string"],
+            pattern=r"^\d{4}-\d{2}-\d{2}$",
+            description="Day to score (YYYY-MM-DD). Empty: the run's data interval.",
+        )
+    },
+    tags=["ragas-ops", "rag-quality"],
+    doc_md=__doc__,
+)
+def ragas_ops_nightly() -> None:
+    day_plan = plan()
+    nightly = score_chunk.expand(chunk=chunks_for(day_plan, backfill=False))
+    backfill = score_chunk.override(
+        task_id="score_backfill_chunk", pool=PIPELINE.backfill_pool, priority_weight=1
+    ).expand(chunk=chunks_for.override(task_id="backfill_chunks_for")(day_plan, backfill=True))
+    published = publish(day_plan, nightly, backfill)
+    aggregate(published) >> report(published)
+
+
+ragas_ops_nightly()

@@ -1,0 +1,1 @@
+"""Benchmarks of the metrics against human judgements: WikiEval (the paper's Table 1) and BEGIN."""

@@ -1,0 +1,1 @@
+"""The nightly pipeline as plain functions; `dags/` wires them into Airflow tasks."""

@@ -1,0 +1,371 @@
+"""The pipeline's steps as plain functions: the DAG's tasks only call these.
+
+    plan_day -> score_chunk (one per chunk) -> publish_day -> aggregate_day -> report_day
+
+Every step is idempotent: a retried or rerun step overwrites what it wrote before, and the
+judge cache makes rescoring unchanged rows free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ragas_ops.config import Settings
+from ragas_ops.judge.base import Judge, Usage
+from ragas_ops.judge.factory import build_judge
+from ragas_ops.metrics import build_metrics
+from ragas_ops.pipeline.lake import Lake
+from ragas_ops.pipeline.plan import Chunk
+from ragas_ops.scoring import Scorer, output_schema, package_version
+from ragas_ops.storage import ParquetOutput
+
+READ_BATCH_ROWS = 1024
+
+
+class RowCountMismatch(RuntimeError):
+    """Rows in and rows out of a step differ: nothing is published."""
+
+
+def judge_share(settings: Settings) -> Settings:
+    """Settings for one of the scoring tasks that may run at once (the slots of both pools):
+    each gets its share of the account's requests and tokens per minute, so that together
+    they stay within it."""
+    share = dataclasses.replace(settings)
+    slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
+    share.judge = dataclasses.replace(
+        settings.judge,
+        rpm=None if settings.judge.rpm is None else max(1, settings.judge.rpm // slots),
+        tpm=None if settings.judge.tpm is None else max(1, settings.judge.tpm // slots),
+    )
+    return share
+
+
+# -- score_chunk ---------------------------------------------------------------------------------
+
+
+def read_slices(lake: Lake, chunk: Chunk) -> Iterator[pa.Table]:
+    """The chunk's rows, a batch at a time, reading only the row groups each slice needs.
+
+    Every table has the same schema: the union of the chunk's files (missing columns null).
+    """
+    filesystem = lake.raw.filesystem
+    schemas = []
+    for path in dict.fromkeys(piece.path for piece in chunk.slices):
+        with filesystem.open_input_file(path) as handle:
+            schemas.append(pq.ParquetFile(handle).schema_arrow)
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    for piece in chunk.slices:
+        with filesystem.open_input_file(piece.path) as handle:
+            parquet = pq.ParquetFile(handle)
+            groups, first_row = _row_groups_for(parquet.metadata, piece.start, piece.rows)
+            position = first_row
+            end = piece.start + piece.rows
+            for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=groups):
+                lo, hi = max(piece.start, position), min(end, position + batch.num_rows)
+                if hi > lo:
+                    piece_rows = pa.Table.from_batches([batch.slice(lo - position, hi - lo)])
+                    yield _conform(piece_rows, schema)
+                position += batch.num_rows
+                if position >= end:
+                    break
+
+
+def _row_groups_for(metadata: Any, start: int, rows: int) -> tuple[list[int], int]:
+    groups: list[int] = []
+    first_row = position = 0
+    for index in range(metadata.num_row_groups):
+        size = metadata.row_group(index).num_rows
+        if position + size > start and position < start + rows:
+            if not groups:
+                first_row = position
+            groups.append(index)
+        position += size
+    return groups, first_row
+
+
+async def score_chunk(
+    lake: Lake,
+    day: str,
+    run_id: str,
+    *,
+    chunk: Chunk,
+    settings: Settings,
+    judge: Judge | None = None,
+) -> dict[str, Any]:
+    """Score one chunk into its staging file; returns what the manifest records of it."""
+    started = time.monotonic()
+    metrics = build_metrics(
+        settings.metrics.names,
+        settings.metrics.answer_relevance_questions,
+        settings.metrics.question_strategy,
+    )
+    judge = judge or build_judge(judge_share(settings))
+    scorer = Scorer(metrics, judge, settings.columns, settings.size_budget)
+    target = lake.chunk_file(day, run_id, chunk.index)
+    output: ParquetOutput | None = None
+    try:
+        async for scored in scorer.score_stream(
+            _rebatched(read_slices(lake, chunk), settings.batch_rows)
+        ):
+            if output is None:
+                output = ParquetOutput(target, scored.schema)
+            output.write(scored)
+        if scorer.summary.rows != chunk.rows:
+            raise RowCountMismatch(
+                f"chunk {chunk.index}: {chunk.rows} rows planned, {scorer.summary.rows} scored"
+            )
+    except BaseException:
+        if output is not None:
+            output.abort()
+        raise
+    finally:
+        await judge.aclose()
+    if output is not None:
+        output.commit()
+    return {
+        "index": chunk.index,
+        "rows": scorer.summary.rows,
+        "statuses": {metric: dict(counts) for metric, counts in scorer.summary.statuses.items()},
+        "usage": dataclasses.asdict(judge.usage_total()),
+        "events": dict(judge.events),
+        "judge": judge.description,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """Tables of `rows` rows (the last may be smaller), whatever the sizes read."""
+    pending: list[pa.Table] = []
+    count = 0
+    for table in tables:
+        pending.append(table)
+        count += table.num_rows
+        while count >= rows:
+            merged = pa.concat_tables(pending, promote_options="default")
+            yield merged.slice(0, rows)
+            rest = merged.slice(rows)
+            pending, count = ([rest] if rest.num_rows else []), rest.num_rows
+    if count:
+        yield pa.concat_tables(pending, promote_options="default")
+
+
+# -- publish_day ---------------------------------------------------------------------------------
+
+
+def publish_day(
+    lake: Lake, day: str, run_id: str, *, planned_rows: int, chunk_count: int, settings: Settings
+) -> dict[str, Any]:
+    """Merge the run's chunk files into the day's scored table and publish it in one move.
+
+    Checks that every planned chunk is there and that rows in = rows out before anything is
+    published; the previous table stays in place until the new one replaces it whole.
+    """
+    files = [lake.chunk_file(day, run_id, index) for index in range(chunk_count)]
+    missing = [file.uri for file in files if not file.exists()]
+    if missing:
+        raise RowCountMismatch(f"{len(missing)} chunk file(s) missing, e.g. {missing[0]}")
+    parquet = [pq.ParquetFile(file.path, filesystem=file.filesystem) for file in files]
+    written = sum(p.metadata.num_rows for p in parquet)
+    if written != planned_rows:
+        raise RowCountMismatch(f"{planned_rows} rows planned for {day}, {written} scored")
+    schema = _published_schema(parquet, settings)
+    output = ParquetOutput(lake.scored(day), schema)
+    try:
+        for source in parquet:
+            for batch in source.iter_batches(batch_size=READ_BATCH_ROWS * 8):
+                output.write(_conform(pa.Table.from_batches([batch]), schema))
+    except BaseException:
+        output.abort()
+        raise
+    output.commit()
+    lake.staging(day, run_id).delete_tree()
+    return {"rows": written, "table": lake.scored(day).uri, "published_at": _now()}
+
+
+def _published_schema(parquet: Sequence[pq.ParquetFile], settings: Settings) -> pa.Schema:
+    if parquet:
+        return pa.unify_schemas([p.schema_arrow for p in parquet], promote_options="permissive")
+    # A day with no traffic still gets a (empty) table, with the contract's columns.
+    contract = pa.schema(
+        [
+            (settings.columns.question, pa.string()),
+            (settings.columns.contexts, pa.list_(pa.string())),
+            (settings.columns.answer, pa.string()),
+        ]
+    )
+    return output_schema(contract, build_metrics(settings.metrics.names))
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with the columns of `schema`, in its order (missing ones null)."""
+    columns = [
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+# -- aggregate_day and report_day -------------------------------------------------------------
+
+REPORT_DAYS = 30
+
+
+class RunProblem(RuntimeError):
+    """The day was published and reported, but the run must fail (see `on_regression`,
+    `on_bad_input`): someone has to look."""
+
+
+def aggregate_day(lake: Lake, day: str, settings: Settings) -> dict[str, Any]:
+    """Write the day's daily metrics; returns the regression verdict against the baseline."""
+    from ragas_ops.aggregate import daily_metrics
+
+    scored = read_table(lake.scored(day))
+    table = daily_metrics(day, scored, settings.metrics.names, settings.pipeline.segments)
+    output = ParquetOutput(lake.daily_metrics(day), table.schema)
+    output.write(table)
+    output.commit()
+    regression = _regression(lake, day, settings, table)
+    return {"daily_metrics": lake.daily_metrics(day).uri, "regression": regression.to_dict()}
+
+
+def report_day(lake: Lake, day: str, run_id: str, settings: Settings) -> dict[str, Any]:
+    """Write the day's report, complete the manifest, and fail the run if configured to."""
+    from ragas_ops.report import build_report
+
+    history = metrics_history(lake, day, REPORT_DAYS)
+    regression = _regression(lake, day, settings, None)
+    manifest = read_manifest(lake, day, run_id)
+    report = build_report(
+        day,
+        history,
+        read_table(lake.scored(day)),
+        regression,
+        metrics=settings.metrics.names,
+        manifest=manifest,
+    )
+    html, markdown = lake.report(day, "html"), lake.report(day, "md")
+    html.write_text(report.html)
+    markdown.write_text(report.markdown)
+    manifest["regression"] = regression.to_dict()
+    manifest["report"] = {"html": html.uri, "markdown": markdown.uri}
+    write_manifest(lake, day, run_id, manifest)
+    problems = run_problems(manifest, regression.verdict.value, settings)
+    if problems:
+        raise RunProblem("; ".join(problems) + f" (report: {html.uri})")
+    return manifest["report"]  # type: ignore[no-any-return]
+
+
+def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:
+    """Why the run must fail, under the configured policies (empty: it must not)."""
+    problems = []
+    rejected = manifest["plan"]["rejected_files"]
+    if rejected and settings.pipeline.on_bad_input == "fail":
+        problems.append(
+            f"{len(rejected)} input file(s) rejected, e.g. {rejected[0]['path']}: "
+            f"{rejected[0]['reason']}"
+        )
+    if verdict == "regression" and settings.pipeline.on_regression == "fail":
+        problems.append("a metric regressed against its baseline")
+    return problems
+
+
+def _regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None) -> Any:
+    from ragas_ops.aggregate import check_regression
+
+    window = settings.pipeline.regression_window_days
+    history = metrics_history(lake, day, window, today)
+    return check_regression(
+        history, day, window_days=window, threshold=settings.pipeline.regression_threshold
+    )
+
+
+def metrics_history(lake: Lake, day: str, days: int, today: pa.Table | None = None) -> pa.Table:
+    """The daily metrics of `day` and of the `days` days before it that have them."""
+    tables = []
+    for past in [*days_before(day, days), day]:
+        location = lake.daily_metrics(past)
+        if past == day and today is not None:
+            tables.append(today)
+        elif location.exists():
+            tables.append(read_table(location))
+    if not tables:
+        from ragas_ops.aggregate import DAILY_METRICS_SCHEMA
+
+        return DAILY_METRICS_SCHEMA.empty_table()
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def read_table(location: Any) -> pa.Table:
+    return pq.read_table(location.path, filesystem=location.filesystem)
+
+
+# -- manifest ------------------------------------------------------------------------------------
+
+
+def write_manifest(lake: Lake, day: str, run_id: str, manifest: dict[str, Any]) -> str:
+    """Write (or rewrite) the run's manifest; returns its URI."""
+    target = lake.manifest(day, run_id)
+    target.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+    return target.uri
+
+
+def read_manifest(lake: Lake, day: str, run_id: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(lake.manifest(day, run_id).read_text())
+    return loaded
+
+
+def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rows by status per metric and the judge's spend, summed over a run's chunks."""
+    statuses: dict[str, dict[str, int]] = {}
+    usage = Usage()
+    for result in chunk_results:
+        for metric, counts in result["statuses"].items():
+            into = statuses.setdefault(metric, {})
+            for status, count in counts.items():
+                into[status] = into.get(status, 0) + count
+        usage.add(Usage(**result["usage"]))
+    return {
+        "rows_out": sum(result["rows"] for result in chunk_results),
+        "statuses": statuses,
+        "usage": dataclasses.asdict(usage),
+        "judges": sorted({result["judge"] for result in chunk_results}),
+        "scoring_seconds": round(sum(result["seconds"] for result in chunk_results), 3),
+    }
+
+
+def manifest_base(day: str, run_id: str, settings: Settings) -> dict[str, Any]:
+    return {
+        "day": day,
+        "run_id": run_id,
+        "ragas_ops_version": package_version(),
+        "metrics": list(settings.metrics.names),
+        "judge_model": settings.judge.model,
+        "embedding_model": settings.judge.embedding_model,
+        "created_at": _now(),
+    }
+
+
+def days_before(day: str, count: int) -> list[str]:
+    """The `count` days before `day`, oldest first."""
+    anchor = date.fromisoformat(day)
+    return [(anchor - timedelta(days=offset)).isoformat() for offset in range(count, 0, -1)]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_score_chunk(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """`score_chunk` from synchronous code (an Airflow task)."""
+    return asyncio.run(score_chunk(*args, **kwargs))

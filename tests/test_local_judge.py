@@ -1,0 +1,86 @@
+"""The local judge answers every prompt of the metrics with output that validates, for free."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragas_ops.config import Settings
+from ragas_ops.contract import SizeBudget, validate_row
+from ragas_ops.judge.factory import build_judge
+from ragas_ops.metrics import ALL_PROMPTS, build_metrics
+from ragas_ops.status import Status
+
+pytest.importorskip("sentence_transformers")
+
+CONTEXT = (
+    "The Millau Viaduct is a cable-stayed bridge in southern France. It opened to traffic on "
+    "16 December 2004. Its tallest mast reaches 343 metres."
+)
+
+
+def _judge():  # type: ignore[no-untyped-def]
+    settings = Settings()
+    settings.judge.kind = "local"
+    settings.judge.cache_path = None
+    return build_judge(settings)
+
+
+async def test_every_metric_scores_through_the_local_judge_for_free() -> None:
+    judge = _judge()
+    names = [
+        "faithfulness", "answer_relevance", "context_relevance", "gpt_score_faithfulness",
+        "gpt_score_answer_relevance", "gpt_score_context_relevance",
+    ]  # fmt: skip
+    row = validate_row(
+        "When did the Millau Viaduct open?",
+        [CONTEXT],
+        "The Millau Viaduct opened to traffic on 16 December 2004.",
+        SizeBudget(),
+    )
+    for metric in build_metrics(names):
+        [result] = await metric.score_rows([row], judge)
+        assert result.status is Status.OK, (metric.name, result.reason)
+        assert result.score is not None and 0.0 <= result.score <= 1.0
+    assert judge.description == "local:all-MiniLM-L6-v2"
+    total = judge.usage_total()
+    assert total.requests == 0 and total.cost_usd == 0.0
+    assert {prompt.name.split(".")[0] for prompt in ALL_PROMPTS} <= {
+        "faithfulness", "answer_relevance", "context_relevance", "gpt_score", "gpt_ranking"
+    }  # fmt: skip
+
+
+async def test_made_up_numbers_and_names_are_not_supported() -> None:
+    judge = _judge()
+    [metric] = build_metrics(["faithfulness"])
+    grounded, invented = await metric.score_rows(
+        [
+            validate_row("q?", [CONTEXT], "Its tallest mast reaches 343 metres.", SizeBudget()),
+            validate_row(
+                "q?", [CONTEXT], "Its tallest mast reaches 512 metres, says Gustave Eiffel.",
+                SizeBudget(),
+            ),
+        ],
+        judge,
+    )  # fmt: skip
+    assert grounded.score == 1.0
+    assert invented.score == 0.0
+    assert "512" in invented.evidence["statements"][0]["explanation"]
+
+
+async def test_a_refusal_is_not_applicable_and_noncommittal() -> None:
+    judge = _judge()
+    faithfulness, relevance = build_metrics(["faithfulness", "answer_relevance"])
+    row = validate_row("When?", [CONTEXT], "I'm sorry, I don't know.", SizeBudget())
+    [result] = await faithfulness.score_rows([row], judge)
+    assert result.status is Status.NOT_APPLICABLE
+    [result] = await relevance.score_rows([row], judge)
+    assert result.score == 0.0 and result.reason == "noncommittal answer"
+
+
+def test_importing_the_package_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = "import ragas_ops.cli, ragas_ops.judge.factory, sys; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
