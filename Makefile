@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/ragas-ops: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0  # CPU build; before [local] so no CUDA torch is pulled
-	$(BIN)/pip install --quiet -e ".[dev,local]"
+	$(BIN)/pip install --quiet -e ".[dev,local,airflow]"
 	touch $@
 
 install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools

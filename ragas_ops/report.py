@@ -658,11 +658,37 @@ def _delta_html(finding: RegressionFinding | None) -> str:
 
 
 def _manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [
+    """The run's facts: the manifest's top-level values, then what was read, rejected and
+    published (a rejected input file is listed with its reason: someone has to look)."""
+    facts = [
         (str(key), str(value))
         for key, value in manifest.items()
         if isinstance(value, str | int | float | bool) or value is None
     ]
+    plan = manifest.get("plan") or {}
+    if plan:
+        facts.append(
+            ("input rows", f"{plan.get('rows', 0):,} in {len(plan.get('files', []))} file(s)")
+        )
+        facts += [
+            (f"rejected file {item['path']}", str(item["reason"]))
+            for item in plan.get("rejected_files", [])
+        ]
+    published = manifest.get("published") or {}
+    if published:
+        facts.append(
+            ("rows published", f"{published.get('rows', 0):,} to {published.get('table')}")
+        )
+    usage = (manifest.get("scoring") or {}).get("usage") or {}
+    if usage:
+        facts.append(
+            (
+                "judge requests",
+                f"{usage.get('requests', 0):,} chat, "
+                f"{usage.get('embedding_requests', 0):,} embeddings",
+            )
+        )
+    return facts
 
 
 # --- the SVG trend chart ------------------------------------------------------------------------

@@ -30,6 +30,34 @@ def start_judge_server() -> Iterator[Callable[..., JudgeServer]]:
 
 
 @pytest.fixture
+def start_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], str]]:
+    """Start a local S3-compatible server (moto) on 127.0.0.1 and point the AWS variables at
+    it; returns its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    servers: list[ThreadedMotoServer] = []
+
+    def start() -> str:
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        servers.append(server)
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        for name, value in {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        return endpoint
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
 def judge_server(start_judge_server: Callable[..., JudgeServer]) -> JudgeServer:
     """A well-behaved test server: no latency, no faults."""
     return start_judge_server()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
 import pyarrow.parquet as pq
 import pytest
-from moto.server import ThreadedMotoServer
 
 from ragas_ops.cli import EXIT_OK, main
 from ragas_ops.samples import sample_interactions
@@ -20,21 +19,10 @@ BUCKET = "rag-logs"
 
 
 @pytest.fixture
-def s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    for name, value in {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+def s3_endpoint(start_s3: Callable[[], str]) -> str:
+    endpoint = start_s3()
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    yield endpoint
-    server.stop()
+    return endpoint
 
 
 def test_reads_a_partition_folder_and_writes_scores_to_s3(

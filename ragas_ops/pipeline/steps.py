@@ -200,6 +200,7 @@ def _published_schema(parquet: Sequence[pq.ParquetFile], settings: Settings) -> 
             (settings.columns.question, pa.string()),
             (settings.columns.contexts, pa.list_(pa.string())),
             (settings.columns.answer, pa.string()),
+            *((segment, pa.string()) for segment in settings.pipeline.segments),
         ]
     )
     return output_schema(contract, build_metrics(settings.metrics.names))
