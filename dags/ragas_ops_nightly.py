@@ -100,7 +100,9 @@ def publish(
     settings = airflow_glue.pipeline_settings()
     lake = airflow_glue.lake_for(settings)
     day, summary = day_plan["day"], day_plan["summary"]
-    chunk_results = sorted([*(scored or []), *(backfilled or [])], key=lambda r: r["index"])
+    # Indexing (not iterating) the mapped results: iteration probes one past the end.
+    results = [part[i] for part in (scored, backfilled) if part for i in range(len(part))]
+    chunk_results = sorted(results, key=lambda result: result["index"])
     published = steps.publish_day(
         lake,
         day,

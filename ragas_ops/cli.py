@@ -89,11 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     score.set_defaults(run=_run_score)
     demo = commands.add_parser(
-        "demo", help="generate a day of sample logs and score it (no API key needed)"
+        "demo",
+        help="run the nightly DAG on a generated local lake of several days (no API key needed)",
     )
-    demo.add_argument("--folder", type=Path, default=Path("demo"), help="where to write")
-    demo.add_argument("--rows", type=int, default=200, help="sample interactions to generate")
-    demo.add_argument("--config", type=Path, help="TOML config file")
+    demo.add_argument("--folder", type=Path, default=Path("demo"), help="where to build it")
+    demo.add_argument("--days", type=int, default=7, help="days of sample logs")
+    demo.add_argument("--rows", type=int, default=200, help="interactions per day")
     demo.add_argument("-v", "--verbose", action="store_true")
     demo.set_defaults(run=_run_demo)
     add_benchmark_parser(commands)
@@ -162,12 +163,7 @@ def _run_score(options: argparse.Namespace) -> int:
 def _run_demo(options: argparse.Namespace) -> int:
     from ragas_ops.demo import run_demo
 
-    settings = load_settings(options.config)
-    settings.judge.cache_path = str(options.folder / "cache" / "judge.sqlite")
-    outcome = asyncio.run(run_demo(options.folder, options.rows, settings))
-    print("\n".join(outcome.summary_lines()))
-    print(f"sample logs: {options.folder}/raw/  scored table: {outcome.output}")
-    return EXIT_OK
+    return run_demo(options.folder, options.days, options.rows)
 
 
 if __name__ == "__main__":

@@ -474,12 +474,11 @@ class _HtmlReport:
         data = self.data
         judges = ", ".join(data.judges) or "unknown"
         banner = ""
-        if data.test_double:
-            banner = (
-                '<div class="banner"><strong>Scored by a test double, not a real judge.</strong> '
-                f"{_e(', '.join(data.test_double))} answers with word-overlap heuristics: these "
-                "figures show the pipeline working, not the quality of the RAG system.</div>"
-            )
+        notice = judge_notice(data.test_double)
+        if notice:
+            title, text = notice
+            banner = f'<div class="banner"><strong>{_e(title)}</strong> {_e(text)}</div>'
+
         return (
             f"<header><h1>RAG quality report · {_e(data.day)}</h1>"
             f'<div class="sub">Judge: <code>{_e(judges)}</code></div></header>{banner}'
@@ -645,6 +644,25 @@ class _HtmlReport:
             for key, value in scalars
         )
         return f"<h2>Run</h2><table><tbody>{rows}</tbody></table>"
+
+
+def judge_notice(judges: Sequence[str]) -> tuple[str, str] | None:
+    """What a reader must know about judges that are not LLMs: a title and a sentence."""
+    doubles = [judge for judge in judges if judge.startswith("openai:test-judge")]
+    local = [judge for judge in judges if judge.startswith("local:")]
+    if doubles:
+        return (
+            "Scored by a test double, not a real judge.",
+            f"{', '.join(doubles)} answers with word-overlap heuristics: these figures show the "
+            "pipeline working, not the quality of the RAG system.",
+        )
+    if local:
+        return (
+            "Scored by the local judge, not an LLM.",
+            f"{', '.join(local)} uses sentence embeddings and lexical evidence on this machine; "
+            "see the README's 'How good are the scores?' for how far to trust it.",
+        )
+    return None
 
 
 def _delta_html(finding: RegressionFinding | None) -> str:
@@ -868,12 +886,9 @@ class _MarkdownReport:
         lines = [f"# RAG quality report · {data.day}", ""]
         lines.append(f"Judge: `{', '.join(data.judges) or 'unknown'}`")
         lines.append("")
-        if data.test_double:
-            lines += [
-                f"> **Scored by a test double, not a real judge** ({', '.join(data.test_double)}):"
-                " these figures show the pipeline working, not the quality of the RAG system.",
-                "",
-            ]
+        notice = judge_notice(data.test_double)
+        if notice:
+            lines += [f"> **{notice[0]}** {notice[1]}", ""]
         lines += self._verdict()
         lines += self._metrics()
         lines += self._segments()

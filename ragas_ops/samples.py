@@ -103,11 +103,20 @@ APPS = ("support-bot", "docs-search")
 MODELS = ("rag-v1", "rag-v2")
 
 
-def sample_interactions(rows: int, seed: int = 0, day: str = "2026-11-29") -> pa.Table:
-    """`rows` interactions logged on `day`, in the input contract with segment columns."""
+def sample_interactions(
+    rows: int, seed: int = 0, day: str = "2026-11-29", unfaithful_share: float = 0.15
+) -> pa.Table:
+    """`rows` interactions logged on `day`, in the input contract with segment columns.
+
+    `unfaithful_share` of the answers state facts their contexts do not support (a bad day for
+    the RAG system has more of them); the other kinds keep their relative shares.
+    """
     rng = random.Random(seed)
     start = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    records = [_interaction(rng, index, f"KB-{seed}-{index:05d}") for index in range(rows)]
+    records = [
+        _interaction(rng, index, f"KB-{seed}-{index:05d}", unfaithful_share)
+        for index in range(rows)
+    ]
     stamps = sorted(start + timedelta(seconds=rng.uniform(0, 86_399)) for _ in range(rows))
     return pa.table(
         {
@@ -122,26 +131,32 @@ def sample_interactions(rows: int, seed: int = 0, day: str = "2026-11-29") -> pa
     )
 
 
-def _interaction(rng: random.Random, index: int, document: str) -> tuple[str, list[str], str]:
+def _interaction(
+    rng: random.Random, index: int, document: str, unfaithful_share: float
+) -> tuple[str, list[str], str]:
     """One row. Contexts carry the retrieved document's label and answers cite it, as RAG
     systems do, so that rows are distinct (no two rows share a judge call)."""
     topic = TOPICS[index % len(TOPICS)]
     passage = f"[Source: {document}] {topic.passage}"
     focused = [passage]
     padded = [passage, *rng.sample(PADDING, 2)]
-    # (cumulative share of rows, contexts, answer)
+    others = (1.0 - unfaithful_share) / 0.85  # the other kinds' shares below add up to 0.85
+    # (share of rows, contexts, answer)
     kinds: tuple[tuple[float, list[str], str], ...] = (
-        (0.55, rng.choice([focused, padded]), _cite(document, topic.answer)),
-        (0.70, focused, _cite(document, topic.unfaithful_answer)),
-        (0.80, padded, _cite(document, topic.incomplete_answer)),
-        (0.87, [passage, passage], _cite(document, topic.answer)),
-        (0.95, [f"[Source: {document}] {text}" for text in rng.sample(PADDING, 2)], REFUSAL),
-        (0.975, focused, ""),  # breaks the contract: empty answer
-        (1.0, [], _cite(document, topic.answer)),  # breaks the contract: no contexts
+        (0.55 * others, rng.choice([focused, padded]), _cite(document, topic.answer)),
+        (unfaithful_share, focused, _cite(document, topic.unfaithful_answer)),
+        (0.10 * others, padded, _cite(document, topic.incomplete_answer)),
+        (0.07 * others, [passage, passage], _cite(document, topic.answer)),
+        (0.08 * others, [f"[Source: {document}] {t}" for t in rng.sample(PADDING, 2)], REFUSAL),
+        (0.025 * others, focused, ""),  # breaks the contract: empty answer
+        (0.025 * others, [], _cite(document, topic.answer)),  # breaks the contract: no contexts
     )
     draw = rng.random()
-    _, contexts, answer = next(kind for kind in kinds if draw < kind[0])
-    return topic.question, contexts, answer
+    for share, contexts, answer in kinds:
+        if draw < share:
+            return topic.question, contexts, answer
+        draw -= share
+    return topic.question, kinds[-1][1], kinds[-1][2]  # rounding left a sliver
 
 
 def _cite(document: str, answer: str) -> str:

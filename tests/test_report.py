@@ -186,12 +186,14 @@ def test_markdown_holds_the_same_tables(report: Report) -> None:
     assert re.search(r"\| Faithfulness \| 0\.\d{3} \|", markdown)
 
 
-def test_test_double_judge_gets_a_banner() -> None:
+def test_judges_that_are_not_llms_get_a_banner_that_says_which() -> None:
     double, _ = build(judge="openai:test-judge", today_quality=0.87)
     assert "Scored by a test double" in double.html
     assert "test double" in double.markdown
     local, _ = build(judge="local:minilm", today_quality=0.87)
-    assert "Scored by a test double" in local.html
+    assert "Scored by the local judge, not an LLM" in local.html
+    assert "test double" not in local.html
+    assert "local judge" in local.markdown
 
 
 def test_real_judge_has_no_banner(report: Report) -> None:
