@@ -91,7 +91,7 @@ class PipelineSettings:
     pool: str = "ragas_ops_judge"
     """Airflow pool of the scoring tasks of nightly and manual runs."""
     pool_slots: int = 4
-    """Size of that pool (created with it by `ragas-ops airflow-setup`)."""
+    """Size of that pool (`airflow pools set ragas_ops_judge 4 ...`, see the README)."""
     backfill_pool: str = "ragas_ops_backfill"
     """Airflow pool of the scoring tasks of backfill runs: backfills never take the nightly
     run's slots."""

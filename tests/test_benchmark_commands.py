@@ -41,9 +41,13 @@ def test_wikieval_over_http_prints_the_table_and_resumes(
     args = ["benchmark", "wikieval", str(WIKIEVAL), *_llm_options(judge_server, tmp_path)]
     payload = _run(args, tmp_path, capsys)
     printed = capsys.readouterr().out
-    assert "Ragas (paper)" in printed and "0.95" in printed and "a tie counts half" in printed
-    assert "position bias" in printed and "requests:" in printed
-    assert payload["rows"] == 2 and payload["judge"] == "openai:test-judge"
+    assert "Ragas (paper)" in printed
+    assert "0.95" in printed
+    assert "a tie counts half" in printed
+    assert "position bias" in printed
+    assert "requests:" in printed
+    assert payload["rows"] == 2
+    assert payload["judge"] == "openai:test-judge"
     for method in ("Ragas", "GPT Score", "GPT Ranking", "Word overlap"):
         for cell in payload["methods"][method].values():
             assert cell["scored"] + cell["unscored"] == 2
@@ -64,7 +68,8 @@ def test_begin_over_http_reports_dev_threshold_on_test_and_unscored_rows(
     args = ["benchmark", "begin", *map(str, BEGIN), *_llm_options(judge_server, tmp_path)]
     payload = _run(args, tmp_path, capsys)
     printed = capsys.readouterr().out
-    assert "chosen on dev" in printed and "Generic responses" in printed
+    assert "chosen on dev" in printed
+    assert "Generic responses" in printed
     assert set(payload["splits"]) == {"dev", "test"}
     test = payload["splits"]["test"]
     assert test["generic"]["rows"] == 1
@@ -93,7 +98,8 @@ def test_begin_with_the_local_judge(tmp_path: Path, capsys: pytest.CaptureFixtur
     dev = payload["splits"]["dev"]
     # "do you play it often?" claims nothing: reported as not_applicable, not dropped.
     assert dev["not_scored"]["not_applicable"] == {"Generic": 1, "Not fully attributable": 1}
-    assert dev["faithfulness"]["all"]["rows"] == 5 and dev["faithfulness"]["all"]["scored"] == 4
+    assert dev["faithfulness"]["all"]["rows"] == 5
+    assert dev["faithfulness"]["all"]["scored"] == 4
 
 
 @pytest.mark.slow

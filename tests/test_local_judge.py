@@ -40,10 +40,12 @@ async def test_every_metric_scores_through_the_local_judge_for_free() -> None:
     for metric in build_metrics(names):
         [result] = await metric.score_rows([row], judge)
         assert result.status is Status.OK, (metric.name, result.reason)
-        assert result.score is not None and 0.0 <= result.score <= 1.0
+        assert result.score is not None
+        assert 0.0 <= result.score <= 1.0
     assert judge.description == "local:all-MiniLM-L6-v2"
     total = judge.usage_total()
-    assert total.requests == 0 and total.cost_usd == 0.0
+    assert total.requests == 0
+    assert total.cost_usd == 0.0
     assert {prompt.name.split(".")[0] for prompt in ALL_PROMPTS} <= {
         "faithfulness", "answer_relevance", "context_relevance", "gpt_score", "gpt_ranking"
     }  # fmt: skip
@@ -74,7 +76,8 @@ async def test_a_refusal_is_not_applicable_and_noncommittal() -> None:
     [result] = await faithfulness.score_rows([row], judge)
     assert result.status is Status.NOT_APPLICABLE
     [result] = await relevance.score_rows([row], judge)
-    assert result.score == 0.0 and result.reason == "noncommittal answer"
+    assert result.score == 0.0
+    assert result.reason == "noncommittal answer"
 
 
 def test_importing_the_package_does_not_import_torch() -> None:
