@@ -1,8 +1,9 @@
 """Throughput of the local judge: rows scored per second with the paper's three metrics.
 
 Scores generated sample interactions (the demo's, `ragas_ops.samples`) and, when present, BEGIN
-dev rows (faithfulness only) with `judge.kind = "local"`, no cache, and prints rows/s. The
-model is loaded before the clock starts (about 4 s, once per process).
+dev rows with `judge.kind = "local"`, no cache, and prints rows/s. The model is loaded and
+warmed up before the clock starts (about 4 s, once per process: torch's first large batch
+takes about twice as long as the next ones, so one batch of the rows' own texts runs first).
 
     python benchmarks/bench_local_judge.py [--rows N]
 """
@@ -28,7 +29,8 @@ async def _rate(rows: list, names: list[str]) -> float:  # type: ignore[type-arg
     settings.judge.kind = "local"
     settings.judge.cache_path = None
     judge = build_judge(settings)
-    await judge.embed(["warm up the model"])
+    # Warm-up, once per process like the model's loading: the first large batch is slow.
+    await judge.embed([f"{row.question} {row.answer}"[:300] for row in rows[:128]])
     started = time.perf_counter()
     for metric in build_metrics(names):
         await metric.score_rows(rows, judge)

@@ -188,6 +188,9 @@ def breakdown(run: Any, wall: float, scoring_seconds: float) -> None:
             f"     {task_id:<22}{len(values):>6}{sum(values):>10.2f}{spread:>14}"
             f"{sum(values) / wall:>8.1%}"
         )
+    chunks = sorted((ti.map_index, seconds(ti)) for ti in instances if ti.task_id in SCORING_TASKS)
+    if len(chunks) > 1:
+        print(f"     score tasks in map order (s): {' '.join(f'{s:.1f}' for _, s in chunks)}")
     scoring_tis = sum(sum(per_task.get(task, [])) for task in SCORING_TASKS)
     if scoring_tis:
         around = scoring_tis - scoring_seconds
@@ -506,13 +509,16 @@ def main() -> None:
     rows = options.rows or (2_000 if options.quick else 20_000)
     chunk_rows = options.chunk_rows or (500 if options.quick else 2_000)
     plan_rows = options.plan_rows or (100_000 if options.quick else 1_000_000)
-    started = time.perf_counter()
+    started, load = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="ragas-ops-bench-") as folder:
         work = Path(folder)
         dag_day(work, rows, chunk_rows, files=4)
         planning(work, plan_rows, files=20, chunk_rows=2_000)
         dag_parsing(work)
-    print(f"\n(benchmark ran in {time.perf_counter() - started:.0f} s)")
+    print(
+        f"\n(benchmark ran in {time.perf_counter() - started:.0f} s; 1-minute load average "
+        f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs)"
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ config file named by RAGAS_OPS_CONFIG (see the README, Configuration).
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,16 +25,10 @@ SETTINGS = settings_from_environment()
 PIPELINE = SETTINGS.pipeline
 
 
-def _asset_uri(base: str, table: str) -> str:
-    if "://" not in base:
-        base = "file://" + os.path.abspath(base)
-    return f"{base.rstrip('/')}/{table}"
-
-
-SCORED = Asset(name="ragas_ops_scored", uri=_asset_uri(PIPELINE.warehouse_uri, "scored"))
-DAILY_METRICS = Asset(
-    name="ragas_ops_daily_metrics", uri=_asset_uri(PIPELINE.warehouse_uri, "daily_metrics")
-)
+# Assets downstream DAGs can be scheduled on. Each event's extra says which day was written
+# and where (the location is deployment configuration, not the asset's identity).
+SCORED = Asset("ragas_ops_scored")
+DAILY_METRICS = Asset("ragas_ops_daily_metrics")
 
 
 @task
@@ -118,6 +111,7 @@ def publish(
         "published": published,
         "no_traffic": summary["rows"] == 0 and not summary["rejected_files"],
     }
+    context["outlet_events"][SCORED].extra = {"day": day, "table": published["table"]}
     return {"day": day, "manifest": steps.write_manifest(lake, day, context["run_id"], manifest)}
 
 
@@ -127,7 +121,12 @@ def aggregate(published: dict[str, Any]) -> dict[str, Any]:
     from ragas_ops.pipeline import airflow_glue, steps
 
     settings = airflow_glue.pipeline_settings()
-    return steps.aggregate_day(airflow_glue.lake_for(settings), published["day"], settings)
+    aggregated = steps.aggregate_day(airflow_glue.lake_for(settings), published["day"], settings)
+    get_current_context()["outlet_events"][DAILY_METRICS].extra = {
+        "day": published["day"],
+        "table": aggregated["daily_metrics"],
+    }
+    return aggregated
 
 
 @task

