@@ -87,3 +87,34 @@ def test_importing_the_package_does_not_import_torch() -> None:
     code = "import ragas_ops.cli, ragas_ops.judge.factory, sys; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_statements_are_atomic_clauses_and_first_person_claims_count() -> None:
+    from ragas_ops.judge.local_evidence import statements
+
+    assert statements(
+        "I love the NFL! Their tracking chips in shoulder pads track how far players move."
+    ) == [
+        "I love the NFL",
+        "Their tracking chips in shoulder pads track how far players move",
+    ]
+    # clauses joined by a comma, a conjunction or a relative pronoun are separate claims
+    assert statements("The bridge opened in 2004, and its mast reaches 343 metres.") == [
+        "The bridge opened in 2004",
+        "its mast reaches 343 metres",
+    ]
+    # a list's short last item stays with its list; a question back claims nothing
+    assert statements("They eat meat and wine. Do you like it?") == ["They eat meat and wine"]
+    # two sentences glued without a space are two sentences (and one evasion is not all)
+    assert statements("The date has not been provided.The mission studies weather patterns.") == [
+        "The mission studies weather patterns"
+    ]
+
+
+def test_words_decide_most_verdicts_without_embedding() -> None:
+    from ragas_ops.judge.local_evidence import ContextIndex, evidence
+
+    index = ContextIndex.build([CONTEXT])
+    assert evidence("The Millau Viaduct opened to traffic", index).decided  # every word found
+    assert evidence("Its mast reaches 512 metres", index).vetoes  # a number the context lacks
+    assert evidence("Parisians adore sunny picnics", index).decided  # nothing found

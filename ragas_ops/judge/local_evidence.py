@@ -88,8 +88,9 @@ _ABSENT = re.compile(
 # Where one atomic claim ends and the next begins: punctuation inside a sentence, and the words
 # that join two clauses (coordinating and subordinating conjunctions, relative pronouns).
 _CLAUSE_SPLIT = re.compile(
-    r"(\s*[;:,]\s+|\s+(?:and|but|or|so|because|which|who|whom|whose|that|while|whereas|when|"
-    r"where|although|though|since|unless|if|as well as)\s+)",
+    r"(\s*[;:,]\s+(?:(?:and|but|or|so|then)\s+)?"
+    r"|\s+(?:and|but|or|so|because|which|who|whom|whose|that|while|whereas|when|where|"
+    r"although|though|since|unless|if|as well as)\s+)",
     re.IGNORECASE,
 )
 # Two sentences glued without a space ("...provided.The mission..."), common in generated text.
