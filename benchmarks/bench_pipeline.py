@@ -19,17 +19,16 @@ import argparse
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
+
+from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 PROJECT = Path(__file__).resolve().parents[1]
 DAGS = PROJECT / "dags"
@@ -50,38 +49,6 @@ TASK_ORDER = (
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def test_judge(*options: str) -> Iterator[str]:
-    """`ragas-ops test-judge` in a process of its own; yields its base URL."""
-    port = free_port()
-    command = [sys.executable, "-m", "ragas_ops.cli", "test-judge", "--port", str(port), *options]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/stats", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"{base}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def server_stats(base_url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/stats", timeout=5) as reply:
-        stats: dict[str, Any] = json.load(reply)
-    return stats
 
 
 def child(kind: str, *arguments: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -216,7 +183,7 @@ def dag_day(work: Path, rows: int, chunk_rows: int, files: int) -> None:
         f"{files} input files, chunk_rows {chunk_rows:,}; test judge in its own process, "
         "no latency, no limits, fresh cache)"
     )
-    with test_judge() as base_url:
+    with test_judge_process() as base_url:
         os.environ.pop("RAGAS_OPS_CONFIG", None)
         os.environ.update(pipeline_environment(work, base_url, chunk_rows))
         write_logs(work / "lake" / "raw" / f"dt={DAY}", rows, files)

@@ -15,15 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import socket
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,38 +25,7 @@ from ragas_ops.config import Settings
 from ragas_ops.jobs import ScoreOutcome, score_file
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.samples import sample_interactions
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def test_judge(*options: str) -> Iterator[str]:
-    """`ragas-ops test-judge` in a process of its own; yields its base URL."""
-    port = free_port()
-    command = [sys.executable, "-m", "ragas_ops.cli", "test-judge", "--port", str(port), *options]
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/stats", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"{base}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def server_stats(base_url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/stats", timeout=5) as reply:
-        stats: dict[str, Any] = json.load(reply)
-    return stats
+from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 
 def settings_for(base_url: str, cache: Path | None, **judge: Any) -> Settings:
@@ -89,7 +50,7 @@ def per_metric(source: Path, rows: int, work: Path) -> None:
     print(
         f"{'metric':<20}{'chat req':>10}{'emb req':>10}{'prompt tok':>12}{'compl tok':>11}{'emb tok':>9}"
     )
-    with test_judge() as url:
+    with test_judge_process() as url:
         totals = [0.0] * 5
         for metric in DEFAULT_METRICS:
             settings = settings_for(url, None)
@@ -113,7 +74,7 @@ def per_metric(source: Path, rows: int, work: Path) -> None:
 
 def throughput(source: Path, rows: int, work: Path) -> None:
     print(f"\n2. Throughput, no latency, no limits ({rows} rows, three metrics, concurrency 64)")
-    with test_judge() as url:
+    with test_judge_process() as url:
         cache = work / "throughput-cache.sqlite"
         outcome = run(
             source, work / "throughput.parquet", settings_for(url, cache, max_concurrency=64)
@@ -136,7 +97,7 @@ def rate_limited(rows: int, rpm: int, tpm: int, work: Path) -> None:
     )
     source = work / f"limited-{rpm}-{tpm}.parquet"
     pq.write_table(sample_interactions(rows, seed=9), source)
-    with test_judge("--latency-ms", "400", "--rpm", str(rpm), "--tpm", str(tpm)) as url:
+    with test_judge_process("--latency-ms", "400", "--rpm", str(rpm), "--tpm", str(tpm)) as url:
         settings = settings_for(url, None, rpm=rpm, tpm=tpm, max_concurrency=32)
         outcome = run(source, work / "limited.parquet", settings)
         stats = server_stats(url)
