@@ -32,26 +32,14 @@ def build_app() -> Any:
 def _s3_options(settings: Any) -> Any:
     """S3 credentials from the pipeline's Airflow aws connection, if one is configured (the
     api-server reads connections from the metadata database and secrets backends)."""
-    from ragas_ops.secrets import Secret
-    from ragas_ops.storage import S3Options
-
     conn_id = settings.pipeline.aws_conn_id
     if not conn_id:
         return None
     from airflow.models.connection import Connection
 
-    connection = Connection.get_connection_from_secrets(conn_id)
-    extra = connection.extra_dejson
-    defaults = S3Options.from_environ()
-    return S3Options(
-        endpoint_url=extra.get("endpoint_url") or defaults.endpoint_url,
-        region=extra.get("region_name") or defaults.region,
-        access_key=Secret(connection.login) if connection.login else None,
-        secret_key=Secret(connection.password) if connection.password else None,
-        session_token=Secret(extra["aws_session_token"])
-        if extra.get("aws_session_token")
-        else None,
-    )
+    from ragas_ops.pipeline.airflow_glue import s3_options_from
+
+    return s3_options_from(Connection.get_connection_from_secrets(conn_id))
 
 
 class LazyApp:

@@ -43,16 +43,19 @@ def lake_for(settings: Settings) -> Lake:
         return Lake(settings.pipeline)
     from airflow.sdk import BaseHook
 
-    connection = BaseHook.get_connection(conn_id)
+    return Lake(settings.pipeline, s3_options_from(BaseHook.get_connection(conn_id)))
+
+
+def s3_options_from(connection: Any) -> S3Options:
+    """S3 options from an Airflow aws connection: login/password are the key pair, the extra
+    may hold `endpoint_url`, `region_name` and `aws_session_token`."""
     extra = connection.extra_dejson
-    options = S3Options.from_environ()
-    s3 = S3Options(
-        endpoint_url=extra.get("endpoint_url") or options.endpoint_url,
-        region=extra.get("region_name") or options.region,
+    defaults = S3Options.from_environ()
+    token = extra.get("aws_session_token")
+    return S3Options(
+        endpoint_url=extra.get("endpoint_url") or defaults.endpoint_url,
+        region=extra.get("region_name") or defaults.region,
         access_key=Secret(connection.login) if connection.login else None,
         secret_key=Secret(connection.password) if connection.password else None,
-        session_token=Secret(extra["aws_session_token"])
-        if extra.get("aws_session_token")
-        else None,
+        session_token=Secret(token) if token else None,
     )
-    return Lake(settings.pipeline, s3)
