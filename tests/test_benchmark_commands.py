@@ -98,8 +98,10 @@ def test_begin_with_the_local_judge(tmp_path: Path, capsys: pytest.CaptureFixtur
     payload = _run([*args, "--cache", "none"], tmp_path, capsys)
     assert payload["splits"]["test"]["faithfulness"]["all"]["roc_auc"] == 1.0
     dev = payload["splits"]["dev"]
-    # "do you play it often?" claims nothing: reported as not_applicable, not dropped.
-    assert dev["not_scored"]["not_applicable"] == {"Generic": 1, "Not fully attributable": 1}
+    # "do you play it often?" claims nothing: reported as not_applicable, not dropped;
+    # "i love it!" claims something about the speaker, which the knowledge cannot support.
+    assert dev["not_scored"]["not_applicable"] == {"Not fully attributable": 1}
+    assert dev["generic"]["mean_faithfulness"] == 0.0
     assert dev["faithfulness"]["all"]["rows"] == 5
     assert dev["faithfulness"]["all"]["scored"] == 4
 
