@@ -91,6 +91,7 @@ class OpenAIJudge:
         self._in_flight: dict[str, asyncio.Future[_Reply]] = {}
         self._completion_tokens_seen: dict[str, float] = {}
         self._rng = rng or random.Random()
+        self._fatal: JudgeFatalError | None = None
         self.total = Usage()
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
@@ -352,17 +353,19 @@ class OpenAIJudge:
         for attempt in range(1, self.settings.max_attempts + 1):
             async with self._slots:
                 await self._limiter.acquire(estimate)
+                if self._fatal is not None:  # another request found the judge unusable
+                    raise self._fatal
                 try:
                     response = await call()
                 except openai.RateLimitError as error:
                     self._limiter.refund(estimate)
-                    self._raise_if_quota_exhausted(error)
+                    self._stop_if_fatal(self._raise_if_quota_exhausted, error)
                     self.events["retry_429"] += 1
                     last_problem = "rate limited (429)"
                     self._limiter.pause_for(self._retry_after(error.response.headers, attempt))
                     continue
                 except openai.APIStatusError as error:
-                    self._classify_status_error(error, what)
+                    self._stop_if_fatal(self._classify_status_error, error, what)
                     self.events[f"retry_{error.status_code}"] += 1
                     last_problem = f"server error ({error.status_code})"
                 except openai.APITimeoutError:
@@ -379,6 +382,15 @@ class OpenAIJudge:
         raise JudgeUnavailableError(
             f"{what}: gave up after {self.settings.max_attempts} attempts; last: {last_problem}"
         )
+
+    def _stop_if_fatal(self, check: Any, *arguments: Any) -> None:
+        """Run an error check; a fatal verdict is remembered, so that no other request of this
+        run is sent after it (the run stops at once, not after the requests in flight)."""
+        try:
+            check(*arguments)
+        except JudgeFatalError as fatal:
+            self._fatal = fatal
+            raise
 
     def _classify_status_error(self, error: openai.APIStatusError, what: str) -> None:
         """Raise for errors that retrying cannot fix; return for those worth another try."""
