@@ -1,0 +1,22 @@
+"""The README's configuration example is a valid config file: every key in it is a setting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ragas_ops.config import load_settings
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_the_readme_config_example_loads(tmp_path: Path) -> None:
+    (example,) = re.findall(r"```toml\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    config = tmp_path / "ragas-ops.toml"
+    config.write_text(example)
+
+    settings = load_settings(config, environ={})
+
+    assert settings.columns.question == "query"
+    assert settings.pipeline.segments == ("app", "model_version")
+    assert settings.prices["gpt-4o-mini"].cached_input_per_million == 0.075
