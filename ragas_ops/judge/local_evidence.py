@@ -11,6 +11,7 @@ the answer-relevance and context-relevance rules on the ten WikiEval sample rows
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -385,8 +386,9 @@ def _best_match(text: str, candidates: Sequence[str], vectors: Vectors) -> tuple
 
 
 def needed_sentences(question: str, contexts: Sequence[str], vectors: Vectors) -> list[str]:
-    """The context sentences a question needs: close in meaning to the question, and close to
-    the best sentence, or sharing a name or a number with the question.
+    """The context sentences a question needs: sharing enough of the question's words (a third
+    of them, at least one, at most two required), close in meaning to the question, and close
+    to the best sentence.
 
     A relative cut (near the best sentence) keeps background that only mentions the topic out:
     that padding is what separates a focused context from a diluted one.
@@ -398,10 +400,11 @@ def needed_sentences(question: str, contexts: Sequence[str], vectors: Vectors) -
     similarities = [float(vectors[query] @ vectors[s]) if s in vectors else 0.0 for s in sentences]
     best = max(similarities)
     asked = stems(query)
+    must_share = min(2, max(1, math.ceil(len(asked) / 3)))
     needed = []
     for sentence, similarity in zip(sentences, similarities, strict=True):
         shared = len(stems(sentence) & asked)
-        if similarity < EXTRACT_MIN_SIMILARITY or shared == 0:
+        if similarity < EXTRACT_MIN_SIMILARITY or shared < must_share:
             continue
         if similarity >= best - EXTRACT_MARGIN:
             needed.append(sentence)
