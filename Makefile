@@ -30,6 +30,9 @@ demo: install  ## score a generated sample end to end (OpenAI if OPENAI_API_KEY 
 
 bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_scoring.py
+	$(BIN)/python benchmarks/bench_pipeline.py
+	$(BIN)/python benchmarks/bench_local_judge.py
+	$(BIN)/python benchmarks/bench_capture.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo

@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("-v", "--verbose", action="store_true")
     demo.set_defaults(run=_run_demo)
     add_benchmark_parser(commands)
+    from ragas_ops.capture.openinference import add_import_parser
+
+    add_import_parser(commands)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",
