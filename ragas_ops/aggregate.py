@@ -547,6 +547,17 @@ class RegressionReport:
         """The findings with that outcome."""
         return [finding for finding in self.findings if finding.outcome is outcome]
 
+    def finding(self, column: str, value: str, metric: str) -> RegressionFinding | None:
+        """The finding of one metric in one segment grouping, if it was checked."""
+        for finding in self.findings:
+            if (finding.segment_column, finding.segment_value, finding.metric) == (
+                column,
+                value,
+                metric,
+            ):
+                return finding
+        return None
+
     @property
     def summary(self) -> str:
         """One sentence for the top of a report or an alert."""

@@ -437,7 +437,7 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
         cells = []
         for metric in overview.metrics:
             row = overview.row(day, ALL, ALL, metric)
-            finding = _finding(verdict.report, ALL, ALL, metric)
+            finding = verdict.report.finding(ALL, ALL, metric)
             css = finding.outcome.value if finding and finding.outcome in _MARKED else ""
             cells.append(f"<td class='{css}'>{_num(row['mean'] if row else None)}</td>")
         any_row = next((r for m in overview.metrics if (r := overview.row(day, ALL, ALL, m))), None)
@@ -467,17 +467,6 @@ _MARKED = (Outcome.REGRESSION, Outcome.IMPROVED)
 _NEW_TAB = "target='_blank' rel='noopener'"
 
 
-def _finding(report: RegressionReport, column: str, value: str, metric: str) -> Any:
-    for finding in report.findings:
-        if (finding.segment_column, finding.segment_value, finding.metric) == (
-            column,
-            value,
-            metric,
-        ):
-            return finding
-    return None
-
-
 def _grouping_label(column: str, value: str) -> str:
     return "all rows" if column == ALL else f"{column}={value}"
 
@@ -490,7 +479,7 @@ def _trend_table(overview: QualityOverview) -> str:
             cells = []
             for day in overview.days:
                 row = overview.row(day, column, value, metric)
-                finding = _finding(overview.verdicts[day].report, column, value, metric)
+                finding = overview.verdicts[day].report.finding(column, value, metric)
                 css = finding.outcome.value if finding and finding.outcome in _MARKED else ""
                 title = f" title='{_esc(finding.message)}'" if finding and css else ""
                 cells.append(f"<td class='{css}'{title}>{_num(row['mean'] if row else None)}</td>")

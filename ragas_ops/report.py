@@ -167,14 +167,7 @@ class _ReportData:
         return self.overall.get(metric, {}).get(self.day)
 
     def finding(self, column: str, value: str, metric: str) -> RegressionFinding | None:
-        for finding in self.regression.findings:
-            if (finding.segment_column, finding.segment_value, finding.metric) == (
-                column,
-                value,
-                metric,
-            ):
-                return finding
-        return None
+        return self.regression.finding(column, value, metric)
 
     def segment_rows(self) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
         """(segment column, value, metric -> row) for `day`, overall first."""
