@@ -17,7 +17,6 @@ from ragas_ops.judge.base import JudgeFatalError
 from ragas_ops.storage import StorageError
 
 EXIT_OK, EXIT_USAGE, EXIT_JUDGE = 0, 2, 3
-log = logging.getLogger("ragas_ops")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

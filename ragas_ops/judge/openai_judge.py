@@ -362,8 +362,12 @@ class OpenAIJudge:
                     self._stop_if_fatal(self._raise_if_quota_exhausted, error)
                     self.events["retry_429"] += 1
                     last_problem = "rate limited (429)"
-                    self._limiter.pause_for(self._retry_after(error.response.headers, attempt))
-                    continue
+                    wait = self._retry_after(error.response.headers, attempt)
+                    self._limiter.pause_for(wait)
+                    log.debug(
+                        "%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt
+                    )
+                    continue  # the limiter holds this request (and all others) for Retry-After
                 except openai.APIStatusError as error:
                     self._stop_if_fatal(self._classify_status_error, error, what)
                     self.events[f"retry_{error.status_code}"] += 1
@@ -377,6 +381,9 @@ class OpenAIJudge:
                 else:
                     self._observe_headers(response.headers)
                     return response
+            log.debug(
+                "%s: %s (attempt %d of %d)", what, last_problem, attempt, self.settings.max_attempts
+            )
             if attempt < self.settings.max_attempts:
                 await asyncio.sleep(self._backoff(attempt))
         raise JudgeUnavailableError(
