@@ -29,27 +29,34 @@ def start_judge_server() -> Iterator[Callable[..., JudgeServer]]:
         server.stop()
 
 
-@pytest.fixture
-def start_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], str]]:
+def start_moto(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
     """Start a local S3-compatible server (moto) on 127.0.0.1 and point the AWS variables at
-    it; returns its endpoint URL."""
+    it; returns the server (stop it yourself) and its endpoint URL."""
     from moto.server import ThreadedMotoServer
 
-    servers: list[ThreadedMotoServer] = []
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    for name, value in {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    return server, endpoint
+
+
+@pytest.fixture
+def start_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], str]]:
+    """Start local S3-compatible servers, stopped after the test; returns a function that
+    starts one and gives its endpoint URL."""
+    servers: list[Any] = []
 
     def start() -> str:
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
+        server, endpoint = start_moto(monkeypatch)
         servers.append(server)
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        for name, value in {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-        }.items():
-            monkeypatch.setenv(name, value)
         return endpoint
 
     yield start

@@ -16,6 +16,7 @@ import pytest
 
 from ragas_ops.capture import LogWriter
 from ragas_ops.testing.judge_server import JudgeServer
+from tests.conftest import start_moto
 from tests.fixtures.capture_pipeline import partition_rows, score_partition
 
 
@@ -178,17 +179,8 @@ def test_s3_outage_is_absorbed_and_the_buffer_is_written_when_s3_returns(
     import pyarrow.fs as pafs
     from moto.server import ThreadedMotoServer
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
+    server, endpoint = start_moto(monkeypatch)
     host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    for name, value in {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
     s3 = boto3.client("s3", endpoint_url=endpoint)
     s3.create_bucket(Bucket="logs")
     writer = LogWriter(

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,55 +99,49 @@ def _write_json(path: Path | None, payload: dict[str, Any]) -> None:
 
 def _run_wikieval(options: argparse.Namespace) -> int:
     from ragas_ops.benchmarking.wikieval import load_wikieval, run_wikieval, table, table_lines
-    from ragas_ops.judge.factory import build_judge
 
     rows = load_wikieval(options.file)
-    settings = benchmark_settings(options)
-    judge = build_judge(settings)
-    results = RowResults(options.results or _default_results("wikieval"), judge.description)
-
-    async def run() -> list[dict[str, Any]]:
-        with tqdm(total=len(rows), unit="row", disable=options.no_progress, file=sys.stderr) as bar:
-            try:
-                return await run_wikieval(rows, judge, results, bar.update)
-            finally:
-                await judge.aclose()
-
-    records = asyncio.run(run())
-    summary = table(records)
-    spend = _spend(judge)
-    print(
-        "\n".join(
-            [*table_lines(summary, judge.description), spend, f"per-row results: {results.path}"]
-        )
+    return _run_benchmark(
+        options, "wikieval", rows, score=run_wikieval, summarize=table, lines=table_lines
     )
-    _write_json(options.json, {"judge": judge.description, **summary, "spend": spend})
-    return 0
 
 
 def _run_begin(options: argparse.Namespace) -> int:
     from ragas_ops.benchmarking.begin import load_begin, report, report_lines, run_begin
-    from ragas_ops.judge.factory import build_judge
 
     rows = [row for path in options.files for row in load_begin(path)]
-    settings = benchmark_settings(options)
-    judge = build_judge(settings)
-    results = RowResults(options.results or _default_results("begin"), judge.description)
+    return _run_benchmark(
+        options, "begin", rows, score=run_begin, summarize=report, lines=report_lines
+    )
+
+
+def _run_benchmark(
+    options: argparse.Namespace,
+    name: str,
+    rows: list[Any],
+    *,
+    score: Callable[..., Awaitable[list[dict[str, Any]]]],
+    summarize: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    lines: Callable[[dict[str, Any], str], list[str]],
+) -> int:
+    """Score `rows` with the judge the options describe (resuming from the per-row results),
+    print the summary with the spend, and write it as JSON when asked."""
+    from ragas_ops.judge.factory import build_judge
+
+    judge = build_judge(benchmark_settings(options))
+    results = RowResults(options.results or _default_results(name), judge.description)
 
     async def run() -> list[dict[str, Any]]:
         with tqdm(total=len(rows), unit="row", disable=options.no_progress, file=sys.stderr) as bar:
             try:
-                return await run_begin(rows, judge, results, bar.update)
+                return await score(rows, judge, results, bar.update)
             finally:
                 await judge.aclose()
 
-    records = asyncio.run(run())
-    summary = report(records)
+    summary = summarize(asyncio.run(run()))
     spend = _spend(judge)
     print(
-        "\n".join(
-            [*report_lines(summary, judge.description), spend, f"per-row results: {results.path}"]
-        )
+        "\n".join([*lines(summary, judge.description), spend, f"per-row results: {results.path}"])
     )
     _write_json(options.json, {"judge": judge.description, **summary, "spend": spend})
     return 0
