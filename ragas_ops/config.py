@@ -27,6 +27,8 @@ DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 QuestionStrategy = Literal["list", "sample"]
 StructuredOutput = Literal["json_schema", "json_object", "none"]
 JudgeKind = Literal["openai", "local"]
+JudgeMode = Literal["sync", "batch"]
+OnBatchUnanswered = Literal["sync", "status"]
 ENV_PREFIX = "RAGAS_OPS_"
 
 
@@ -62,6 +64,24 @@ class JudgeSettings:
     """Texts per embeddings request (OpenAI accepts up to 2048)."""
     cache_path: str | None = ".ragas-ops-cache/judge.sqlite"
     """SQLite file of cached judge responses; None keeps the cache in memory for one run."""
+    mode: JudgeMode = "sync"
+    """`sync`: one request at a time through the rate limiter; `batch`: the OpenAI Batch API
+    (half the price, answers within `batch_completion_window`; the pipeline only)."""
+    batch_max_requests: int = 50_000
+    """Most requests per batch input file (OpenAI's limit); larger rounds are split."""
+    batch_max_bytes: int = 190_000_000
+    """Most bytes per batch input file (OpenAI's limit is 200 MB); larger rounds are split."""
+    batch_completion_window: str = "24h"
+    batch_poll_seconds: float = 60.0
+    """How often the Airflow triggerer asks whether submitted batches are done."""
+    on_batch_unanswered: OnBatchUnanswered = "sync"
+    """Requests a batch did not answer (expired, failed, errors): `sync` sends them again in
+    sync mode; `status` gives their rows `judge_unavailable` with the batch's reason."""
+    budget_usd: float | None = None
+    """Most money one run may spend on the judge (a DAG run: shared between its chunks in
+    proportion to their rows); rows past it get `budget_exhausted`. None: no limit."""
+    budget_tokens: int | None = None
+    """Most tokens (prompt + completion + embedding) one run may spend; None: no limit."""
 
 
 @dataclass
@@ -107,6 +127,9 @@ class PipelineSettings:
     on_bad_input: OnProblem = "fail"
     """What a corrupt or contract-breaking input file does to the run (after the rest is
     scored and published): fail it, or only report it."""
+    sample_fraction: float = 1.0
+    """Share of rows to score, chosen by a hash of the row id (the same rows on every rerun);
+    the others come out with the status `not_sampled`."""
 
 
 @dataclass
@@ -231,13 +254,28 @@ _AT_LEAST_ONE = frozenset(
         "pool_slots",
         "backfill_pool_slots",
         "regression_window_days",
+        "batch_max_requests",
+        "batch_max_bytes",
+        "budget_tokens",
     }
 )
-_POSITIVE = frozenset({"rpm", "tpm", "timeout_seconds", "regression_threshold"})
+_POSITIVE = frozenset(
+    {
+        "rpm",
+        "tpm",
+        "timeout_seconds",
+        "regression_threshold",
+        "batch_poll_seconds",
+        "budget_usd",
+        "sample_fraction",
+    }
+)
 
 
 def _in_range(key: str, value: Any, source: str) -> Any:
-    if key in _AT_LEAST_ONE and value < 1:
+    if key == "sample_fraction" and not 0 < value <= 1:
+        raise ConfigError(f"{source}: sample_fraction must be in (0, 1], got {value!r}")
+    if key in _AT_LEAST_ONE and value is not None and value < 1:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
     if key in _POSITIVE and value is not None and value <= 0:
         raise ConfigError(f"{source}: {key} must be positive (or none for no limit), got {value!r}")

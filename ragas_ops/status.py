@@ -19,9 +19,15 @@ class Status(StrEnum):
     JUDGE_REJECTED = "judge_rejected"
     """The provider refused the request (HTTP 400/422, content filter)."""
     JUDGE_UNAVAILABLE = "judge_unavailable"
-    """Retries ran out on rate limits, server errors or timeouts."""
+    """Retries ran out on rate limits, server errors or timeouts (or, in batch mode, the batch
+    did not answer the request and `on_batch_unanswered = "status"`)."""
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    """The run's budget (`judge.budget_usd` / `judge.budget_tokens`) was spent before this row."""
+    NOT_SAMPLED = "not_sampled"
+    """Left out by `pipeline.sample_fraction`: the same rows are left out on every rerun."""
 
     @property
     def is_failure(self) -> bool:
-        """A failure is something to fix or retry; `not_applicable` is a defined result."""
-        return self not in (Status.OK, Status.NOT_APPLICABLE)
+        """A failure is something to fix or retry; `not_applicable` is a defined result and
+        `not_sampled` a choice."""
+        return self not in (Status.OK, Status.NOT_APPLICABLE, Status.NOT_SAMPLED)

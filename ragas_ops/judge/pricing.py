@@ -14,14 +14,21 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens. Cached prompt tokens cost `cached_input_per_million`."""
+    """USD per million tokens. Cached prompt tokens cost `cached_input_per_million`; requests
+    sent through the Batch API cost `batch_discount` times the same rates (OpenAI: half)."""
 
     input_per_million: float
     output_per_million: float = 0.0
     cached_input_per_million: float | None = None
+    batch_discount: float = 0.5
 
     def cost(
-        self, prompt_tokens: int, completion_tokens: int, cached_prompt_tokens: int = 0
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_prompt_tokens: int = 0,
+        *,
+        batch: bool = False,
     ) -> float:
         cached_rate = (
             self.input_per_million
@@ -29,11 +36,12 @@ class Price:
             else self.cached_input_per_million
         )
         uncached = prompt_tokens - cached_prompt_tokens
-        return (
+        full_price = (
             uncached * self.input_per_million
             + cached_prompt_tokens * cached_rate
             + completion_tokens * self.output_per_million
         ) / 1_000_000
+        return full_price * self.batch_discount if batch else full_price
 
 
 DEFAULT_PRICES: Mapping[str, Price] = {
