@@ -74,6 +74,9 @@ class JudgeSettings:
     batch_completion_window: str = "24h"
     batch_poll_seconds: float = 60.0
     """How often the Airflow triggerer asks whether submitted batches are done."""
+    batch_wait_seconds: float = 26 * 3600
+    """How long a scoring task waits for its batches before failing (its retry re-attaches to
+    them): a little more than the completion window."""
     on_batch_unanswered: OnBatchUnanswered = "sync"
     """Requests a batch did not answer (expired, failed, errors): `sync` sends them again in
     sync mode; `status` gives their rows `judge_unavailable` with the batch's reason."""
@@ -266,6 +269,7 @@ _POSITIVE = frozenset(
         "timeout_seconds",
         "regression_threshold",
         "batch_poll_seconds",
+        "batch_wait_seconds",
         "budget_usd",
         "sample_fraction",
     }

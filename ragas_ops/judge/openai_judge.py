@@ -34,6 +34,7 @@ from ragas_ops.judge.base import (
     JudgeUnavailableError,
     Usage,
 )
+from ragas_ops.judge.budget import Budget, Spend
 from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.pricing import Price, price_for
 from ragas_ops.judge.rate_limit import RateLimiter
@@ -56,6 +57,55 @@ REPAIR_INSTRUCTION = (
 def estimate_chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
     """Prompt tokens of a chat request, estimated before sending it."""
     return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+
+
+def chat_params(settings: JudgeSettings, prompt: Prompt[Any], n: int) -> dict[str, Any]:
+    """The request parameters besides the messages (sync and batch requests alike)."""
+    params: dict[str, Any] = {
+        "model": settings.model,
+        "temperature": prompt.temperature,
+        "max_tokens": prompt.max_output_tokens,
+    }
+    if n > 1:
+        params["n"] = n
+    if settings.structured_output == "json_schema":
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": prompt.schema_name,
+                "strict": True,
+                "schema": prompt.json_schema,
+            },
+        }
+    elif settings.structured_output == "json_object":
+        params["response_format"] = {"type": "json_object"}
+    return params
+
+
+def chat_cache_key(prompt: Prompt[Any], params: Mapping[str, Any], messages: Any) -> str:
+    """The key of a chat request in the response cache; batch requests use it as custom_id."""
+    return cache_key(kind="chat", prompt=prompt.id, params=params, messages=messages)
+
+
+def repair_messages(
+    messages: Sequence[Mapping[str, str]], text: str, problem: Exception
+) -> list[dict[str, str]]:
+    """The conversation that asks the judge once to fix an unusable reply."""
+    return [
+        *(dict(message) for message in messages),
+        {"role": "assistant", "content": text},
+        {"role": "user", "content": REPAIR_INSTRUCTION.format(problem=problem)},
+    ]
+
+
+def budget_for(settings: JudgeSettings, chat_price: Price | None) -> Budget:
+    """The run's budget; a budget in money needs a price for the judge model."""
+    if settings.budget_usd is not None and chat_price is None:
+        raise JudgeFatalError(
+            f"judge.budget_usd is set but model {settings.model!r} has no price: add it to "
+            "the [prices] table of the config file, or set judge.budget_tokens instead"
+        )
+    return Budget(settings.budget_usd, settings.budget_tokens)
 
 
 @dataclass
@@ -92,6 +142,7 @@ class OpenAIJudge:
         self._completion_tokens_seen: dict[str, float] = {}
         self._rng = rng or random.Random()
         self._fatal: JudgeFatalError | None = None
+        self.budget = budget_for(settings, self._chat_price)
         self.total = Usage()
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
@@ -116,8 +167,8 @@ class OpenAIJudge:
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
         messages = prompt.messages(data)
-        params = self._chat_params(prompt, n)
-        key = cache_key(kind="chat", prompt=prompt.id, params=params, messages=messages)
+        params = chat_params(self.settings, prompt, n)
+        key = chat_cache_key(prompt, params, messages)
         cached = self._cache.get(key)
         if cached is not None:
             outputs = self._parse_cached(prompt, data, cached["texts"])
@@ -133,27 +184,6 @@ class OpenAIJudge:
             outputs.append(output)
         self._cache.put(key, {"texts": [o.model_dump_json() for o in outputs]})
         return Completion(outputs, usage)
-
-    def _chat_params(self, prompt: Prompt[Any], n: int) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.settings.model,
-            "temperature": prompt.temperature,
-            "max_tokens": prompt.max_output_tokens,
-        }
-        if n > 1:
-            params["n"] = n
-        if self.settings.structured_output == "json_schema":
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": prompt.schema_name,
-                    "strict": True,
-                    "schema": prompt.json_schema,
-                },
-            }
-        elif self.settings.structured_output == "json_object":
-            params["response_format"] = {"type": "json_object"}
-        return params
 
     def _parse_cached(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], texts: list[str]
@@ -210,13 +240,10 @@ class OpenAIJudge:
             return prompt.parse(data, text), Usage()
         except OutputParseError as first_problem:
             self.events["repair"] += 1
-            repair_messages = [
-                *messages,
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": REPAIR_INSTRUCTION.format(problem=first_problem)},
-            ]
             single = {key: value for key, value in params.items() if key != "n"}
-            repaired = await self._chat(prompt, repair_messages, single)
+            repaired = await self._chat(
+                prompt, repair_messages(messages, text, first_problem), single
+            )
             try:
                 return prompt.parse(data, repaired.texts[0]), repaired.usage
             except OutputParseError as second_problem:
@@ -235,16 +262,27 @@ class OpenAIJudge:
             prompt.id, prompt.max_output_tokens / 4
         )
         estimate = prompt_tokens + round(expected_completion * n)
-        response = await self._send(
-            lambda: self._client.chat.completions.with_raw_response.create(
-                messages=messages,  # type: ignore[arg-type]
-                **params,
-            ),
-            estimate,
-            what=prompt.id,
+        expected_cost = (
+            0.0
+            if self._chat_price is None
+            else self._chat_price.cost(prompt_tokens, round(expected_completion * n))
         )
+        reserved = self.budget.reserve(Spend(expected_cost, estimate), prompt.id)
+        try:
+            response = await self._send(
+                lambda: self._client.chat.completions.with_raw_response.create(
+                    messages=messages,  # type: ignore[arg-type]
+                    **params,
+                ),
+                estimate,
+                what=prompt.id,
+            )
+        except BaseException:
+            self.budget.settle(reserved, Spend())
+            raise
         completion = response.parse()
         usage = self._chat_usage(completion.usage)
+        self.budget.settle(reserved, Spend.of(usage))
         self._limiter.settle(estimate, usage.prompt_tokens + usage.completion_tokens)
         self._remember_completion_size(prompt.id, usage.completion_tokens / max(1, n))
         texts = []
@@ -318,13 +356,21 @@ class OpenAIJudge:
 
     async def _embed_batch(self, texts: list[str]) -> tuple[dict[str, np.ndarray[Any, Any]], Usage]:
         estimate = sum(estimate_tokens(text) for text in texts)
-        response = await self._send(
-            lambda: self._client.embeddings.with_raw_response.create(
-                model=self.settings.embedding_model, input=texts
-            ),
-            estimate,
-            what="embeddings",
+        expected_cost = (
+            0.0 if self._embedding_price is None else self._embedding_price.cost(estimate, 0)
         )
+        reserved = self.budget.reserve(Spend(expected_cost, estimate), "embeddings")
+        try:
+            response = await self._send(
+                lambda: self._client.embeddings.with_raw_response.create(
+                    model=self.settings.embedding_model, input=texts
+                ),
+                estimate,
+                what="embeddings",
+            )
+        except BaseException:
+            self.budget.settle(reserved, Spend())
+            raise
         result = response.parse()
         tokens = int(getattr(result.usage, "prompt_tokens", 0) or 0)
         self._limiter.settle(estimate, tokens)
@@ -335,6 +381,7 @@ class OpenAIJudge:
             if self._embedding_price is None
             else self._embedding_price.cost(tokens, 0),
         )
+        self.budget.settle(reserved, Spend.of(usage))
         self.total.add(usage)
         if len(result.data) != len(texts):
             raise JudgeUnavailableError(

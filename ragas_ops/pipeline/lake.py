@@ -6,6 +6,7 @@
     <warehouse_uri>/reports/dt=YYYY-MM-DD/report.html, report.md
     <warehouse_uri>/runs/dt=YYYY-MM-DD/<run>.json               one manifest per run
     <warehouse_uri>/_staging/dt=YYYY-MM-DD/run=<run>/           chunk files of a run in progress
+    <warehouse_uri>/_batches/dt=YYYY-MM-DD/chunk-<n>-<hash>/    batch mode's record of a chunk
 
 A day's scored table is one file so that publishing it is one atomic replace, on a local disk
 (a rename) as on S3 (an object is replaced whole): readers never see a partial day, nor a day
@@ -71,6 +72,10 @@ class Lake:
         return self.warehouse.child(
             "_staging", f"dt={parse_day(day)}", f"run={run_folder_name(run_id)}"
         )
+
+    def batch_work(self, day: str) -> Location:
+        """Batch mode's records of the day's chunks (see `pipeline.batch_chunk`)."""
+        return self.warehouse.child("_batches", f"dt={parse_day(day)}")
 
     def chunk_file(self, day: str, run_id: str, index: int) -> Location:
         return self.staging(day, run_id).child(f"chunk-{index:05d}.parquet")

@@ -1,0 +1,87 @@
+"""A run's spending limit: money, tokens, or both.
+
+A request is admitted only if what was spent, plus what requests in flight are expected to
+cost, plus its own estimate, stays within the limit; so the limit holds even with many requests
+in flight, and the run stops scheduling new work instead of finding out afterwards. A refused
+request's row gets the status `budget_exhausted`; nothing already answered is thrown away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragas_ops.judge.base import JudgeRowError, Usage
+from ragas_ops.status import Status
+
+
+class BudgetExhaustedError(JudgeRowError):
+    """The run's budget cannot pay for this request."""
+
+    status = Status.BUDGET_EXHAUSTED
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Money and tokens, spent or expected."""
+
+    usd: float = 0.0
+    tokens: int = 0
+
+    @classmethod
+    def of(cls, usage: Usage) -> Spend:
+        return cls(usage.cost_usd or 0.0, usage.tokens)
+
+
+class Budget:
+    """What one run may still spend. `usd` or `tokens` None: no limit on that."""
+
+    def __init__(self, usd: float | None = None, tokens: int | None = None) -> None:
+        self.usd = usd
+        self.tokens = tokens
+        self._spent = Spend()
+        self._reserved = Spend()
+        self.refused = 0
+        """Requests refused for want of budget."""
+
+    @property
+    def limited(self) -> bool:
+        return self.usd is not None or self.tokens is not None
+
+    def describe(self) -> str:
+        limits = []
+        if self.usd is not None:
+            limits.append(f"${self.usd:g}")
+        if self.tokens is not None:
+            limits.append(f"{self.tokens:,} tokens")
+        return " and ".join(limits) or "no limit"
+
+    def reserve(self, expected: Spend, what: str) -> Spend:
+        """Hold `expected` for a request about to be sent, or raise `BudgetExhaustedError`."""
+        usd = self._spent.usd + self._reserved.usd + expected.usd
+        tokens = self._spent.tokens + self._reserved.tokens + expected.tokens
+        if (self.usd is not None and usd > self.usd) or (
+            self.tokens is not None and tokens > self.tokens
+        ):
+            self.refused += 1
+            raise BudgetExhaustedError(
+                f"{what}: not sent, the run's budget ({self.describe()}) is spent "
+                f"(spent ${self._spent.usd:.4f} and {self._spent.tokens:,} tokens so far)"
+            )
+        self._reserved = Spend(
+            self._reserved.usd + expected.usd, self._reserved.tokens + expected.tokens
+        )
+        return expected
+
+    def settle(self, reserved: Spend, actual: Spend) -> None:
+        """Replace a reservation by what the request really cost (`Spend()` if it failed)."""
+        self._reserved = Spend(
+            self._reserved.usd - reserved.usd, self._reserved.tokens - reserved.tokens
+        )
+        self.add_spent(actual)
+
+    def add_spent(self, actual: Spend) -> None:
+        self._spent = Spend(self._spent.usd + actual.usd, self._spent.tokens + actual.tokens)
+
+    @property
+    def spent(self) -> Spend:
+        return self._spent

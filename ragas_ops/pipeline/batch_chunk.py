@@ -1,0 +1,312 @@
+"""Scoring a chunk in batch mode: scoring passes, batch rounds, and a record that survives crashes.
+
+    pass -> requests nobody answered yet -> round of batches -> wait (deferred) -> collect -> pass
+
+`advance` moves a chunk as far as it can without waiting and says what it waits for. Its
+record is kept in the warehouse, beside the tables (`Lake.batch_work`):
+
+    state.json            the rounds: for each part, its key, its custom_ids and its batch id
+    round-0001.jsonl      what the round's batches answered (or not), one request per line
+
+so a retried task, a task restarted on another worker, or a rerun of the day re-attaches to
+the batches already submitted instead of paying for them again. A part is recorded (key and
+custom_ids) before its batch is created, and the batch carries the key in its metadata, so even
+a crash between creating a batch and recording its id loses nothing (`BatchClient.submit`).
+The record is keyed by the chunk's rows and the judge model, and removed when the day is
+published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ragas_ops.config import Settings
+from ragas_ops.judge.base import JudgeFatalError
+from ragas_ops.judge.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
+from ragas_ops.judge.batch_judge import (
+    AnswerBook,
+    BatchAnswer,
+    BatchPassJudge,
+    BatchRequest,
+    Unanswered,
+)
+from ragas_ops.judge.budget import Budget, BudgetExhaustedError
+from ragas_ops.judge.openai_judge import OpenAIJudge, open_cache
+from ragas_ops.judge.pricing import price_for
+from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.lake import Lake
+from ragas_ops.pipeline.plan import Chunk
+from ragas_ops.secrets import Secret
+from ragas_ops.storage import Location, ParquetOutput
+
+# Passes run back to back when a round sends nothing (everything over budget or too large);
+# more than this means a bug, not a slow batch.
+_MAX_PASSES_WITHOUT_WAITING = 8
+
+
+@dataclass
+class Part:
+    """One batch input file of a round."""
+
+    key: str
+    custom_ids: list[str]
+    batch_id: str | None = None
+
+
+@dataclass
+class Round:
+    number: int
+    parts: list[Part] = field(default_factory=list)
+    not_sent: dict[str, str] = field(default_factory=dict)
+    """custom_id -> why it was not sent (over budget, too large for a batch file)."""
+    collected: bool = False
+
+    @property
+    def batch_ids(self) -> list[str]:
+        return [part.batch_id for part in self.parts if part.batch_id]
+
+
+@dataclass
+class BatchState:
+    rounds: list[Round] = field(default_factory=list)
+
+    def open_round(self) -> Round | None:
+        return next((r for r in self.rounds if not r.collected), None)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> BatchState:
+        return cls(
+            [
+                Round(
+                    number=r["number"],
+                    parts=[Part(**part) for part in r["parts"]],
+                    not_sent=dict(r["not_sent"]),
+                    collected=r["collected"],
+                )
+                for r in values["rounds"]
+            ]
+        )
+
+
+@dataclass
+class Waiting:
+    """The chunk waits for these batches; ask again (`advance`) when they are finished."""
+
+    batch_ids: list[str]
+
+
+class BatchWork:
+    """The record of one chunk's batches in the warehouse."""
+
+    def __init__(self, lake: Lake, day: str, chunk: Chunk, settings: Settings) -> None:
+        self.day = day
+        self.chunk = chunk
+        fingerprint = hashlib.sha256(
+            json.dumps(
+                {
+                    "slices": [asdict(piece) for piece in chunk.slices],
+                    "model": settings.judge.model,
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()[:16]
+        self.folder = lake.batch_work(day).child(f"chunk-{chunk.index:05d}-{fingerprint}")
+        self.key_prefix = f"{day}/chunk-{chunk.index:05d}/{fingerprint}"
+
+    def load(self) -> BatchState:
+        location = self.folder.child("state.json")
+        if not location.exists():
+            return BatchState()
+        return BatchState.from_dict(json.loads(location.read_text()))
+
+    def save(self, state: BatchState) -> None:
+        self.folder.child("state.json").write_text(json.dumps(asdict(state), indent=1))
+
+    def answers_file(self, number: int) -> Location:
+        return self.folder.child(f"round-{number:04d}.jsonl")
+
+    def answer_book(self, state: BatchState) -> AnswerBook:
+        book = AnswerBook()
+        for done in state.rounds:
+            if not done.collected:
+                continue
+            for line in self.answers_file(done.number).read_text().splitlines():
+                record = json.loads(line)
+                if "unanswered" in record:
+                    book.unanswered[record["custom_id"]] = Unanswered(**record["unanswered"])
+                else:
+                    book.answers[record["custom_id"]] = BatchAnswer.from_dict(record)
+        return book
+
+    def write_answers(self, number: int, book: AnswerBook) -> None:
+        lines = [
+            json.dumps({"custom_id": custom_id, **answer.to_dict()}, ensure_ascii=False)
+            for custom_id, answer in book.answers.items()
+        ] + [
+            json.dumps({"custom_id": custom_id, "unanswered": asdict(missing)})
+            for custom_id, missing in book.unanswered.items()
+        ]
+        self.answers_file(number).write_text("\n".join(lines) + "\n")
+
+
+async def advance(
+    lake: Lake,
+    day: str,
+    run_id: str,
+    *,
+    chunk: Chunk,
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+) -> Waiting | dict[str, Any]:
+    """Move the chunk on: collect finished batches, run a scoring pass, submit what it still
+    needs. Returns what it waits for, or, when the last pass is done, what the manifest records
+    of the chunk (its table is then in the run's staging folder, as in sync mode)."""
+    environ = os.environ if environ is None else environ
+    api_key = Secret(environ.get(settings.judge.api_key_env, ""))
+    if not api_key and settings.judge.base_url is None:
+        raise JudgeFatalError(f"batch mode needs an API key: set ${settings.judge.api_key_env}")
+    work = BatchWork(lake, day, chunk, settings)
+    price = price_for(settings.judge.model, settings.prices)
+    client = BatchClient(settings.judge, api_key, price)
+    try:
+        for _ in range(_MAX_PASSES_WITHOUT_WAITING):
+            state = work.load()
+            open_round = state.open_round()
+            if open_round is not None:
+                waiting = await _submit_and_check(work, state, open_round, client)
+                if waiting is not None:
+                    return waiting
+                continue
+            book = work.answer_book(state)
+            result = await _scoring_pass(
+                lake, day, run_id, chunk=chunk, settings=settings, book=book, api_key=api_key
+            )
+            if isinstance(result, dict):
+                batch_ids = [b for done in state.rounds for b in done.batch_ids]
+                return {**result, "batches": batch_ids, "rounds": len(state.rounds)}
+            state.rounds.append(_plan_round(work, len(state.rounds) + 1, result, book, settings))
+            work.save(state)  # parts are recorded before any batch is created
+        raise RuntimeError(f"chunk {chunk.index}: no progress after {_MAX_PASSES_WITHOUT_WAITING}")
+    finally:
+        await client.aclose()
+
+
+async def _submit_and_check(
+    work: BatchWork, state: BatchState, open_round: Round, client: BatchClient
+) -> Waiting | None:
+    """Submit the round's parts not yet submitted, then collect the round if it is finished."""
+    requests = work.folder.child(f"round-{open_round.number:04d}.requests")
+    for index, part in enumerate(open_round.parts):
+        if part.batch_id is None:
+            content = requests.child(f"part-{index + 1:04d}.jsonl").read_text().encode()
+            part.batch_id = await client.submit(content, part.key)
+            work.save(state)
+    statuses = await client.statuses(open_round.batch_ids)
+    if not all(status in TERMINAL_STATUSES for status in statuses.values()):
+        return Waiting(open_round.batch_ids)
+    book = AnswerBook()
+    for part in open_round.parts:
+        assert part.batch_id is not None
+        results = await client.results(part.batch_id, part.custom_ids)
+        book.answers.update(results.answers)
+        book.unanswered.update(results.unanswered)
+    for custom_id, reason in open_round.not_sent.items():
+        book.unanswered[custom_id] = Unanswered(reason, over_budget=reason.startswith("budget"))
+    work.write_answers(open_round.number, book)
+    open_round.collected = True
+    work.save(state)
+    requests.delete_tree()
+    return None
+
+
+def _plan_round(
+    work: BatchWork,
+    number: int,
+    requests: list[BatchRequest],
+    book: AnswerBook,
+    settings: Settings,
+) -> Round:
+    """The next round: the requests the budget can pay for, cut into batch files (written to
+    the record before anything is sent)."""
+    budget = Budget(settings.judge.budget_usd, settings.judge.budget_tokens)
+    budget.add_spent(book.spent())
+    sent: list[BatchRequest] = []
+    planned = Round(number)
+    for request in requests:
+        try:
+            budget.reserve(request.expected, "batch request")
+        except BudgetExhaustedError as refused:
+            planned.not_sent[request.custom_id] = f"budget: {refused}"
+            continue
+        sent.append(request)
+    files = batch_files(sent, settings.judge.batch_max_requests, settings.judge.batch_max_bytes)
+    for custom_id in files.too_large:
+        planned.not_sent[custom_id] = "too large for a batch input file (batch_max_bytes)"
+    folder = work.folder.child(f"round-{number:04d}.requests")
+    for index, (content, custom_ids) in enumerate(
+        zip(files.files, files.custom_ids, strict=True), start=1
+    ):
+        folder.child(f"part-{index:04d}.jsonl").write_text(content.decode())
+        planned.parts.append(Part(f"{work.key_prefix}/round-{number}/part-{index}", custom_ids))
+    if not planned.parts:  # nothing to send: the next pass reads `not_sent` as the answers
+        planned.collected = True
+        work.write_answers(
+            number,
+            AnswerBook(
+                unanswered={
+                    custom_id: Unanswered(reason, over_budget=reason.startswith("budget"))
+                    for custom_id, reason in planned.not_sent.items()
+                }
+            ),
+        )
+    return planned
+
+
+async def _scoring_pass(
+    lake: Lake,
+    day: str,
+    run_id: str,
+    *,
+    chunk: Chunk,
+    settings: Settings,
+    book: AnswerBook,
+    api_key: Secret,
+) -> dict[str, Any] | list[BatchRequest]:
+    """One pass over the chunk: its result if nothing is missing, else the missing requests."""
+    started = time.monotonic()
+    price = price_for(settings.judge.model, settings.prices)
+
+    def sync_judge() -> OpenAIJudge:
+        judge = OpenAIJudge(settings.judge, api_key, settings.prices, open_cache(settings.judge))
+        judge.budget.add_spent(book.spent())  # the batches' spending counts against the budget
+        return judge
+
+    judge = BatchPassJudge(settings.judge, price, book, sync_judge)
+    scorer = steps.chunk_scorer(settings, judge)
+    tables: list[pa.Table] = []
+    try:
+        async for scored in scorer.score_stream(steps.chunk_tables(lake, chunk, settings)):
+            tables.append(scored)
+    finally:
+        await judge.aclose()
+    if judge.pending:
+        return list(judge.pending.values())
+    steps.check_chunk_rows(chunk, scorer)
+    output: ParquetOutput | None = None
+    for table in tables:
+        output = output or ParquetOutput(lake.chunk_file(day, run_id, chunk.index), table.schema)
+        output.write(table)
+    if output is not None:
+        output.commit()
+    events = judge.events + judge.sync_events()
+    result = steps.chunk_result(chunk, scorer, judge, started, mode="batch")
+    result["events"] = dict(events)
+    return result
