@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint typecheck unit demo bench clean
+.PHONY: install test lint typecheck unit demo bench bench-reference clean
 
 $(BIN)/ragas-ops: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,17 @@ bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_local_judge.py
 	$(BIN)/python benchmarks/bench_capture.py
+
+# The reference library (ragas 0.4.3) lives in a venv of its own, never in .venv.
+RAGAS_VENV := benchmarks/.venv-ragas
+
+$(RAGAS_VENV)/.installed: benchmarks/reference/requirements.txt
+	$(PYTHON) -m venv $(RAGAS_VENV)
+	$(RAGAS_VENV)/bin/pip install --quiet -r benchmarks/reference/requirements.txt
+	touch $@
+
+bench-reference: install $(RAGAS_VENV)/.installed  ## ragas-ops side by side with ragas 0.4.3 (about 7 minutes)
+	RAGAS_DO_NOT_TRACK=true $(BIN)/python benchmarks/bench_vs_ragas.py --json benchmarks/results/vs_ragas.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo

@@ -3,6 +3,10 @@
     plan -> score_chunk (mapped, judge pool) / score_backfill_chunk (mapped, backfill pool)
          -> publish -> aggregate -> report
 
+Scoring runs in sync mode, or in batch mode (the OpenAI Batch API, half the price) when the
+`judge_mode` parameter or the `judge.mode` setting says so: a batch-mode task defers while its
+batches run, holding no worker slot (`ragas_ops.pipeline.operators.ScoreChunkOperator`).
+
 Schedule: a daily data interval in UTC. The run for [D 00:00, D+1 00:00) starts at midnight
 after D ends and scores day D, so `airflow backfill create --from-date A --to-date B` scores
 the days A to B. A manual run takes the day as the `day` parameter.
@@ -20,6 +24,7 @@ from typing import Any
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, dag, get_current_context, task
 
 from ragas_ops.config import settings_from_environment
+from ragas_ops.pipeline.operators import JUDGE_MODES, ScoreChunkOperator
 
 SETTINGS = settings_from_environment()
 PIPELINE = SETTINGS.pipeline
@@ -44,7 +49,10 @@ def plan() -> dict[str, Any]:
     return {
         "day": day,
         "summary": day_plan.summary(),
-        "chunks": [{**chunk_to_dict(chunk), "day": day} for chunk in day_plan.chunks],
+        "chunks": [
+            {**chunk_to_dict(chunk), "day": day, "day_rows": day_plan.rows}
+            for chunk in day_plan.chunks
+        ],
         "backfill": airflow_glue.is_backfill(context),
     }
 
@@ -55,31 +63,14 @@ def chunks_for(day_plan: dict[str, Any], backfill: bool) -> list[dict[str, Any]]
     return list(day_plan["chunks"]) if day_plan["backfill"] == backfill else []
 
 
-@task(
-    pool=PIPELINE.pool,
-    map_index_template="{{ chunk_label }}",
-    retries=2,
-    retry_delay=timedelta(seconds=30),
-    retry_exponential_backoff=True,
-    priority_weight=10,
-)
-def score_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
-    """Score one chunk of the day into its staging file."""
-    from ragas_ops.pipeline import airflow_glue
-    from ragas_ops.pipeline.plan import chunk_from_dict
-    from ragas_ops.pipeline.steps import run_score_chunk
-
-    context = get_current_context()
-    piece = chunk_from_dict(chunk)
-    context["chunk_label"] = f"chunk {piece.index} ({piece.rows} rows)"  # type: ignore[typeddict-unknown-key]
-    settings = airflow_glue.pipeline_settings()
-    return run_score_chunk(
-        airflow_glue.lake_for(settings),
-        chunk["day"],
-        context["run_id"],
-        chunk=piece,
-        settings=settings,
-    )
+# The scoring tasks, nightly and backfill: retried (a retry in batch mode re-attaches to the
+# batches already submitted), labelled by chunk in the UI.
+SCORING_TASK: dict[str, Any] = {
+    "map_index_template": "{{ chunk_label }}",
+    "retries": PIPELINE.task_retries,
+    "retry_delay": timedelta(seconds=PIPELINE.retry_delay_seconds),
+    "retry_exponential_backoff": True,
+}
 
 
 @task(trigger_rule="none_failed", outlets=[SCORED])
@@ -152,18 +143,30 @@ def report(published: dict[str, Any]) -> dict[str, Any]:
             type=["null", "string"],
             pattern=r"^\d{4}-\d{2}-\d{2}$",
             description="Day to score (YYYY-MM-DD). Empty: the run's data interval.",
-        )
+        ),
+        "judge_mode": Param(
+            None,
+            type=["null", "string"],
+            enum=[None, *JUDGE_MODES],
+            description="sync or batch (OpenAI Batch API: half the price, within 24 h). "
+            "Empty: the judge.mode setting.",
+        ),
     },
     tags=["ragas-ops", "rag-quality"],
     doc_md=__doc__,
 )
 def ragas_ops_nightly() -> None:
     day_plan = plan()
-    nightly = score_chunk.expand(chunk=chunks_for(day_plan, backfill=False))
-    backfill = score_chunk.override(
-        task_id="score_backfill_chunk", pool=PIPELINE.backfill_pool, priority_weight=1
+    nightly = ScoreChunkOperator.partial(
+        task_id="score_chunk", pool=PIPELINE.pool, priority_weight=10, **SCORING_TASK
+    ).expand(chunk=chunks_for(day_plan, backfill=False))
+    backfill = ScoreChunkOperator.partial(
+        task_id="score_backfill_chunk",
+        pool=PIPELINE.backfill_pool,
+        priority_weight=1,
+        **SCORING_TASK,
     ).expand(chunk=chunks_for.override(task_id="backfill_chunks_for")(day_plan, backfill=True))
-    published = publish(day_plan, nightly, backfill)
+    published = publish(day_plan, nightly.output, backfill.output)
     aggregate(published) >> report(published)
 
 

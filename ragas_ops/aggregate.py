@@ -1,9 +1,10 @@
 """Daily aggregates of scored rows, and the check that today's scores did not regress.
 
 `daily_metrics` turns one day of scored rows into one row per (segment grouping, metric): how
-many rows there were, how many were scored, failed or had no meaning for the metric, the
-distribution of the scores with a bootstrap confidence interval of the mean, and what the rows
-cost. `check_regression` compares a day's means with the trailing days' means, per grouping.
+many rows there were, how many were scored, failed, had no meaning for the metric or were left
+out of the sample, the distribution of the scores with a bootstrap confidence interval of the
+mean, and what the rows cost. `check_regression` compares a day's means with the trailing
+days' means, per grouping.
 
 Statistics that cannot be computed (no scored row, or one row for a confidence interval) are
 null, never NaN and never 0.
@@ -43,6 +44,7 @@ DAILY_METRICS_SCHEMA = pa.schema(
         ("rows", pa.int64()),
         ("rows_scored", pa.int64()),
         ("rows_not_applicable", pa.int64()),
+        ("rows_not_sampled", pa.int64()),
         ("rows_failed", pa.int64()),
         ("failures_by_status", pa.string()),
         ("mean", pa.float64()),
@@ -92,13 +94,16 @@ def daily_metrics(
     - `rows_scored` (int64): rows with status `ok`, the only ones with a score.
     - `rows_not_applicable` (int64): rows with status `not_applicable` (a defined result, e.g.
       faithfulness of a refusal; neither scored nor failed).
+    - `rows_not_sampled` (int64): rows with status `not_sampled`, left out by
+      `pipeline.sample_fraction` (no judge call; neither scored nor failed). The share of
+      rows sampled is 1 - `rows_not_sampled` / `rows`.
     - `rows_failed` (int64): rows with any other status (`invalid_input`, `judge_*`...);
-      `rows` = `rows_scored` + `rows_not_applicable` + `rows_failed`.
+      `rows` = `rows_scored` + `rows_not_applicable` + `rows_not_sampled` + `rows_failed`.
     - `failures_by_status` (string, JSON): the failed rows per status, e.g.
       `{"invalid_input": 3, "judge_unavailable": 1}`; `{}` when none failed.
     - `mean`, `median`, `p10`, `p90` (double): of the scores of the scored rows (percentiles
-      interpolate linearly, as numpy's default); null when no row was scored. Failed and
-      not-applicable rows are never counted as 0.
+      interpolate linearly, as numpy's default); null when no row was scored. Failed,
+      not-applicable and not-sampled rows are never counted as 0.
     - `ci_low`, `ci_high` (double): the percentile bootstrap confidence interval of the mean
       (`confidence`, 95% by default, `bootstrap_samples` resamples, deterministic for a given
       `seed`); null when fewer than 2 rows were scored.
@@ -318,6 +323,7 @@ def _status_counts(
                 "rows": sum(per_status),
                 "rows_scored": by_status.get(Status.OK.value, 0),
                 "rows_not_applicable": by_status.get(Status.NOT_APPLICABLE.value, 0),
+                "rows_not_sampled": by_status.get(Status.NOT_SAMPLED.value, 0),
                 "rows_failed": sum(failures.values()),
                 "failures_by_status": json.dumps(failures, sort_keys=True),
             }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -84,9 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--cache", help="judge cache file ('none': in memory for this run only)")
     score.add_argument("--judge", choices=["openai", "local"], help="judge kind (judge.kind)")
     score.add_argument("--batch-rows", type=int, help="rows scored together")
+    score.add_argument("--sample-fraction", help=_SAMPLE_FRACTION_HELP)
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     score.set_defaults(run=_run_score)
+    _add_estimate_parser(commands)
     demo = commands.add_parser(
         "demo",
         help="run the nightly DAG on a generated local lake of several days (no API key needed)",
@@ -108,22 +111,63 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_SAMPLE_FRACTION_HELP = (
+    "share of rows to score, in (0, 1], chosen by a hash of the row id (pipeline.sample_fraction)"
+)
+
+
+def _add_estimate_parser(commands: Any) -> None:
+    estimate = commands.add_parser(
+        "estimate",
+        help="estimate the requests, tokens and cost of a run, without calling the judge",
+        description="Estimate what scoring would cost, in sync and in batch mode, from the "
+        "real prompts built with each row's data. Nothing is sent and nothing is spent. "
+        "Give INPUT (a Parquet file or folder, as for `score`), or --day / --from and --to "
+        "for days of the pipeline's raw lake (pipeline.raw_uri).",
+    )
+    estimate.add_argument("input", metavar="INPUT", nargs="?")
+    days = estimate.add_mutually_exclusive_group()
+    days.add_argument("--day", help="one day of the raw lake, YYYY-MM-DD")
+    days.add_argument("--from", dest="first", metavar="DAY", help="first day of a range")
+    estimate.add_argument("--to", dest="last", metavar="DAY", help="last day of the range")
+    estimate.add_argument("--raw-uri", help="the raw lake (pipeline.raw_uri)")
+    estimate.add_argument("--config", type=Path, help="TOML config file")
+    estimate.add_argument("--metrics", help="comma-separated, e.g. faithfulness,answer_relevance")
+    estimate.add_argument("--model", help="judge chat model (for its price)")
+    estimate.add_argument("--embedding-model", help="embedding model (for its price)")
+    estimate.add_argument("--questions", type=int, help="questions generated for answer relevance")
+    estimate.add_argument("--question-strategy", choices=["list", "sample"])
+    estimate.add_argument(
+        "--column", action="append", default=[], metavar="FIELD=COLUMN", help="as for score"
+    )
+    estimate.add_argument("--batch-rows", type=int, help="rows scored together")
+    estimate.add_argument("--sample-fraction", help=_SAMPLE_FRACTION_HELP)
+    estimate.add_argument("--json", type=Path, metavar="PATH", help="also write it as JSON")
+    estimate.add_argument("-v", "--verbose", action="store_true")
+    estimate.set_defaults(run=_run_estimate)
+
+
 def settings_from_options(options: argparse.Namespace) -> Settings:
     """Defaults < config file < environment < command-line options."""
     settings = load_settings(options.config)
+    given = vars(options)
     judge = {
-        "model": options.model,
-        "embedding_model": options.embedding_model,
-        "base_url": options.base_url,
-        "api_key_env": options.api_key_env,
-        "max_concurrency": options.concurrency,
-        "timeout_seconds": options.timeout,
-        "max_attempts": options.max_attempts,
-        "structured_output": options.structured_output,
-        "rpm": options.rpm,
-        "tpm": options.tpm,
-        "cache_path": options.cache,
-        "kind": options.judge,
+        "model": given.get("model"),
+        "embedding_model": given.get("embedding_model"),
+        "base_url": given.get("base_url"),
+        "api_key_env": given.get("api_key_env"),
+        "max_concurrency": given.get("concurrency"),
+        "timeout_seconds": given.get("timeout"),
+        "max_attempts": given.get("max_attempts"),
+        "structured_output": given.get("structured_output"),
+        "rpm": given.get("rpm"),
+        "tpm": given.get("tpm"),
+        "cache_path": given.get("cache"),
+        "kind": given.get("judge"),
+    }
+    pipeline = {
+        "sample_fraction": given.get("sample_fraction"),
+        "raw_uri": given.get("raw_uri"),
     }
     overrides: dict[str, Any] = {
         "judge": {key: value for key, value in judge.items() if value is not None},
@@ -137,6 +181,7 @@ def settings_from_options(options: argparse.Namespace) -> Settings:
             if value is not None
         },
         "columns": dict(_column_pair(pair) for pair in options.column),
+        "pipeline": {key: value for key, value in pipeline.items() if value is not None},
     }
     if options.batch_rows is not None:
         overrides["batch_rows"] = options.batch_rows
@@ -159,6 +204,28 @@ def _run_score(options: argparse.Namespace) -> int:
         score_file(options.input, options.output, settings, progress=not options.no_progress)
     )
     print("\n".join(outcome.summary_lines()))
+    return EXIT_OK
+
+
+def _run_estimate(options: argparse.Namespace) -> int:
+    from ragas_ops.estimate import estimate_days, estimate_input
+
+    settings = settings_from_options(options)
+    if options.last and not options.first:
+        raise ValueError("--to needs --from")
+    if options.first and not options.last:
+        raise ValueError("--from needs --to")
+    from_lake = options.day or options.first
+    if bool(options.input) == bool(from_lake):
+        raise ValueError("give either INPUT or --day / --from and --to (the raw lake)")
+    if options.input:
+        estimate = estimate_input(options.input, settings)
+    else:
+        first, last = (options.day, options.day) if options.day else (options.first, options.last)
+        estimate = estimate_days(first, last, settings)
+    print("\n".join(estimate.lines()))
+    if options.json:
+        options.json.write_text(json.dumps(estimate.to_dict(), indent=2) + "\n")
     return EXIT_OK
 
 

@@ -121,6 +121,10 @@ class PipelineSettings:
     backfill_pool_slots: int = 2
     """Size of that pool. Every scoring task uses 1/(pool_slots + backfill_pool_slots) of the
     judge's rpm and tpm, so both pools running full stay within the account's limits."""
+    task_retries: int = 2
+    """Retries of a failed scoring task (a retry in batch mode re-attaches to its batches)."""
+    retry_delay_seconds: float = 30.0
+    """Wait before the first retry; it doubles with each retry."""
     segments: tuple[str, ...] = ()
     """Columns the daily metrics are broken down by (e.g. app, model_version)."""
     regression_window_days: int = 7
@@ -270,6 +274,7 @@ _POSITIVE = frozenset(
         "regression_threshold",
         "batch_poll_seconds",
         "batch_wait_seconds",
+        "retry_delay_seconds",
         "budget_usd",
         "sample_fraction",
     }

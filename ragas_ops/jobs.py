@@ -30,6 +30,7 @@ class ScoreOutcome:
     total: Usage
     events: Counter[str]
     seconds: float
+    sample_fraction: float = 1.0
 
     def summary_lines(self) -> list[str]:
         rate = self.summary.rows / self.seconds if self.seconds else 0.0
@@ -72,6 +73,20 @@ class ScoreOutcome:
         ]
         return lines
 
+    def _sampling_line(self) -> str:
+        summary = self.summary
+        sampled = summary.rows - summary.rows_not_sampled
+        share = sampled / summary.rows if summary.rows else 0.0
+        line = (
+            f"sampled {sampled:,} of {summary.rows:,} rows ({share:.1%}; sample_fraction "
+            f"{self.sample_fraction:g}); the other {summary.rows_not_sampled:,} are not_sampled"
+        )
+        if summary.rows_without_id:
+            line += (
+                f"; {summary.rows_without_id:,} row(s) without a usable id were scored, not sampled"
+            )
+        return line
+
 
 async def score_file(
     input_uri: str,
@@ -91,7 +106,13 @@ async def score_file(
     check_columns(schema, settings.columns)  # before any judge is built or paid
     out_schema = output_schema(schema, metrics)
     judge = judge or build_judge(settings)
-    scorer = Scorer(metrics, judge, settings.columns, settings.size_budget)
+    scorer = Scorer(
+        metrics,
+        judge,
+        settings.columns,
+        settings.size_budget,
+        sample_fraction=settings.pipeline.sample_fraction,
+    )
     output = ParquetOutput(locate(output_uri), out_schema)
     bar = tqdm(total=row_count, unit="row", disable=not progress, file=sys.stderr)
     try:
@@ -116,4 +137,5 @@ async def score_file(
         total=judge.usage_total(),
         events=judge.events,
         seconds=time.monotonic() - started,
+        sample_fraction=settings.pipeline.sample_fraction,
     )

@@ -516,7 +516,8 @@ def _day_detail(overview: QualityOverview, day: str) -> str:
                 f"<tr><td class='l'>{_esc(_grouping_label(column, value))}</td>"
                 f"<td class='l'>{_esc(metric)}</td><td>{row['rows']:,}</td>"
                 f"<td>{row['rows_scored']:,}</td><td>{row['rows_not_applicable']:,}</td>"
-                f"<td>{row['rows_failed']:,}</td><td><b>{_num(row['mean'])}</b></td>"
+                f"<td>{row.get('rows_not_sampled') or 0:,}</td><td>{row['rows_failed']:,}</td>"
+                f"<td><b>{_num(row['mean'])}</b></td>"
                 f"<td>{ci}</td><td>{_num(row['p10'])}</td><td>{_num(row['median'])}</td>"
                 f"<td>{_num(row['p90'])}</td></tr>"
             )
@@ -524,8 +525,8 @@ def _day_detail(overview: QualityOverview, day: str) -> str:
         f"<h2>{_esc(day)}: aggregates</h2>"
         + (f"<ul>{findings}</ul>" if findings else "")
         + "<table><tr><th class='l'>segment</th><th class='l'>metric</th><th>rows</th>"
-        "<th>scored</th><th>n/a</th><th>failed</th><th>mean</th><th>95% CI</th><th>p10</th>"
-        f"<th>median</th><th>p90</th></tr>{''.join(body)}</table>"
+        "<th>scored</th><th>n/a</th><th>not sampled</th><th>failed</th><th>mean</th>"
+        f"<th>95% CI</th><th>p10</th><th>median</th><th>p90</th></tr>{''.join(body)}</table>"
     )
 
 

@@ -115,6 +115,8 @@ class _ReportData:
     examples: dict[str, list[_Example]]
     reasons: dict[str, list[tuple[str, int]]]
     """metric -> the most common reasons of failed rows."""
+    sampling: _Sampling | None = None
+    """How many of the day's rows were sampled, when some were left out."""
 
     @classmethod
     def gather(
@@ -157,6 +159,7 @@ class _ReportData:
                 for metric in metrics
             },
             reasons={metric: _failure_reasons(scored, metric) for metric in metrics},
+            sampling=_Sampling.of(today, scored, metrics),
         )
 
     @property
@@ -193,18 +196,23 @@ class _ReportData:
             if row["cost_usd"] is not None and row["rows"]
             else "n/a"
         )
-        return [
-            ("Rows", f"{row['rows']:,}"),
+        sampling = self.sampling
+        rows = [("Rows", f"{row['rows']:,}")]
+        if sampling:
+            rows.append(("Rows sampled", sampling.describe()))
+        rows += [
             ("Prompt tokens", f"{row['prompt_tokens']:,}"),
             ("Completion tokens", f"{row['completion_tokens']:,}"),
             ("Embedding tokens", f"{row['embedding_tokens']:,}"),
             ("Cost", _money(row["cost_usd"])),
             ("Cost per 1,000 rows", per_1k),
-            (
-                f"Cost over the last {TREND_DAYS} days",
-                _money(None if None in month else sum(month)),
-            ),
         ]
+        if sampling:
+            rows.append(("Cost per 1,000 sampled rows", sampling.cost_per_1k(row["cost_usd"])))
+        rows.append(
+            (f"Cost over the last {TREND_DAYS} days", _money(None if None in month else sum(month)))
+        )
+        return rows
 
     def failure_statuses(self) -> list[str]:
         statuses: set[str] = set()
@@ -213,6 +221,69 @@ class _ReportData:
             if row is not None:
                 statuses.update(json.loads(row["failures_by_status"]))
         return sorted(statuses)
+
+
+@dataclass(frozen=True)
+class _Sampling:
+    """The day's sample: rows in all, rows left out by `pipeline.sample_fraction`, and the
+    fraction the run was configured with (read from the evidence of a not-sampled row)."""
+
+    rows: int
+    not_sampled: int
+    fraction: float | None
+
+    @classmethod
+    def of(
+        cls, today: Sequence[Mapping[str, Any]], scored: pa.Table, metrics: Sequence[str]
+    ) -> _Sampling | None:
+        """None when no row of the day was left out (nothing to say)."""
+        overall = [row for row in today if row["segment_column"] == ALL]
+        if not overall:
+            return None
+        left_out = max(int(row.get("rows_not_sampled") or 0) for row in overall)
+        if not left_out:
+            return None
+        return cls(int(overall[0]["rows"]), left_out, _configured_fraction(scored, metrics))
+
+    @property
+    def sampled(self) -> int:
+        return self.rows - self.not_sampled
+
+    def describe(self) -> str:
+        share = self.sampled / self.rows if self.rows else 0.0
+        configured = "" if self.fraction is None else f"; sample_fraction {self.fraction:g}"
+        return f"{self.sampled:,} of {self.rows:,} ({share:.1%}{configured})"
+
+    def sentence(self) -> str:
+        return (
+            f"Sampled: {self.describe()}. Means and intervals are over the sampled rows; the "
+            f"other {self.not_sampled:,} rows are not_sampled, chosen by a hash of their id."
+        )
+
+    def cost_per_1k(self, cost: float | None) -> str:
+        if cost is not None and not self.sampled:
+            return "n/a"
+        return _money(None if cost is None else cost / self.sampled * 1000)
+
+
+def _configured_fraction(scored: pa.Table, metrics: Sequence[str]) -> float | None:
+    for metric in metrics:
+        status_column, evidence_column = f"{metric}_status", f"{metric}_evidence"
+        if status_column not in scored.column_names or evidence_column not in scored.column_names:
+            continue
+        left_out = scored.filter(pc.equal(scored[status_column], Status.NOT_SAMPLED.value))
+        for raw in left_out[evidence_column].to_pylist()[:1]:
+            try:
+                fraction = json.loads(raw or "null").get("sample_fraction")
+            except (json.JSONDecodeError, AttributeError):
+                return None
+            return float(fraction) if isinstance(fraction, int | float) else None
+    return None
+
+
+def _not_sampled_note(row: Mapping[str, Any]) -> str:
+    left_out = row.get("rows_not_sampled") or 0
+    return f" · {left_out:,} not sampled" if left_out else ""
 
 
 def _judges(today: Sequence[Mapping[str, Any]], scored: pa.Table) -> list[str]:
@@ -270,9 +341,8 @@ def _failure_reasons(scored: pa.Table, metric: str, top: int = 3) -> list[tuple[
     status_column, reason_column = f"{metric}_status", f"{metric}_reason"
     if status_column not in scored.column_names or reason_column not in scored.column_names:
         return []
-    failed = pc.invert(
-        pc.is_in(scored[status_column], pa.array([Status.OK.value, Status.NOT_APPLICABLE.value]))
-    )
+    not_failures = [status.value for status in Status if not status.is_failure]
+    failed = pc.invert(pc.is_in(scored[status_column], pa.array(not_failures, pa.string())))
     reasons = scored.filter(pc.fill_null(failed, True))[reason_column].to_pylist()
     return Counter(reason or "(no reason given)" for reason in reasons).most_common(top)
 
@@ -455,10 +525,10 @@ class _HtmlReport:
             "<h2>Examples to read</h2>",
             *(self._examples(metric) for metric in data.metrics),
             self._manifest(),
-            "<footer>Means are over scored rows only (status ok): failed and not-applicable "
-            "rows are counted, never averaged in as 0. CI: percentile bootstrap confidence "
-            "interval of the mean. Every logged text is shown escaped and may be truncated."
-            "</footer>",
+            "<footer>Means are over scored rows only (status ok): failed, not-applicable and "
+            "not-sampled rows are counted, never averaged in as 0. CI: percentile bootstrap "
+            "confidence interval of the mean. Every logged text is shown escaped and may be "
+            "truncated.</footer>",
             "</main></body></html>",
         ]
         return "\n".join(parts)
@@ -472,9 +542,10 @@ class _HtmlReport:
             title, text = notice
             banner = f'<div class="banner"><strong>{_e(title)}</strong> {_e(text)}</div>'
 
+        sampling = f'<div class="sub">{_e(data.sampling.sentence())}</div>' if data.sampling else ""
         return (
             f"<header><h1>RAG quality report · {_e(data.day)}</h1>"
-            f'<div class="sub">Judge: <code>{_e(judges)}</code></div></header>{banner}'
+            f'<div class="sub">Judge: <code>{_e(judges)}</code></div>{sampling}</header>{banner}'
         )
 
     def _verdict(self) -> str:
@@ -509,7 +580,7 @@ class _HtmlReport:
                     f'<div class="value">{_score(row["mean"])}</div>'
                     f'<div class="meta">CI {_e(_interval(row))} · {row["rows_scored"]:,} '
                     f"scored · {row['rows_failed']:,} failed · "
-                    f"{row['rows_not_applicable']:,} n/a</div>"
+                    f"{row['rows_not_applicable']:,} n/a{_not_sampled_note(row)}</div>"
                     f'<div class="meta">{_delta_html(finding)}</div>'
                 )
             cards.append(
@@ -576,6 +647,8 @@ class _HtmlReport:
         data = self.data
         statuses = data.failure_statuses()
         head = "".join(f'<th class="num">{_e(status)}</th>' for status in statuses)
+        if data.sampling:
+            head = f'<th class="num">{_e(Status.NOT_SAMPLED.value)}</th>{head}'
         body = []
         for metric in data.metrics:
             row = data.today_overall(metric)
@@ -583,9 +656,14 @@ class _HtmlReport:
                 continue
             failures = json.loads(row["failures_by_status"])
             cells = "".join(f'<td class="num">{failures.get(s, 0):,}</td>' for s in statuses)
+            sampled = (
+                f'<td class="num">{row.get("rows_not_sampled") or 0:,}</td>'
+                if data.sampling
+                else ""
+            )
             body.append(
                 f'<tr><td>{_e(_title(metric))}</td><td class="num">{row["rows_scored"]:,}</td>'
-                f'<td class="num">{row["rows_not_applicable"]:,}</td>{cells}</tr>'
+                f'<td class="num">{row["rows_not_applicable"]:,}</td>{sampled}{cells}</tr>'
             )
         reasons = [
             f"<li><strong>{_e(_title(metric))}</strong>: {_e(_truncate(reason, 160))} "
@@ -879,6 +957,8 @@ class _MarkdownReport:
         lines = [f"# RAG quality report · {data.day}", ""]
         lines.append(f"Judge: `{', '.join(data.judges) or 'unknown'}`")
         lines.append("")
+        if data.sampling:
+            lines += [data.sampling.sentence(), ""]
         notice = judge_notice(data.test_double)
         if notice:
             lines += [f"> **{notice[0]}** {notice[1]}", ""]
@@ -903,19 +983,21 @@ class _MarkdownReport:
 
     def _metrics(self) -> list[str]:
         data = self.data
+        sampled = " not sampled |" if data.sampling else ""
         lines = [
             "## Metrics",
             "",
-            f"| metric | mean | CI | vs baseline | scored | not applicable | failed | last "
-            f"{TREND_DAYS} days |",
-            "|---|---:|---|---|---:|---:|---:|---|",
+            f"| metric | mean | CI | vs baseline | scored | not applicable |{sampled} failed | "
+            f"last {TREND_DAYS} days |",
+            "|---|---:|---|---|---:|---:|" + ("---:|" if sampled else "") + "---:|---|",
         ]
         for metric in data.metrics:
             row = data.today_overall(metric)
             finding = data.finding(ALL, ALL, metric)
             spark = sparkline([data.overall[metric].get(day, {}).get("mean") for day in data.days])
             if row is None:
-                lines.append(f"| {_title(metric)} | n/a | | | | | | {spark} |")
+                empty = " |" * (5 if sampled else 4)
+                lines.append(f"| {_title(metric)} | n/a |{empty} | {spark} |")
                 continue
             versus = (
                 f"{finding.delta:+.3f} ({finding.outcome.value})"
@@ -925,7 +1007,8 @@ class _MarkdownReport:
             lines.append(
                 f"| {_title(metric)} | {_score(row['mean'])} | {_interval(row)} | {versus} | "
                 f"{row['rows_scored']:,} | {row['rows_not_applicable']:,} | "
-                f"{row['rows_failed']:,} | {spark} |"
+                + (f"{row.get('rows_not_sampled') or 0:,} | " if sampled else "")
+                + f"{row['rows_failed']:,} | {spark} |"
             )
         return [*lines, ""]
 
@@ -973,18 +1056,21 @@ class _MarkdownReport:
     def _failures(self) -> list[str]:
         data = self.data
         statuses = data.failure_statuses()
+        shown = [Status.NOT_SAMPLED.value, *statuses] if data.sampling else statuses
         lines = [
             "## Failures by status",
             "",
-            "| metric | ok | not_applicable | " + " | ".join(statuses) + " |",
-            "|---|---:|---:|" + "---:|" * len(statuses),
+            "| metric | ok | not_applicable | " + " | ".join(shown) + " |",
+            "|---|---:|---:|" + "---:|" * len(shown),
         ]
         for metric in data.metrics:
             row = data.today_overall(metric)
             if row is None:
                 continue
             failures = json.loads(row["failures_by_status"])
-            counts = " | ".join(f"{failures.get(status, 0):,}" for status in statuses)
+            if data.sampling:
+                failures[Status.NOT_SAMPLED.value] = row.get("rows_not_sampled") or 0
+            counts = " | ".join(f"{failures.get(status, 0):,}" for status in shown)
             lines.append(
                 f"| {_title(metric)} | {row['rows_scored']:,} | {row['rows_not_applicable']:,} "
                 f"| {counts} |"

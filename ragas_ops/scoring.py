@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,16 @@ import pyarrow as pa
 from ragas_ops.contract import ColumnMapping, ContractError, SizeBudget, interactions_from_table
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.sampling import (
+    ROW_ID_COLUMN,
+    check_fraction,
+    not_sampled_reason,
+    row_id_text,
+    sample_mask,
+)
 from ragas_ops.status import Status
+
+log = logging.getLogger(__name__)
 
 ROW_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("judge", pa.string()),
@@ -75,6 +85,10 @@ class RunSummary:
     statuses: dict[str, Counter[str]] = field(default_factory=dict)
     score_sums: dict[str, float] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
+    rows_not_sampled: int = 0
+    """Rows left out by the sample fraction (no judge call)."""
+    rows_without_id: int = 0
+    """Rows scored although a sample fraction was set, because they have no usable id."""
 
     def record(self, metric: str, result: MetricResult) -> None:
         self.statuses.setdefault(metric, Counter())[result.status.value] += 1
@@ -87,7 +101,12 @@ class RunSummary:
 
 
 class Scorer:
-    """Scores tables with a set of metrics through one judge."""
+    """Scores tables with a set of metrics through one judge.
+
+    With a `sample_fraction` below 1, only the rows that `ragas_ops.sampling` chooses by their
+    id (`id_column`) reach the judge; the others come out in their place with the status
+    `not_sampled` for every metric, no score and no usage.
+    """
 
     def __init__(
         self,
@@ -95,20 +114,30 @@ class Scorer:
         judge: Judge,
         columns: ColumnMapping | None = None,
         size_budget: SizeBudget | None = None,
+        *,
+        sample_fraction: float = 1.0,
+        id_column: str = ROW_ID_COLUMN,
     ) -> None:
+        check_fraction(sample_fraction)
         self.metrics = list(metrics)
         self.judge = judge
         self.columns = columns or ColumnMapping()
         self.size_budget = size_budget or SizeBudget()
+        self.sample_fraction = sample_fraction
+        self.id_column = id_column
         self.summary = RunSummary()
         self._version = package_version()
 
     async def score_table(self, table: pa.Table) -> pa.Table:
         """Score every row of `table`; the result has the same rows, in the same order."""
         rows = interactions_from_table(table, self.columns, self.size_budget)
+        chosen = self._sample(table)
+        picked = [row for row, keep in zip(rows, chosen, strict=True) if keep]
         per_metric = await asyncio.gather(
-            *(metric.score_rows(rows, self.judge) for metric in self.metrics)
+            *(metric.score_rows(picked, self.judge) for metric in self.metrics)
         )
+        if len(picked) != len(rows):
+            per_metric = [self._in_place(chosen, results) for results in per_metric]
         scored = self._with_results(table, per_metric)
         if scored.num_rows != table.num_rows:  # a broken metric must never lose a row silently
             raise RuntimeError(f"scored {scored.num_rows} rows out of {table.num_rows}")
@@ -130,6 +159,43 @@ class Scorer:
         finally:
             for task in pending:
                 task.cancel()
+
+    def _sample(self, table: pa.Table) -> list[bool]:
+        """Which rows of `table` go to the judge (all of them without sampling); counts the
+        rows left out, and the rows sent only because they have no usable id."""
+        if self.sample_fraction >= 1.0:
+            return [True] * table.num_rows
+        ids = (
+            table.column(self.id_column).to_pylist()
+            if self.id_column in table.column_names
+            else [None] * table.num_rows
+        )
+        chosen = sample_mask(ids, self.sample_fraction)
+        without_id = sum(row_id_text(value) is None for value in ids)
+        if without_id:
+            log.warning(
+                "%d of %d rows have no usable id in column %r: they are scored, not sampled",
+                without_id,
+                table.num_rows,
+                self.id_column,
+            )
+        self.summary.rows_without_id += without_id
+        self.summary.rows_not_sampled += chosen.count(False)
+        return chosen
+
+    def _in_place(self, chosen: list[bool], results: Sequence[MetricResult]) -> list[MetricResult]:
+        """The sampled rows' results, with a `not_sampled` result in the place of each other."""
+        if len(results) != chosen.count(True):
+            raise RuntimeError(f"{len(results)} results for {chosen.count(True)} sampled rows")
+        scored = iter(results)
+        reason = not_sampled_reason(self.sample_fraction)
+        evidence = {"sample_fraction": self.sample_fraction}
+        return [
+            next(scored)
+            if keep
+            else MetricResult(Status.NOT_SAMPLED, reason=reason, evidence=dict(evidence))
+            for keep in chosen
+        ]
 
     def _with_results(
         self, table: pa.Table, per_metric: Sequence[Sequence[MetricResult]]

@@ -118,3 +118,63 @@ def test_words_decide_most_verdicts_without_embedding() -> None:
     assert evidence("The Millau Viaduct opened to traffic", index).decided  # every word found
     assert evidence("Its mast reaches 512 metres", index).vetoes  # a number the context lacks
     assert evidence("Parisians adore sunny picnics", index).decided  # nothing found
+
+
+def test_a_reaction_in_the_first_person_is_a_claim_about_the_speaker() -> None:
+    from ragas_ops.judge.local_evidence import statements
+
+    assert statements("I would too! Dogs can be trained.") == ["I would too", "Dogs can be trained"]
+
+
+def test_a_question_drops_the_answer_and_asks_for_its_kind() -> None:
+    from ragas_ops.judge.local_evidence import question_for
+
+    assert question_for("PharmaCann was founded in 2014 by Theodore Scott.", "PharmaCann") == (
+        "When was PharmaCann founded?"
+    )
+    assert question_for("Its headquarters is located in the state of Illinois.", "PharmaCann") == (
+        "Where is PharmaCann's headquarters located?"
+    )
+    # a new name before the verb is the answer to "Who"
+    assert question_for("Christopher Nolan directed the film Oppenheimer.", "Oppenheimer") == (
+        "Who directed the film Oppenheimer?"
+    )
+    # "X is Y": Y answers "What is X?" (or "Who", when Y is a person's name)
+    assert question_for("The main product of Acme is rope.", "Acme") == (
+        "What is the main product of Acme?"
+    )
+    assert question_for("The director of Acme is Jane Roe.", "Acme") == (
+        "Who is the director of Acme?"
+    )
+    assert question_for("It is estimated by counting the people.", "the niche") == (
+        "How is the niche estimated?"
+    )
+    assert question_for("The launch date has not been provided.", "PSLV") == (
+        "Is there any information about PSLV?"
+    )
+
+
+def test_generated_questions_join_the_answers_points_and_are_distinct() -> None:
+    from ragas_ops.judge.local_evidence import generated_questions
+
+    two_points = generated_questions(
+        "PharmaCann was founded in 2014. Its headquarters is located in Illinois.", 3
+    )
+    assert len(set(two_points)) == 3
+    assert all("founded" in q and "headquarters" in q for q in two_points)
+    one_point = generated_questions("The main product of Acme is rope.", 3)
+    assert len(set(one_point)) == 3
+    assert all(q.startswith("What is the main product of Acme?") for q in one_point)
+
+
+async def test_an_answer_covering_every_part_of_the_question_is_more_relevant() -> None:
+    judge = _judge()
+    question = "When was PharmaCann founded and where is its headquarters?"
+    complete = "PharmaCann was founded in 2014. Its headquarters is located in Illinois."
+    partial = (
+        "PharmaCann was founded in 2014. PharmaCann is a leading pharmaceutical company that "
+        "specializes in medical cannabis products."
+    )
+    assert await judge.answer_relevance(question, complete) > await judge.answer_relevance(
+        question, partial
+    )

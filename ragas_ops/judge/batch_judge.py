@@ -11,9 +11,11 @@ A request's custom_id is its response-cache key, so a request asked by several r
 once, and answers are the same whether they came from a batch or from a sync request.
 
 Requests a batch did not answer (an expired or failed batch, an error line) are sent again in
-sync mode or give their row `judge_unavailable`, as `judge.on_batch_unanswered` says; requests
-the run's budget could not pay for give `budget_exhausted`. Embeddings are not batched: they
-are sent in sync mode in the last pass (they cost about 0.1% of the chat requests).
+sync mode between two passes (`sync_retries`), or give their row `judge_unavailable`, as
+`judge.on_batch_unanswered` says; requests the run's budget could not pay for give
+`budget_exhausted`. Either way the answers, and what they cost, are counted once, in the last
+pass. Embeddings are not batched: they are sent in sync mode in the last pass (they cost
+about 0.1% of the chat requests).
 """
 
 from __future__ import annotations
@@ -63,10 +65,12 @@ class BatchAnswer:
 
 @dataclass
 class Unanswered:
-    """A request no batch answered, and why; `over_budget` ones were never sent."""
+    """A request no batch answered, and why; `over_budget` ones were never sent;
+    `sync_tried` ones were not answered in sync mode either."""
 
     reason: str
     over_budget: bool = False
+    sync_tried: bool = False
 
 
 @dataclass
@@ -95,13 +99,18 @@ class BatchRequest:
         return {"custom_id": self.custom_id, "method": "POST", "url": CHAT_URL, "body": self.body}
 
 
+@dataclass
+class SyncRetry:
+    """A request a batch did not answer, to send again in sync mode before the next pass."""
+
+    prompt: Prompt[Any]
+    messages: list[dict[str, str]]
+    params: dict[str, Any]
+
+
 class AwaitingBatch(JudgeRowError):
-    """The row needs an answer that the next batch will bring. Never published: a pass that
-    raised it is not the last."""
-
-
-class _SendInSync(Exception):
-    """A request the batch did not answer, to be asked again in sync mode."""
+    """The row needs an answer that the next batch (or sync retry) will bring. Never
+    published: a pass that raised it is not the last."""
 
 
 class BatchPassJudge:
@@ -123,7 +132,9 @@ class BatchPassJudge:
         self._sync: Judge | None = None
         self._consumed: set[str] = set()
         self.pending: dict[str, BatchRequest] = {}
-        """Requests this pass needs answered, in the order first asked."""
+        """Requests this pass needs answered by a batch, in the order first asked."""
+        self.sync_retries: dict[str, SyncRetry] = {}
+        """Requests this pass needs answered in sync mode (batches did not answer them)."""
         self.batch_usage = Usage()
         self.events: Counter[str] = Counter()
 
@@ -149,27 +160,23 @@ class BatchPassJudge:
     def sync_events(self) -> Counter[str]:
         return Counter() if self._sync is None else self._sync.events
 
+    @property
+    def waiting(self) -> bool:
+        """Whether this pass is not the last: some row waits for an answer."""
+        return bool(self.pending or self.sync_retries)
+
     def _sync_judge(self) -> Judge:
         if self._sync is None:
             self._sync = self._build_sync_judge()
         return self._sync
 
-    async def complete(
-        self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
-    ) -> Completion[OutputT]:
-        try:
-            return self._complete_from_batches(prompt, data, n)
-        except _SendInSync:
-            self.events["sent_in_sync"] += 1
-            return await self._sync_judge().complete(prompt, data, n=n)
-
     async def embed(self, texts: Sequence[str]) -> Embeddings:
-        if self.pending:
-            raise AwaitingBatch("embeddings wait until this pass's batch requests are answered")
+        if self.waiting:
+            raise AwaitingBatch("embeddings wait until this pass's requests are answered")
         return await self._sync_judge().embed(texts)
 
-    def _complete_from_batches(
-        self, prompt: Prompt[OutputT], data: Mapping[str, Any], n: int
+    async def complete(
+        self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
         messages = prompt.messages(data)
         params = chat_params(self.settings, prompt, n)
@@ -215,9 +222,10 @@ class BatchPassJudge:
         if missing is not None:
             if missing.over_budget:
                 raise BudgetExhaustedError(f"{prompt.id}: {missing.reason}")
-            if self.settings.on_batch_unanswered == "sync":
-                raise _SendInSync
-            raise JudgeUnavailableError(f"{prompt.id}: the batch did not answer: {missing.reason}")
+            if self.settings.on_batch_unanswered == "sync" and not missing.sync_tried:
+                self.sync_retries[custom_id] = SyncRetry(prompt, messages, params)
+                raise AwaitingBatch(f"{prompt.id}: to be sent again in sync mode")
+            raise JudgeUnavailableError(f"{prompt.id}: not answered: {missing.reason}")
         if custom_id not in self.pending:
             self.pending[custom_id] = BatchRequest(
                 custom_id,

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +33,7 @@ LEXICAL_WEIGHT = 0.9
 """Support = LEXICAL_WEIGHT * weighted word coverage + (1 - LEXICAL_WEIGHT) * best cosine."""
 MIN_CLAUSE_WORDS = 2
 """A clause becomes a statement of its own only with this many content words (a first-person
-clause with one: "I agree" is a claim about the speaker)."""
+clause with fewer, "I agree", "I would too", is a claim about the speaker)."""
 CANDIDATE_SENTENCES = 3
 """Context sentences (most words shared with a claim) compared with it by embedding."""
 EXTRACT_MIN_SIMILARITY = 0.35
@@ -201,7 +202,7 @@ def statements(answer: str) -> list[str]:
     is otherwise grounded, and make the share of supported claims a finer measure.
 
     Questions back to the user, refusals and pieces with fewer than two content words claim
-    nothing; a first-person clause with one ("I agree", "I love it") claims something about the
+    nothing; a first-person clause with fewer ("I agree", "I would too") claims something about the
     speaker, which a knowledge source cannot attest.
     """
     text = strip_prefix(answer)
@@ -225,7 +226,7 @@ def statements(answer: str) -> list[str]:
 
 def _claims_something(piece: str) -> bool:
     count = len(content_words(piece))
-    return count >= MIN_CLAUSE_WORDS or (count >= 1 and bool(set(words(piece)) & _FIRST_PERSON))
+    return count >= MIN_CLAUSE_WORDS or bool(set(words(piece)) & _FIRST_PERSON)
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -412,43 +413,290 @@ def needed_sentences(question: str, contexts: Sequence[str], vectors: Vectors) -
 
 
 # -- answer relevance ---------------------------------------------------------------------------
+#
+# The paper's method: write the questions the answer answers, and compare them with the question
+# asked. A question is its answer with the answer taken out: "PharmaCann was founded in 2014"
+# answers "When was PharmaCann founded?". So each answer sentence becomes a question by dropping
+# the part that carries the new information (a date, a number, a place, a name that is not
+# what the answer is about, the complement of "X is Y", the object of the verb) and asking for
+# it with the question word of its kind. What stays is what the sentence is about: an answer
+# sentence that answers a part of the question leaves that part, and a sentence that wanders
+# (the company's history when its location was asked) leaves a question about something else.
+#
+# The questions the metric averages are *complete* ones, as the prompt asks ("a direct and
+# complete answer"): each joins the questions of the answer's main sentences, as an LLM writes
+# "When was X founded and where is it based?". A complete answer to a two-part question then
+# yields a two-part question close to the one asked, while an answer that covers one part, or
+# adds unrelated sentences, yields a question with a part missing or a part the user never
+# asked. The n questions vary only in how they are joined (an answer with one point has one
+# question to ask, which an LLM would paraphrase).
 
-_WH_BY_KIND = {"date": "When", "number": "How many", "place": "Where", "other": "What"}
+QUESTION_SENTENCES = 3
+"""The answer's first sentences that the complete question joins (an answer puts its points
+first; an LLM's question does not list every detail of a long answer)."""
+
 _MONTHS = frozenset(
     "january february march april may june july august september october november december".split()  # noqa: SIM905
 )
 
 
-def _kind(sentence: str) -> str:
-    """What kind of fact the sentence gives: it decides the question word."""
-    tokens = words(sentence)
-    if any(token in _MONTHS for token in tokens) or re.search(r"\b(1[89]|20)\d\d\b", sentence):
-        return "date"
-    if re.search(r"\b(?:in|at|from|near)\s+[A-Z]", sentence):
-        return "place"
-    if _NUMBER.search(sentence):
-        return "number"
-    return "other"
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_DATE_WORDS = _MONTHS | _word_set(
+    "monday tuesday wednesday thursday friday saturday sunday century centuries decade decades "
+    "bc ad bce ce am pm utc gmt ist est pst cet"
+)
+_YEAR_OR_TIME = re.compile(r"(?:1[0-9]|20)\d\ds?|\d{1,2}[:.]\d\d|\d{1,2}(?:st|nd|rd|th)", re.I)
+_MAGNITUDES = _word_set("hundred hundreds thousand thousands million millions billion billions")
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:-[\w]+)?|[\w'’]+(?:[-/][\w'’]+)*")
+_AUXILIARIES = _word_set(
+    "is are was were will would can could has have had does did do may might shall should must"
+)
+_COPULAS = frozenset({"is", "are", "was", "were"})
+# Verbs that define their subject as a copula does: "X refers to Y" answers "What is X?".
+_DEFINING = frozenset({"refers", "referred", "means", "meant", "denotes"})
+_PRONOUNS = {"it": "", "this": "", "they": "", "he": "", "she": "", "its": "'s", "their": "'s"}
+_PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "near"})
+_TIME_PREPOSITIONS = frozenset({"on", "in", "at", "since", "until", "during", "before", "after"})
+_PARTICLES = frozenset({"to", "be", "been", "being", "not", "also", "as", "up", "out"})
+_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.$")
+
+
+def answer_sentences(text: str) -> list[str]:
+    """The answer's sentences, also where two were glued without a space, and never cut after
+    an initial ("J. Robert Oppenheimer" is one name, not the end of a sentence)."""
+    found: list[str] = []
+    for raw in sentences_of(text):
+        part = raw.strip().strip("'\"’ ")
+        if found and _INITIAL.search(found[-1]):
+            found[-1] = f"{found[-1]} {part}"
+        elif part and content_words(part):
+            found.append(part)
+    return found
+
+
+def _is_name(token: str) -> bool:
+    return token[:1].isupper() and token.casefold() not in STOPWORDS
+
+
+def _starts_with_name(tokens: Sequence[str]) -> bool:
+    """Every sentence starts with a capital, so its first word is a name only when it looks
+    like one anyway ("PharmaCann", "PSLV-C56") or starts a run of them ("Christopher Nolan");
+    "Additionally," and "Estimating" are not names."""
+    first = tokens[0]
+    return _is_name(first) and (
+        any(ch.isupper() or ch.isdigit() for ch in first[1:])
+        or (len(tokens) > 1 and _is_name(tokens[1]))
+    )
+
+
+def _name_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
+    """Runs of capitalised tokens ("Satish Dhawan Space Centre", "Bank of England")."""
+    spans: list[tuple[int, int]] = []
+    start = 0 if tokens and _starts_with_name(tokens) else 1
+    while start < len(tokens):
+        if not _is_name(tokens[start]):
+            start += 1
+            continue
+        end = start + 1
+        while end < len(tokens) and (
+            _is_name(tokens[end])
+            or (tokens[end] == "of" and end + 1 < len(tokens) and _is_name(tokens[end + 1]))
+        ):
+            end += 1
+        spans.append((start, end))
+        start = end
+    return spans
+
+
+def answer_topic(sentences: Sequence[str]) -> str:
+    """What the answer is about: a name it repeats in several sentences (an answer keeps naming
+    its subject while each new fact brings a new name once), else the subject of its first
+    sentence (an answer starts from what was asked about), else its first name."""
+    spans: list[str] = []
+    counts: Counter[str] = Counter()
+    for sentence in sentences:
+        tokens = _TOKEN.findall(sentence)
+        found = [" ".join(tokens[a:b]) for a, b in _name_spans(tokens)]
+        spans.extend(found)
+        counts.update({word for span in found for word in stems(span)})
+    repeated = [span for span in spans if any(counts[w] > 1 for w in stems(span))]
+    if repeated:
+        return max(repeated, key=lambda span: max(counts[w] for w in stems(span)))
+    first = _TOKEN.findall(_unframed(sentences[0])) if sentences else []
+    verb = _verb_index(first)
+    if verb is not None and verb <= 8 and content_words(" ".join(first[:verb])):
+        return " ".join(first[:verb])
+    return spans[0] if spans else topic_of(" ".join(sentences))
+
+
+# A fronted phrase ("However,", "By integrating X and Y,") and an alias ("X, also known as Y,")
+# frame a sentence without being what it states.
+_FRONTED = re.compile(r"^([A-Z][a-z]*)(?:\s+[\w'-]+){0,6}?,\s+(?=[a-z])")
+_FRONTING_WORDS = _word_set(
+    "however moreover furthermore additionally also yes no indeed instead thus therefore overall "
+    "by in on at with for after before during according as since unlike like"
+)
+_ALIAS = re.compile(r",\s*(?:also\s+)?(?:known|called|referred to)\s+as\s+[^,]+,", re.I)
+
+
+def _unframed(sentence: str) -> str:
+    sentence = _ALIAS.sub("", sentence)
+    fronted = _FRONTED.match(sentence)
+    if fronted:
+        first = fronted.group(1).casefold()
+        if first in _FRONTING_WORDS or (first.endswith("ly") and " " not in fronted.group(0)):
+            return sentence[fronted.end() :]
+    return sentence
+
+
+def _is_date(token: str) -> bool:
+    return token.casefold() in _DATE_WORDS or bool(_YEAR_OR_TIME.fullmatch(token))
+
+
+def _is_number(token: str) -> bool:
+    low = token.casefold()
+    return bool(_NUMBER.match(token)) or low in _NUMBER_WORDS or low in _MAGNITUDES
+
+
+def _verb_index(tokens: Sequence[str]) -> int | None:
+    """Where the subject ends: the first auxiliary, or the first lower-case word that looks
+    like a finite verb (-s, -ed) after a word that is not a determiner. No tagger: wrong on
+    some sentences, but the question only needs its words roughly in place."""
+    for index, token in enumerate(tokens[:14]):
+        low = token.casefold()
+        if index and (low in _AUXILIARIES or low in _DEFINING):
+            return index
+        if (
+            index
+            and token[:1].islower()
+            and (low.endswith("s") or low.endswith("ed"))
+            and not low.endswith("ss")
+            and low not in STOPWORDS
+            and tokens[index - 1].casefold() not in {"the", "a", "an", "of", "its", "their"}
+            and not tokens[index - 1].endswith(("'s", "’s"))
+            and not (index + 1 < len(tokens) and tokens[index + 1].casefold() in _AUXILIARIES)
+        ):
+            return index
+    return None
+
+
+def _verb_group_end(tokens: Sequence[str], verb: int) -> int:
+    """After the verb: auxiliaries, participles, adverbs and particles ("will be launched",
+    "is expected to enhance")."""
+    end = verb + 1
+    while end < len(tokens):
+        low = tokens[end].casefold()
+        if not tokens[end][:1].islower():
+            break
+        if low in _PARTICLES or low in _AUXILIARIES or low.endswith(("ed", "en", "ly")):
+            end += 1
+        else:
+            break
+    return end
 
 
 def question_for(sentence: str, topic: str) -> str:
-    """A question the sentence answers: the question word of its fact, then what it is about.
+    """The question one answer sentence answers: the sentence without its new information,
+    asked with the question word of what was taken out (When, Where, Who, How many, What).
 
-    The words of the fact itself (numbers, dates) are left out, as a question leaves out its
-    answer. A sentence saying the information is absent asks whether it is known, which is
-    not what the user asked.
+    A sentence saying the information is absent asks whether it is known, which is not what
+    the user asked.
     """
     sentence = sentence.strip().rstrip(".!?")
     if says_absent(sentence):
         return f"Is there any information about {topic}?"
-    body = " ".join(
-        token
-        for token in re.findall(r"[\w'’-]+", sentence)
-        if not _NUMBER.fullmatch(token) and token.casefold() not in _MONTHS
-    )
-    if words(body)[:1] and words(body)[0] in {"it", "this", "they", "he", "she"}:
-        body = f"{topic} {body.split(maxsplit=1)[1] if ' ' in body else ''}".strip()
-    return f"{_WH_BY_KIND[_kind(sentence)]} about {body}?"
+    tokens = _TOKEN.findall(_unframed(sentence))
+    if not tokens:
+        return ""
+    pronoun = _PRONOUNS.get(tokens[0].casefold())
+    if pronoun is not None and topic:  # "It was launched..." is about the answer's subject
+        tokens[0] = f"{topic}{pronoun}"
+    verb = _verb_index(tokens)
+    kind, kept = _drop_answer(tokens, verb, stems(topic))
+    # "Who directed the film" keeps the verb first; any other question puts the auxiliary first
+    invert = verb is not None and (kind != "person" or tokens[0] in kept)
+    return _ask(kind, kept, verb if invert else None)
+
+
+def _drop_answer(tokens: list[str], verb: int | None, topic: set[str]) -> tuple[str, list[str]]:
+    """(the kind of the information dropped, the tokens left).
+
+    English puts what a sentence is about first and its new information last (the given-new
+    order), so the answer is the end of the sentence: from the first date, number, place,
+    name or "by <doing>" after the verb, or else the whole complement of the verb. The
+    exception is a new name before the verb ("Christopher Nolan directed the film"): that
+    subject is the answer to "Who directed the film?".
+    """
+    if verb is None:
+        return "what", tokens[:6]
+    low = [token.casefold() for token in tokens]
+    subject = tokens[:verb]
+    if subject and all(_is_name(t) for t in subject) and not stems(" ".join(subject)) & topic:
+        return "person", tokens[verb:]
+    end = _verb_group_end(tokens, verb)
+    participle = any(t.endswith(("ed", "en")) for t in low[verb + 1 : end])
+    if low[verb] in _DEFINING or (low[verb] in _COPULAS and not participle):
+        # "X is Y", "X refers to Y": Y answers "What is X?" ("Who is X?" when Y is a person)
+        complement = tokens[end : end + 2]
+        person = len(complement) == 2 and all(_is_name(t) for t in complement)
+        return ("person" if person else "what"), tokens[:end]
+    for index in range(end, len(tokens)):
+        kind = _answer_kind(tokens, index, topic)
+        if kind:
+            cut = index
+            while cut > end and low[cut - 1] in _LEADING_WORDS:
+                cut -= 1
+            if kind == "place":  # the whole phrase: "in the state of Illinois"
+                phrase = range(max(end, index - 4), index)
+                cut = next((i for i in phrase if low[i] in _PLACE_PREPOSITIONS), cut)
+            return kind, tokens[:cut]
+    return "what", tokens[:end]
+
+
+_LEADING_WORDS = _TIME_PREPOSITIONS | _PLACE_PREPOSITIONS | {"by", "the", "a", "an", "of"}
+
+
+def _answer_kind(tokens: Sequence[str], index: int, topic: set[str]) -> str:
+    """The kind of answer that starts at `tokens[index]`, or "" when none starts there."""
+    token, before = tokens[index], tokens[index - 1].casefold() if index else ""
+    phrase = [t.casefold() for t in tokens[max(0, index - 4) : index]]
+    kind = ""
+    if token.casefold() == "one":  # "one of", "one that": seldom a count
+        kind = ""
+    elif _is_date(token) and not (token.isdigit() and len(token) < 3):
+        kind = "date"
+    elif _is_number(token):
+        kind = "number"
+    elif before == "by" and token.casefold().endswith("ing"):
+        kind = "how"  # "estimated by calculating X" answers "How is it estimated?"
+    elif _is_name(token) and any(word in _PLACE_PREPOSITIONS for word in phrase):
+        # "based in Fremantle", "located in the state of Illinois" answer "Where?", even when
+        # the place is the topic's own name
+        kind = "place"
+    elif _is_name(token) and not stems(token) <= topic:
+        kind = "person" if before == "by" else "what"
+    return kind
+
+
+def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
+    """Word the question: the question word, then the auxiliary before the subject."""
+    word = {
+        "date": "When",
+        "number": "How many",
+        "place": "Where",
+        "person": "Who",
+        "how": "How",
+    }.get(kind, "What")
+    while tokens and tokens[-1].casefold() in _LEADING_WORDS | _PARTICLES | {"and", ","}:
+        tokens = tokens[:-1]
+    if tokens and tokens[0].casefold() in STOPWORDS:  # "The bridge" inside the question
+        tokens = [tokens[0].casefold(), *tokens[1:]]
+    if verb and verb < len(tokens) and tokens[verb].casefold() in _AUXILIARIES:
+        tokens = [tokens[verb], *tokens[:verb], *tokens[verb + 1 :]]
+    return f"{word} {' '.join(tokens)}?" if tokens else ""
 
 
 def topic_of(text: str) -> str:
@@ -467,28 +715,24 @@ def topic_of(text: str) -> str:
 
 
 def generated_questions(answer: str, count: int) -> list[str]:
-    """`count` distinct questions the answer answers, one per sentence, most important first.
+    """`count` distinct questions the answer is a complete answer to.
 
-    Sentences are taken in order (an answer puts its point first); when the answer has fewer
-    sentences than questions asked, whole-answer questions fill in.
+    Each joins the questions of the answer's first `QUESTION_SENTENCES` sentences (see the
+    section comment); they differ in how the parts are joined, as paraphrases do.
     """
     text = strip_prefix(answer)
-    sentences = split_sentences(text) or [text]
-    topic = topic_of(text)
-    candidates = [question_for(sentence, topic) for sentence in sentences]
-    candidates.append(f"What about {' '.join(list(_ordered_content(text))[:12])}?")
-    candidates.append(f"What can you tell me about {topic}?")
-    distinct = list(dict.fromkeys(c for c in candidates if c.strip()))
+    sentences = answer_sentences(text) or [text]
+    topic = answer_topic(sentences)
+    parts = list(dict.fromkeys(q for q in (question_for(s, topic) for s in sentences) if q))
+    parts = parts[:QUESTION_SENTENCES] or [f"What about {topic}?"]
+    joined = [
+        " ".join(parts),
+        " and ".join(part.rstrip("?") for part in parts) + "?",
+        " ".join(reversed(parts)),
+    ]
+    distinct = list(dict.fromkeys(joined))
     number = 2
     while len(distinct) < count:
-        distinct.append(f"What else about {topic} (point {number})?")
+        distinct.append(f"{parts[0]} ({number})")
         number += 1
     return distinct[:count]
-
-
-def _ordered_content(text: str) -> Iterable[str]:
-    seen: dict[str, None] = {}
-    for word in words(text):
-        if word in content_words(word) and word not in seen:
-            seen[word] = None
-    return seen

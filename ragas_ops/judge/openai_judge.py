@@ -185,6 +185,14 @@ class OpenAIJudge:
         self._cache.put(key, {"texts": [o.model_dump_json() for o in outputs]})
         return Completion(outputs, usage)
 
+    async def send_chat(
+        self, prompt: Prompt[Any], messages: list[dict[str, str]], params: dict[str, Any]
+    ) -> tuple[list[str], Usage]:
+        """Send one prepared chat request (no cache, no parsing): the reply texts and their
+        cost. Batch mode uses it for the requests its batches did not answer."""
+        reply = await self._chat(prompt, messages, params)
+        return reply.texts, reply.usage
+
     def _parse_cached(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], texts: list[str]
     ) -> list[OutputT] | None:

@@ -1,6 +1,7 @@
 """Scoring a chunk in batch mode: scoring passes, batch rounds, and a record that survives crashes.
 
     pass -> requests nobody answered yet -> round of batches -> wait (deferred) -> collect -> pass
+         -> requests the batches did not answer -> sync retries (a round without batches) -> pass
 
 `advance` moves a chunk as far as it can without waiting and says what it waits for. Its
 record is kept in the warehouse, beside the tables (`Lake.batch_work`):
@@ -18,6 +19,7 @@ published.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -29,13 +31,14 @@ from typing import Any
 import pyarrow as pa
 
 from ragas_ops.config import Settings
-from ragas_ops.judge.base import JudgeFatalError
+from ragas_ops.judge.base import JudgeFatalError, JudgeRowError
 from ragas_ops.judge.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
 from ragas_ops.judge.batch_judge import (
     AnswerBook,
     BatchAnswer,
     BatchPassJudge,
     BatchRequest,
+    SyncRetry,
     Unanswered,
 )
 from ragas_ops.judge.budget import Budget, BudgetExhaustedError
@@ -64,6 +67,8 @@ class Part:
 @dataclass
 class Round:
     number: int
+    kind: str = "batch"
+    """`batch`, or `sync` for the retries of requests the batches did not answer."""
     parts: list[Part] = field(default_factory=list)
     not_sent: dict[str, str] = field(default_factory=dict)
     """custom_id -> why it was not sent (over budget, too large for a batch file)."""
@@ -87,6 +92,7 @@ class BatchState:
             [
                 Round(
                     number=r["number"],
+                    kind=r["kind"],
                     parts=[Part(**part) for part in r["parts"]],
                     not_sent=dict(r["not_sent"]),
                     collected=r["collected"],
@@ -186,14 +192,23 @@ async def advance(
                     return waiting
                 continue
             book = work.answer_book(state)
-            result = await _scoring_pass(
+            outcome = await _scoring_pass(
                 lake, day, run_id, chunk=chunk, settings=settings, book=book, api_key=api_key
             )
-            if isinstance(result, dict):
+            if isinstance(outcome, dict):
                 batch_ids = [b for done in state.rounds for b in done.batch_ids]
-                return {**result, "batches": batch_ids, "rounds": len(state.rounds)}
-            state.rounds.append(_plan_round(work, len(state.rounds) + 1, result, book, settings))
-            work.save(state)  # parts are recorded before any batch is created
+                return {**outcome, "batches": batch_ids, "rounds": len(state.rounds)}
+            if outcome.sync_retries:
+                answered = await _send_in_sync(outcome.sync_retries, settings, api_key, book)
+                state.rounds.append(Round(len(state.rounds) + 1, kind="sync", collected=True))
+                work.write_answers(state.rounds[-1].number, answered)
+                work.save(state)
+            if outcome.pending:
+                number = len(state.rounds) + 1
+                state.rounds.append(
+                    _plan_round(work, number, list(outcome.pending.values()), book, settings)
+                )
+                work.save(state)  # parts are recorded before any batch is created
         raise RuntimeError(f"chunk {chunk.index}: no progress after {_MAX_PASSES_WITHOUT_WAITING}")
     finally:
         await client.aclose()
@@ -270,6 +285,33 @@ def _plan_round(
     return planned
 
 
+async def _send_in_sync(
+    retries: Mapping[str, SyncRetry], settings: Settings, api_key: Secret, book: AnswerBook
+) -> AnswerBook:
+    """Send the requests the batches did not answer through the sync judge (rate-limited,
+    retried, within the budget that is left); those that fail again are marked so."""
+    judge = OpenAIJudge(settings.judge, api_key, settings.prices, open_cache(settings.judge))
+    judge.budget.add_spent(book.spent())
+    answered = AnswerBook()
+
+    async def send(custom_id: str, retry: SyncRetry) -> None:
+        try:
+            texts, usage = await judge.send_chat(retry.prompt, retry.messages, retry.params)
+        except BudgetExhaustedError as refused:
+            answered.unanswered[custom_id] = Unanswered(str(refused), over_budget=True)
+        except JudgeRowError as error:
+            reason = f"{book.unanswered[custom_id].reason}; then in sync mode: {error}"
+            answered.unanswered[custom_id] = Unanswered(reason, sync_tried=True)
+        else:
+            answered.answers[custom_id] = BatchAnswer(texts, usage)
+
+    try:
+        await asyncio.gather(*(send(custom_id, retry) for custom_id, retry in retries.items()))
+    finally:
+        await judge.aclose()
+    return answered
+
+
 async def _scoring_pass(
     lake: Lake,
     day: str,
@@ -279,8 +321,9 @@ async def _scoring_pass(
     settings: Settings,
     book: AnswerBook,
     api_key: Secret,
-) -> dict[str, Any] | list[BatchRequest]:
-    """One pass over the chunk: its result if nothing is missing, else the missing requests."""
+) -> dict[str, Any] | BatchPassJudge:
+    """One pass over the chunk: its result if nothing is missing, else the pass's judge, which
+    holds the requests still missing."""
     started = time.monotonic()
     price = price_for(settings.judge.model, settings.prices)
 
@@ -297,8 +340,8 @@ async def _scoring_pass(
             tables.append(scored)
     finally:
         await judge.aclose()
-    if judge.pending:
-        return list(judge.pending.values())
+    if judge.waiting:
+        return judge
     steps.check_chunk_rows(chunk, scorer)
     output: ParquetOutput | None = None
     for table in tables:

@@ -37,7 +37,7 @@ class ScoreChunkOperator(BaseOperator):
         from ragas_ops.pipeline.steps import run_score_chunk
 
         piece = chunk_from_dict(self.chunk)
-        context["chunk_label"] = f"chunk {piece.index} ({piece.rows} rows)"
+        self._label(context)
         settings = self._settings()
         if self._mode(context, settings.judge.mode) == "batch":
             return self._advance(context)
@@ -51,6 +51,7 @@ class ScoreChunkOperator(BaseOperator):
 
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         """Back from the trigger: collect the finished batches and go on."""
+        self._label(context)
         event = event or {}
         state = event.get("state")
         if state == "error":
@@ -91,6 +92,11 @@ class ScoreChunkOperator(BaseOperator):
             ),
             method_name="resume",
         )
+
+    def _label(self, context: Any) -> None:
+        """The chunk's label in the UI (`map_index_template`)."""
+        rows = sum(int(piece["rows"]) for piece in self.chunk["slices"])
+        context["chunk_label"] = f"chunk {self.chunk['index']} ({rows} rows)"
 
     def _settings(self) -> Any:
         from ragas_ops.pipeline import airflow_glue

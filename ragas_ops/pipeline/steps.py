@@ -92,6 +92,64 @@ def _row_groups_for(metadata: Any, start: int, rows: int) -> tuple[list[int], in
     return groups, first_row
 
 
+def chunk_settings(settings: Settings, chunk_rows: int, day_rows: int) -> Settings:
+    """Settings for one chunk's scoring task: its share of the judge's rate limits (see
+    `judge_share`) and of the run's budget, in proportion to its rows."""
+    share = judge_share(settings)
+    fraction = chunk_rows / day_rows if day_rows else 1.0
+    budget_usd, budget_tokens = settings.judge.budget_usd, settings.judge.budget_tokens
+    share.judge = dataclasses.replace(
+        share.judge,
+        budget_usd=None if budget_usd is None else budget_usd * fraction,
+        budget_tokens=None if budget_tokens is None else max(1, int(budget_tokens * fraction)),
+    )
+    return share
+
+
+def chunk_scorer(settings: Settings, judge: Judge) -> Scorer:
+    """The scorer of the pipeline's chunks, in sync and in batch mode."""
+    metrics = build_metrics(
+        settings.metrics.names,
+        settings.metrics.answer_relevance_questions,
+        settings.metrics.question_strategy,
+    )
+    return Scorer(
+        metrics,
+        judge,
+        settings.columns,
+        settings.size_budget,
+        sample_fraction=settings.pipeline.sample_fraction,
+    )
+
+
+def chunk_tables(lake: Lake, chunk: Chunk, settings: Settings) -> Iterator[pa.Table]:
+    """The chunk's rows in tables of `batch_rows` rows."""
+    return _rebatched(read_slices(lake, chunk), settings.batch_rows)
+
+
+def check_chunk_rows(chunk: Chunk, scorer: Scorer) -> None:
+    if scorer.summary.rows != chunk.rows:
+        raise RowCountMismatch(
+            f"chunk {chunk.index}: {chunk.rows} rows planned, {scorer.summary.rows} scored"
+        )
+
+
+def chunk_result(
+    chunk: Chunk, scorer: Scorer, judge: Judge, started: float, **extra: Any
+) -> dict[str, Any]:
+    """What the manifest records of a scored chunk."""
+    return {
+        "index": chunk.index,
+        "rows": scorer.summary.rows,
+        "statuses": {metric: dict(counts) for metric, counts in scorer.summary.statuses.items()},
+        "usage": dataclasses.asdict(judge.usage_total()),
+        "events": dict(judge.events),
+        "judge": judge.description,
+        "seconds": round(time.monotonic() - started, 3),
+        **extra,
+    }
+
+
 async def score_chunk(
     lake: Lake,
     day: str,
@@ -101,28 +159,18 @@ async def score_chunk(
     settings: Settings,
     judge: Judge | None = None,
 ) -> dict[str, Any]:
-    """Score one chunk into its staging file; returns what the manifest records of it."""
+    """Score one chunk into its staging file (sync mode); returns what the manifest records."""
     started = time.monotonic()
-    metrics = build_metrics(
-        settings.metrics.names,
-        settings.metrics.answer_relevance_questions,
-        settings.metrics.question_strategy,
-    )
-    judge = judge or build_judge(judge_share(settings))
-    scorer = Scorer(metrics, judge, settings.columns, settings.size_budget)
+    judge = judge or build_judge(settings)
+    scorer = chunk_scorer(settings, judge)
     target = lake.chunk_file(day, run_id, chunk.index)
     output: ParquetOutput | None = None
     try:
-        async for scored in scorer.score_stream(
-            _rebatched(read_slices(lake, chunk), settings.batch_rows)
-        ):
+        async for scored in scorer.score_stream(chunk_tables(lake, chunk, settings)):
             if output is None:
                 output = ParquetOutput(target, scored.schema)
             output.write(scored)
-        if scorer.summary.rows != chunk.rows:
-            raise RowCountMismatch(
-                f"chunk {chunk.index}: {chunk.rows} rows planned, {scorer.summary.rows} scored"
-            )
+        check_chunk_rows(chunk, scorer)
     except BaseException:
         if output is not None:
             output.abort()
@@ -131,15 +179,7 @@ async def score_chunk(
         await judge.aclose()
     if output is not None:
         output.commit()
-    return {
-        "index": chunk.index,
-        "rows": scorer.summary.rows,
-        "statuses": {metric: dict(counts) for metric, counts in scorer.summary.statuses.items()},
-        "usage": dataclasses.asdict(judge.usage_total()),
-        "events": dict(judge.events),
-        "judge": judge.description,
-        "seconds": round(time.monotonic() - started, 3),
-    }
+    return chunk_result(chunk, scorer, judge, started, mode="sync")
 
 
 def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
@@ -188,6 +228,7 @@ def publish_day(
         raise
     output.commit()
     lake.staging(day, run_id).delete_tree()
+    lake.batch_work(day).delete_tree()  # batch mode's record: its answers are in the table now
     return {"rows": written, "table": lake.scored(day).uri, "published_at": _now()}
 
 

@@ -9,7 +9,10 @@ It can also misbehave on purpose, like a real provider on a bad day: added laten
 token rate limits (with OpenAI's `x-ratelimit-*` and `retry-after` headers), injected 429s,
 500/503 errors, hanging requests and malformed output, all drawn from a seeded random generator.
 
-Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `GET /v1/models`, and for tests
+Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `GET /v1/models`; OpenAI's
+Files API (`POST /v1/files`, `GET /v1/files/{id}`, `GET /v1/files/{id}/content`,
+`DELETE /v1/files/{id}`) and Batch API (`POST /v1/batches`, `GET /v1/batches`,
+`GET /v1/batches/{id}`, `POST /v1/batches/{id}/cancel`), see `batch_api`; and for tests
 `GET /stats` and `POST /stats/reset`. It listens on the loopback interface only.
 
     with JudgeServer(JudgeServerConfig(rpm=600, rate_5xx=0.1)) as server:
@@ -51,6 +54,7 @@ from ragas_ops.metrics import ALL_PROMPTS
 from ragas_ops.metrics.context_relevance import INSUFFICIENT_INFORMATION
 from ragas_ops.metrics.gpt_score import DEFINITIONS
 from ragas_ops.prompts import OutputParseError, Prompt, decode_data
+from ragas_ops.testing.batch_api import BatchApi, api_of, validate_batch_settings
 from ragas_ops.text import (
     STOPWORDS,
     content_words,
@@ -104,6 +108,13 @@ class JudgeServerConfig:
     ignore_n: bool = False  # behave like endpoints that ignore the `n` parameter
     embedding_dim: int = 256
     seed: int = 0
+    # The Batch API (see batch_api.py); a batch keeps the settings it was created with.
+    batch_seconds: float = 0.2  # a batch is in progress this long, then done at the next look
+    batch_failure_rate: float = 0.0  # fraction of batch lines answered 500 (error file)
+    batch_expire_after: float | None = None  # answer this fraction of the lines, then expire
+    batch_fail: bool = False  # every batch fails as a whole, with no output
+    batch_max_requests: int = 50_000  # more lines in an input file fail the batch
+    batch_max_bytes: int = 200 * 1024 * 1024  # a larger input file fails the batch
 
 
 # Settings that `JudgeServer.update` may not change: the socket is already bound.
@@ -127,6 +138,7 @@ def _validate(config: JudgeServerConfig) -> None:
         raise ValueError("burst_seconds must be positive")
     if not 1 <= config.embedding_dim <= _MAX_EMBEDDING_DIM:
         raise ValueError(f"embedding_dim must be in [1, {_MAX_EMBEDDING_DIM}]")
+    validate_batch_settings(config)
 
 
 def _loopback_host(host: str) -> str:
@@ -567,13 +579,16 @@ _PROSE = (
 
 @dataclass
 class _Reply:
-    """An HTTP reply: status, JSON payload and extra headers."""
+    """An HTTP reply: status, JSON payload (or bytes: a file's content) and extra headers."""
 
     status: int
     payload: Any
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
 
     def body(self) -> bytes:
+        if isinstance(self.payload, bytes):
+            return self.payload
         return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
 
 
@@ -661,13 +676,20 @@ def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
     n = request.get("n") or 1
     if not isinstance(n, int) or not 1 <= n <= _MAX_N:
         raise _BadRequest(f"'n' must be an integer in [1, {_MAX_N}]")
-    prompt = _recognise(messages)
-    data = _first_user_data(messages)
     # Like a sampling model, a request with a different `seed` gets different samples.
     seed = request.get("seed")
     first = seed if isinstance(seed, int) else 0
     choices = range(first, first + (1 if ignore_n else n))
-    contents = [_answer(prompt, data, sample) for sample in choices]
+    try:
+        prompt = _recognise(messages)
+    except _BadRequest:  # not ours: perhaps the reference library's (side-by-side benchmarks)
+        foreign = _foreign_chat(messages, choices)
+        if foreign is None:
+            raise
+        prompt, contents = foreign
+    else:
+        data = _first_user_data(messages)
+        contents = [_answer(prompt, data, sample) for sample in choices]
     prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
     return _ChatJob(str(request.get("model") or CHAT_MODEL), prompt, contents, prompt_tokens)
 
@@ -682,6 +704,19 @@ def _recognise(messages: list[dict[str, Any]]) -> Prompt[Any]:
             "unknown_prompt",
         )
     return prompt
+
+
+def _foreign_chat(
+    messages: list[dict[str, Any]], choices: range
+) -> tuple[Prompt[Any], list[str]] | None:
+    """The reference library's prompt and its answers, or None (see `foreign_prompts`)."""
+    # Imported here: that module reuses this one's heuristics.
+    from ragas_ops.testing.foreign_prompts import answer_foreign_prompt
+
+    try:
+        return answer_foreign_prompt(messages, choices)
+    except ValueError as error:
+        raise _BadRequest(f"the test double cannot read this ragas prompt: {error}") from None
 
 
 def _first_user_data(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -837,6 +872,9 @@ class _Stats:
         default_factory=lambda: _counter("chat", "embeddings", "models")
     )
     requests_by_prompt: Counter[str] = field(default_factory=Counter)
+    answered_by_endpoint: Counter[str] = field(  # 200s: what the rpm bucket was charged for
+        default_factory=lambda: _counter("chat", "embeddings")
+    )
     responses: Counter[str] = field(default_factory=Counter)
     injected: Counter[str] = field(
         default_factory=lambda: _counter("timeout", "429", "5xx", "malformed")
@@ -872,11 +910,13 @@ _ENDPOINTS = {
     ("POST", "/v1/embeddings"): "embeddings",
     ("GET", "/v1/models"): "models",
 }
+# The Files and Batch APIs ("files", "batches") have ids in their paths: see `api_of`.
 
 
 class _App:
     """The double's behaviour, independent of HTTP plumbing. Thread-safe: one lock guards the
-    settings, the buckets, the random generator and the statistics."""
+    settings, the buckets, the random generator and the statistics (files and batches have
+    their own)."""
 
     def __init__(self, config: JudgeServerConfig) -> None:
         _validate(config)
@@ -886,6 +926,7 @@ class _App:
         self._buckets = _buckets(config, time.monotonic())
         self._stats = _Stats()
         self._replies = itertools.count(1)
+        self._batch_api = BatchApi(self._answer_batch_line)
         self.stopping = threading.Event()
 
     # -- settings and statistics -------------------------------------------------------------
@@ -913,17 +954,20 @@ class _App:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return self._stats.snapshot()
+            snapshot = self._stats.snapshot()
+        snapshot["batches"] = self._batch_api.stats()
+        return snapshot
 
     def reset_stats(self) -> None:
         with self._lock:
             in_flight = self._stats.in_flight  # requests being served still finish and count
             self._stats = _Stats(in_flight=in_flight, max_in_flight=in_flight)
+        self._batch_api.reset_stats()
 
     # -- serving -----------------------------------------------------------------------------
 
     def handle(
-        self, method: str, path: str, authorization: str | None, body: bytes
+        self, method: str, path: str, authorization: str | None, body: bytes, content_type: str = ""
     ) -> _Reply | None:
         """Serve one request; None means: close the connection without a reply (stopping)."""
         route = path.split("?", 1)[0].rstrip("/")
@@ -932,11 +976,14 @@ class _App:
         if route == "/stats/reset" and method == "POST":
             self.reset_stats()
             return _Reply(200, {"reset": True})
-        endpoint = _ENDPOINTS.get((method, route))
+        endpoint = _ENDPOINTS.get((method, route)) or api_of(route)
         self._begin(endpoint or "other")
         reply: _Reply | None = None
         try:
-            reply = self._serve(endpoint, f"{method} {route}", authorization, body)
+            if endpoint in ("files", "batches"):
+                reply = self._serve_batch_api(method, path, authorization, body, content_type)
+            else:
+                reply = self._serve(endpoint, f"{method} {route}", authorization, body)
         finally:
             self._end(reply)
         return reply
@@ -964,6 +1011,35 @@ class _App:
         if reply is not None:
             reply.headers.update(self._ratelimit_headers())
         return reply
+
+    def _serve_batch_api(
+        self, method: str, path: str, authorization: str | None, body: bytes, content_type: str
+    ) -> _Reply:
+        """Files and batches: managed at once, with no latency, faults or rate limits."""
+        settings = self.settings()
+        denied = _check_auth(settings.api_key, authorization)
+        if denied is not None:
+            return denied
+        response = self._batch_api.serve(method, path, body, content_type, settings)
+        return _Reply(response.status, response.payload, content_type=response.content_type)
+
+    def _answer_batch_line(self, url: str, body: Mapping[str, Any]) -> tuple[int, Any]:
+        """A batch line, answered as a request to `url` would be (counted in
+        `requests_by_prompt`), but with no latency or rate limits and, of the faults, only
+        malformed output. Its tokens are not counted: they are the batch's usage."""
+        settings = self.settings()
+        try:
+            job = self._job(_ENDPOINTS[("POST", url)], json.dumps(body).encode(), settings)
+        except _BadRequest as error:
+            return 400, _error(400, str(error), "invalid_request_error", error.code).payload
+        if isinstance(job, _EmbeddingJob):
+            return 200, _embedding_payload(job)
+        malformed = self._draw_faults(settings).malformed
+        contents = job.contents
+        if malformed is not None:
+            self._count_fault("malformed", malformed)
+            contents = [_malform(content, malformed) for content in contents]
+        return 200, _chat_payload(job, contents, malformed == "truncated", next(self._replies))
 
     def _job(
         self, endpoint: str, body: bytes, settings: JudgeServerConfig
@@ -1017,12 +1093,14 @@ class _App:
                     bucket.level -= completion_tokens  # may go negative, as OpenAI's does
             self._stats.prompt_tokens += job.prompt_tokens
             self._stats.completion_tokens += completion_tokens
+            self._stats.answered_by_endpoint["chat"] += 1
         return _Reply(200, payload, {"x-request-id": payload["id"]})
 
     def _embeddings_reply(self, job: _EmbeddingJob) -> _Reply:
         with self._lock:
             self._stats.embedding_tokens += job.tokens
             self._stats.embedding_inputs += len(job.vectors)
+            self._stats.answered_by_endpoint["embeddings"] += 1
         return _Reply(200, _embedding_payload(job))
 
     def _draw_faults(self, settings: JudgeServerConfig) -> _Faults:
@@ -1122,6 +1200,9 @@ class _HTTPServer(ThreadingHTTPServer):
     """A threading HTTP server that knows its app and its open connections."""
 
     daemon_threads = True  # a hanging request must never keep the process alive
+    # socketserver's listen backlog is 5: a burst of new connections (32 clients opening at
+    # once) overflowed it and the kernel reset some of them, which clients saw as errors.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], app: _App) -> None:
         self.app = app
@@ -1158,6 +1239,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._dispatch("POST")
 
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests and users read /stats instead of a line per request."""
 
@@ -1167,7 +1251,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         app = cast(_HTTPServer, self.server).app
         try:
-            reply = app.handle(method, self.path, self.headers.get("Authorization"), body)
+            reply = app.handle(
+                method,
+                self.path,
+                self.headers.get("Authorization"),
+                body,
+                self.headers.get("Content-Type") or "",
+            )
         except Exception as error:  # a bug in the double: say so rather than drop the connection
             reply = _error(
                 500, f"test double internal error: {error!r}", "server_error", "test_double_bug"
@@ -1206,7 +1296,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(reply.status)
             for name, value in reply.headers.items():
                 self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -1334,6 +1424,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--ignore-n", action="store_true", help="answer one choice whatever `n` asks")
     add("--seed", type=int, default=0, help="seed of the fault generator")
+    add("--batch-seconds", type=float, default=0.2, help="how long a batch stays in progress")
+    add("--batch-failure-rate", type=_fraction, default=0.0, help="fraction of batch lines 500")
+    add("--batch-expire-after", type=_fraction, help="answer this fraction of a batch, expire")
+    add("--batch-fail", action="store_true", help="every batch fails as a whole")
+    add("--batch-max-requests", type=_positive_int, default=50_000, help="more lines fail a batch")
+    add("--batch-max-bytes", type=_positive_int, default=200 * 1024 * 1024, help="larger fails")
     return parser
 
 
@@ -1361,6 +1457,12 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         api_key=api_key,
         ignore_n=args.ignore_n,
         seed=args.seed,
+        batch_seconds=args.batch_seconds,
+        batch_failure_rate=args.batch_failure_rate,
+        batch_expire_after=args.batch_expire_after,
+        batch_fail=args.batch_fail,
+        batch_max_requests=args.batch_max_requests,
+        batch_max_bytes=args.batch_max_bytes,
     )
     try:
         _validate(config)

@@ -1,0 +1,559 @@
+"""What a scoring run would cost, estimated before it runs: no judge is called, nothing is spent.
+
+The estimate walks the rows a run would score (a Parquet file or folder, or days of the
+pipeline's raw lake), keeps the rows that the sample fraction chooses and the contract lets
+each metric use, and builds each metric's real chat messages from the row's data: tokens are
+counted the way the judge counts them before sending (`estimate_tokens`, ~4 characters a
+token, plus 4 a message). A judge's reply cannot be known in advance, so each one is stood in
+for by an output of the prompt's own output model, sized by the rules in `ASSUMPTIONS`.
+
+Only the columns the contract needs are read, a batch of rows at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from ragas_ops.config import Settings
+from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION, Interaction, check_columns, validate_row
+from ragas_ops.judge.openai_judge import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
+from ragas_ops.judge.pricing import Price, price_for
+from ragas_ops.metrics import build_metrics
+from ragas_ops.metrics.answer_relevance import (
+    QUESTION_SAMPLE_PROMPT,
+    QUESTIONS_PROMPT,
+    AnswerRelevance,
+    GeneratedQuestion,
+    GeneratedQuestions,
+)
+from ragas_ops.metrics.base import Metric
+from ragas_ops.metrics.context_relevance import EXTRACT_PROMPT, ContextRelevance, ExtractedSentences
+from ragas_ops.metrics.faithfulness import (
+    STATEMENTS_PROMPT,
+    VERDICTS_PROMPT,
+    Faithfulness,
+    Statements,
+    Verdict,
+    Verdicts,
+)
+from ragas_ops.metrics.gpt_score import GptScore, Rating
+from ragas_ops.pipeline.lake import Lake, parse_day
+from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.prompts import Prompt
+from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
+from ragas_ops.storage import Location, locate, parquet_files
+from ragas_ops.text import estimate_tokens, split_sentences
+
+READ_BATCH_ROWS = 4096
+EXPLANATION_TOKENS = 20
+"""Tokens assumed for each explanation the judge writes (a verdict's, a GPT Score's)."""
+EXTRACTED_SENTENCES = 2
+"""Context sentences assumed copied out by context relevance's extraction."""
+MAX_DAYS = 3660
+
+ASSUMPTIONS = (
+    "prompt tokens: each metric's real messages built from the row, counted as the judge "
+    "does (~4 characters a token, 1 a non-ASCII character, +4 a message); a provider's "
+    "tokenizer may differ by 10-20%",
+    "faithfulness: one statement per sentence of the answer (the row's sentences stand in "
+    f"for the statements); a verdict per statement with a ~{EXPLANATION_TOKENS}-token "
+    "explanation; every answer with a sentence gets a verdicts request (a refusal, which has "
+    "no statement, skips it in reality)",
+    "answer relevance: each generated question as long as the row's question and different "
+    "from every other text; the generated questions and the row's question are embedded, one "
+    "embeddings request per batch of batch_rows rows (more past embedding_batch_size texts)",
+    f"context relevance: the judge copies out the first {EXTRACTED_SENTENCES} sentences of "
+    "the contexts (fewer when there are fewer)",
+    "rows whose fields break the contract for a metric cost nothing for it, as in a run",
+    "no judge cache hits, no prompt caching, no retries or repairs: rows scored before "
+    "(a rerun, a backfill of unchanged rows) are free in reality",
+    "batch mode: chat requests at the Batch API's price (Price.batch_discount, half for "
+    "OpenAI); embeddings are not batched and cost the sync price",
+)
+
+
+@dataclass
+class Tally:
+    """What scoring some rows would take."""
+
+    rows: int = 0
+    rows_sampled: int = 0
+    rows_without_id: int = 0
+    """Rows scored though a sample fraction was set, because they have no usable id."""
+    chat_requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_requests: int = 0
+    embedding_tokens: int = 0
+    requests_by_metric: Counter[str] = field(default_factory=Counter)
+    files: int = 0
+    rejected_files: list[str] = field(default_factory=list)
+
+    def add(self, other: Tally) -> None:
+        self.rows += other.rows
+        self.rows_sampled += other.rows_sampled
+        self.rows_without_id += other.rows_without_id
+        self.chat_requests += other.chat_requests
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.embedding_requests += other.embedding_requests
+        self.embedding_tokens += other.embedding_tokens
+        self.requests_by_metric.update(other.requests_by_metric)
+        self.files += other.files
+        self.rejected_files += other.rejected_files
+
+
+@dataclass(frozen=True)
+class Prices:
+    """The judge's models and their prices (None: no price known, so the cost is unknown)."""
+
+    chat_model: str
+    embedding_model: str
+    chat: Price | None
+    embedding: Price | None
+
+    @classmethod
+    def of(cls, settings: Settings) -> Prices:
+        judge = settings.judge
+        return cls(
+            judge.model,
+            judge.embedding_model,
+            price_for(judge.model, settings.prices),
+            price_for(judge.embedding_model, settings.prices),
+        )
+
+    def cost(self, tally: Tally, *, batch: bool) -> float | None:
+        """USD for the tally's tokens; None when a model that would be used has no price."""
+        total = 0.0
+        if tally.prompt_tokens or tally.completion_tokens:
+            if self.chat is None:
+                return None
+            total += self.chat.cost(tally.prompt_tokens, tally.completion_tokens, batch=batch)
+        if tally.embedding_tokens:
+            if self.embedding is None:
+                return None
+            total += self.embedding.cost(tally.embedding_tokens, 0)  # never batched
+        return total
+
+
+@dataclass
+class Estimate:
+    """The estimate of a run: one tally per part (a day, or the input), and their total."""
+
+    settings: Settings
+    source: str
+    """What was estimated: the input, or the raw lake and its days."""
+    parts: list[tuple[str, Tally]]
+
+    @property
+    def prices(self) -> Prices:
+        return Prices.of(self.settings)
+
+    @property
+    def total(self) -> Tally:
+        total = Tally()
+        for _, tally in self.parts:
+            total.add(tally)
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: settings that shape the estimate, every part, the total, assumptions."""
+        prices = self.prices
+        return {
+            "source": self.source,
+            "judge_model": prices.chat_model,
+            "embedding_model": prices.embedding_model,
+            "judge_price_per_million_tokens": _price_dict(prices.chat),
+            "embedding_price_per_million_tokens": _price_dict(prices.embedding),
+            "metrics": list(self.settings.metrics.names),
+            "sample_fraction": self.settings.pipeline.sample_fraction,
+            "parts": [
+                {"part": label, **self._tally_dict(tally, prices)} for label, tally in self.parts
+            ],
+            "total": self._tally_dict(self.total, prices),
+            "assumptions": list(ASSUMPTIONS),
+        }
+
+    @staticmethod
+    def _tally_dict(tally: Tally, prices: Prices) -> dict[str, Any]:
+        return {
+            "rows": tally.rows,
+            "rows_sampled": tally.rows_sampled,
+            "rows_without_id": tally.rows_without_id,
+            "files": tally.files,
+            "rejected_files": tally.rejected_files,
+            "chat_requests": tally.chat_requests,
+            "chat_requests_by_metric": dict(sorted(tally.requests_by_metric.items())),
+            "prompt_tokens": tally.prompt_tokens,
+            "completion_tokens": tally.completion_tokens,
+            "embedding_requests": tally.embedding_requests,
+            "embedding_tokens": tally.embedding_tokens,
+            "cost_usd": {
+                "sync": prices.cost(tally, batch=False),
+                "batch": prices.cost(tally, batch=True),
+            },
+        }
+
+    def lines(self) -> list[str]:
+        """The estimate as text: models and prices, one line per part, the total, assumptions."""
+        prices = self.prices
+        metrics = ", ".join(self.settings.metrics.names)
+        lines = [
+            "estimate only: no judge was called and nothing was spent",
+            f"source: {self.source}",
+            f"judge {prices.chat_model}: {_price_text(prices.chat, batched=True)}",
+            f"embeddings {prices.embedding_model}: {_price_text(prices.embedding)}",
+            f"metrics: {metrics}; sample_fraction {self.settings.pipeline.sample_fraction:g}",
+            "",
+            f"{'part':<12}{'rows':>10}{'sampled':>10}{'requests':>10}{'prompt tok':>13}"
+            f"{'compl. tok':>12}{'emb. req':>9}{'emb. tok':>11}{'sync USD':>12}{'batch USD':>12}",
+        ]
+        lines += [self._line(label, tally, prices) for label, tally in self.parts]
+        total = self.total
+        lines.append(self._line("total", total, prices))
+        lines += self._notes(total)
+        lines += ["", "assumptions:", *(f"- {assumption}" for assumption in ASSUMPTIONS)]
+        return lines
+
+    @staticmethod
+    def _line(label: str, tally: Tally, prices: Prices) -> str:
+        return (
+            f"{label:<12}{tally.rows:>10,}{tally.rows_sampled:>10,}{tally.chat_requests:>10,}"
+            f"{tally.prompt_tokens:>13,}{tally.completion_tokens:>12,}"
+            f"{tally.embedding_requests:>9,}{tally.embedding_tokens:>11,}"
+            f"{_money(prices.cost(tally, batch=False)):>12}"
+            f"{_money(prices.cost(tally, batch=True)):>12}"
+        )
+
+    def _notes(self, total: Tally) -> list[str]:
+        notes = []
+        if total.rows_without_id:
+            notes.append(
+                f"note: {total.rows_without_id:,} row(s) have no usable `{ROW_ID_COLUMN}`: "
+                "they are scored in full, as sampling cannot choose them"
+            )
+        notes += [f"note: rejected, not scored: {file}" for file in total.rejected_files]
+        return ["", *notes] if notes else []
+
+
+def _price_dict(price: Price | None) -> dict[str, float] | None:
+    if price is None:
+        return None
+    return {
+        "input": price.input_per_million,
+        "output": price.output_per_million,
+        "batch_discount": price.batch_discount,
+    }
+
+
+def _price_text(price: Price | None, batched: bool = False) -> str:
+    if price is None:
+        return 'price unknown, so the cost is unknown (add [prices."MODEL"] to the config file)'
+    text = f"${price.input_per_million:g} per 1M input tokens"
+    if price.output_per_million:
+        text += f", ${price.output_per_million:g} per 1M output tokens"
+    if batched:
+        text += f"; batch mode x{price.batch_discount:g}"
+    return text
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:,.4f}"
+
+
+# --- what one row costs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One chat request a metric would send: its prompt, its data, a stand-in for the reply."""
+
+    prompt: Prompt[Any]
+    data: Mapping[str, Any]
+    reply: BaseModel
+    n: int = 1
+
+
+def _faithfulness(metric: Metric, row: Interaction) -> list[_Call]:
+    statements = split_sentences(row.answer or "")
+    calls = [
+        _Call(
+            STATEMENTS_PROMPT,
+            {QUESTION: row.question, ANSWER: row.answer},
+            Statements(statements=statements),
+        )
+    ]
+    if statements:
+        verdicts = [
+            Verdict(statement=statement, explanation=_explanation(), verdict="yes")
+            for statement in statements
+        ]
+        calls.append(
+            _Call(
+                VERDICTS_PROMPT,
+                {CONTEXTS: row.contexts, "statements": statements},
+                Verdicts(verdicts=verdicts),
+            )
+        )
+    return calls
+
+
+def _answer_relevance(metric: Metric, row: Interaction) -> list[_Call]:
+    assert isinstance(metric, AnswerRelevance)
+    question = row.question or ""
+    if metric.strategy == "list":
+        return [
+            _Call(
+                QUESTIONS_PROMPT,
+                {ANSWER: row.answer, "number_of_questions": metric.questions},
+                GeneratedQuestions(questions=[question] * metric.questions, noncommittal=False),
+            )
+        ]
+    return [
+        _Call(
+            QUESTION_SAMPLE_PROMPT,
+            {ANSWER: row.answer},
+            GeneratedQuestion(question=question, noncommittal=False),
+            n=metric.questions,
+        )
+    ]
+
+
+def _context_relevance(metric: Metric, row: Interaction) -> list[_Call]:
+    if not any(split_sentences(context) for context in row.retrieved_contexts):
+        return []  # invalid_input: no sentence to count, no request
+    sentences = [s for context in row.contexts or [] for s in split_sentences(context)]
+    return [
+        _Call(
+            EXTRACT_PROMPT,
+            {QUESTION: row.question, CONTEXTS: row.contexts},
+            ExtractedSentences(sentences=sentences[:EXTRACTED_SENTENCES]),
+        )
+    ]
+
+
+def _gpt_score(metric: Metric, row: Interaction) -> list[_Call]:
+    assert isinstance(metric, GptScore)
+    data = {name: getattr(row, name) for name in metric.requires}
+    return [_Call(metric.prompt, data, Rating(explanation=_explanation(), score=10))]
+
+
+def _explanation() -> str:
+    return "x" * (EXPLANATION_TOKENS * 4)  # ~4 ASCII characters a token
+
+
+_CALLS: dict[type[Metric], Callable[[Metric, Interaction], list[_Call]]] = {
+    Faithfulness: _faithfulness,
+    AnswerRelevance: _answer_relevance,
+    ContextRelevance: _context_relevance,
+    GptScore: _gpt_score,
+}
+
+
+class _RowCounter:
+    """Adds up the requests and tokens of rows, metric by metric, as a run would send them."""
+
+    def __init__(self, metrics: Sequence[Metric]) -> None:
+        unknown = [metric.name for metric in metrics if type(metric) not in _CALLS]
+        if unknown:
+            raise ValueError(f"no cost estimate for metric(s) {unknown}")
+        self.metrics = metrics
+        self._system_tokens: dict[str, int] = {}
+
+    def count(self, row: Interaction, tally: Tally) -> None:
+        """Add the chat requests the row's metrics would send, and their tokens."""
+        for metric in self.metrics:
+            if row.problem_with(metric.requires):
+                continue
+            for call in _CALLS[type(metric)](metric, row):
+                tally.chat_requests += 1
+                tally.requests_by_metric[metric.name] += 1
+                tally.prompt_tokens += self._prompt_tokens(call.prompt, call.data)
+                tally.completion_tokens += call.n * estimate_tokens(call.reply.model_dump_json())
+
+    def embedding_inputs(self, row: Interaction) -> list[tuple[str | None, int]]:
+        """The texts answer relevance would embed for the row, with their tokens: the row's
+        question (known, so a repeat in the same batch is not counted twice, as the judge
+        embeds each distinct text once) and the generated questions (None: not known yet)."""
+        texts: list[tuple[str | None, int]] = []
+        for metric in self.metrics:
+            if isinstance(metric, AnswerRelevance) and not row.problem_with(metric.requires):
+                question = row.question or ""
+                tokens = estimate_tokens(question)
+                texts += [(question, tokens)] + [(None, tokens)] * metric.questions
+        return texts
+
+    def _prompt_tokens(self, prompt: Prompt[Any], data: Mapping[str, Any]) -> int:
+        total = 0
+        for message in prompt.messages(data):
+            if message["role"] == "system":  # static per prompt: counted once
+                if prompt.id not in self._system_tokens:
+                    self._system_tokens[prompt.id] = estimate_tokens(message["content"])
+                total += self._system_tokens[prompt.id]
+            else:
+                total += estimate_tokens(message["content"])
+            total += MESSAGE_OVERHEAD_TOKENS
+        return total
+
+
+class _Batches:
+    """The embeddings requests of scoring batches: a run embeds each batch of `batch_rows`
+    rows at once, `embedding_batch_size` texts (and at most the API's tokens) a request."""
+
+    def __init__(self, settings: Settings, tally: Tally) -> None:
+        self.batch_rows = settings.batch_rows
+        self.per_request = settings.judge.embedding_batch_size
+        self.tally = tally
+        self.rows = 0
+        self.texts: list[int] = []
+        self.known: set[str] = set()
+
+    def add(self, texts: Sequence[tuple[str | None, int]]) -> None:
+        for text, tokens in texts:
+            if text is not None:
+                if text in self.known:
+                    continue
+                self.known.add(text)
+            self.texts.append(tokens)
+        self.rows += 1
+        if self.rows >= self.batch_rows:
+            self.close()
+
+    def close(self) -> None:
+        """End the current batch (at the end of the input, or of a pipeline chunk)."""
+        if self.texts:
+            tokens = sum(self.texts)
+            self.tally.embedding_tokens += tokens
+            self.tally.embedding_requests += max(
+                math.ceil(len(self.texts) / self.per_request),
+                math.ceil(tokens / MAX_EMBEDDING_TOKENS_PER_REQUEST),
+            )
+        self.rows, self.texts, self.known = 0, [], set()
+
+
+# --- reading the rows ---------------------------------------------------------------------------
+
+
+@dataclass
+class _ReadBatch:
+    """Some rows of a file, only the columns the estimate needs."""
+
+    ids: list[Any]
+    questions: list[Any]
+    contexts: list[Any]
+    answers: list[Any]
+    ends_row_group: bool
+
+
+def _read(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch]:
+    """The rows of one file, a batch at a time, row group by row group."""
+    mapping = settings.columns
+    contract = [mapping.question, mapping.contexts, mapping.answer]
+    with filesystem.open_input_file(path) as handle:
+        parquet = pq.ParquetFile(handle)
+        check_columns(parquet.schema_arrow, mapping)
+        has_id = ROW_ID_COLUMN in parquet.schema_arrow.names
+        read = list(dict.fromkeys([*contract, ROW_ID_COLUMN] if has_id else contract))
+        for group in range(parquet.metadata.num_row_groups):
+            previous = None
+            for batch in parquet.iter_batches(
+                batch_size=READ_BATCH_ROWS, row_groups=[group], columns=read
+            ):
+                if previous is not None:
+                    yield _read_batch(previous, contract, has_id, ends_row_group=False)
+                previous = batch
+            if previous is not None:
+                yield _read_batch(previous, contract, has_id, ends_row_group=True)
+
+
+def _read_batch(batch: Any, contract: list[str], has_id: bool, ends_row_group: bool) -> _ReadBatch:
+    question, contexts, answer = (batch.column(name).to_pylist() for name in contract)
+    ids = batch.column(ROW_ID_COLUMN).to_pylist() if has_id else [None] * batch.num_rows
+    return _ReadBatch(ids, question, contexts, answer, ends_row_group)
+
+
+def _tally_rows(
+    files: Iterable[tuple[Any, str]], settings: Settings, chunk_rows: int | None
+) -> Tally:
+    """Count every row of `files`, in order, cut into scoring batches as the run would cut
+    them: the pipeline (`chunk_rows` given) rebatches each chunk to `batch_rows` rows;
+    `ragas-ops score` reads batches of `batch_rows` that end with each Parquet row group."""
+    metrics = build_metrics(
+        settings.metrics.names,
+        settings.metrics.answer_relevance_questions,
+        settings.metrics.question_strategy,
+    )
+    counter = _RowCounter(metrics)
+    tally = Tally()
+    batches = _Batches(settings, tally)
+    fraction = settings.pipeline.sample_fraction
+    for filesystem, path in files:
+        tally.files += 1
+        for read in _read(filesystem, path, settings):
+            chosen = sample_mask(read.ids, fraction)
+            if fraction < 1.0:
+                tally.rows_without_id += sum(row_id_text(value) is None for value in read.ids)
+            for keep, question, contexts, answer in zip(
+                chosen, read.questions, read.contexts, read.answers, strict=True
+            ):
+                if chunk_rows and tally.rows and tally.rows % chunk_rows == 0:
+                    batches.close()  # a new pipeline chunk: a new scoring task
+                tally.rows += 1
+                if not keep:
+                    batches.add([])
+                    continue
+                tally.rows_sampled += 1
+                row = validate_row(question, contexts, answer, settings.size_budget)
+                counter.count(row, tally)
+                batches.add(counter.embedding_inputs(row))
+            if read.ends_row_group and not chunk_rows:
+                batches.close()
+    batches.close()
+    return tally
+
+
+# --- the two sources ----------------------------------------------------------------------------
+
+
+def estimate_input(input_uri: str, settings: Settings) -> Estimate:
+    """The cost of `ragas-ops score INPUT` (a Parquet file or a folder of them)."""
+    location: Location = locate(input_uri)
+    files = [(location.filesystem, path) for path in parquet_files(location)]
+    tally = _tally_rows(files, settings, chunk_rows=None)
+    return Estimate(settings, f"{location.uri} ({len(files)} file(s))", [("input", tally)])
+
+
+def estimate_days(first: str, last: str, settings: Settings) -> Estimate:
+    """The cost of the pipeline's runs for the days `first` to `last` (a backfill), from the
+    raw lake; a day with no folder has no rows."""
+    days = day_range(first, last)
+    lake = Lake(settings.pipeline)
+    parts = []
+    for day in days:
+        plan = plan_day(lake, day, settings)
+        files = [(lake.raw.filesystem, file.path) for file in plan.files]
+        tally = _tally_rows(files, settings, chunk_rows=plan.chunk_rows or None)
+        tally.rejected_files = [f"{file.path} ({file.reason})" for file in plan.rejected]
+        parts.append((day, tally))
+    span = first if first == last else f"{days[0]} to {days[-1]}"
+    source = f"raw lake {lake.raw.uri}, {span} ({len(days)} day(s))"
+    return Estimate(settings, source, parts)
+
+
+def day_range(first: str, last: str) -> list[str]:
+    """The days from `first` to `last`, both included."""
+    start, end = date.fromisoformat(parse_day(first)), date.fromisoformat(parse_day(last))
+    if end < start:
+        raise ValueError(f"--to {last} is before --from {first}")
+    count = (end - start).days + 1
+    if count > MAX_DAYS:
+        raise ValueError(f"{count} days is more than the {MAX_DAYS} an estimate covers")
+    return [(start + timedelta(days=offset)).isoformat() for offset in range(count)]
