@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ragas_ops.config import Settings
+from ragas_ops.config import ConfigError, Settings
 from ragas_ops.judge.base import Judge, JudgeFatalError
 from ragas_ops.judge.openai_judge import OpenAIJudge, open_cache
 from ragas_ops.secrets import Secret
@@ -13,6 +13,11 @@ from ragas_ops.secrets import Secret
 
 def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) -> Judge:
     """The judge the settings describe, with its API key read from the environment."""
+    if settings.judge.mode == "batch":
+        raise ConfigError(
+            "judge.mode = batch runs in the Airflow pipeline, which waits for the batches "
+            "without holding a worker; here, set judge.mode = sync (RAGAS_OPS_JUDGE_MODE=sync)"
+        )
     if settings.judge.kind == "local":
         from ragas_ops.judge.local_judge import LocalJudge  # heavy: only when asked for
 

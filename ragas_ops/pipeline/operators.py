@@ -12,6 +12,7 @@ This module is imported when the DAG file is parsed: it imports nothing heavy at
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any
 
@@ -32,6 +33,7 @@ class ScoreChunkOperator(BaseOperator):
         self.chunk = chunk
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from ragas_ops.config import ConfigError
         from ragas_ops.pipeline import airflow_glue
         from ragas_ops.pipeline.plan import chunk_from_dict
         from ragas_ops.pipeline.steps import run_score_chunk
@@ -40,7 +42,10 @@ class ScoreChunkOperator(BaseOperator):
         self._label(context)
         settings = self._settings()
         if self._mode(context, settings.judge.mode) == "batch":
+            if settings.judge.kind == "local":
+                raise ConfigError("batch mode needs the OpenAI judge; the local judge has none")
             return self._advance(context)
+        settings.judge = dataclasses.replace(settings.judge, mode="sync")  # this run's choice
         return run_score_chunk(
             airflow_glue.lake_for(settings),
             self.chunk["day"],
