@@ -69,7 +69,9 @@ ASSUMPTIONS = (
     "no statement, skips it in reality)",
     "answer relevance: each generated question as long as the row's question and different "
     "from every other text; the generated questions and the row's question are embedded, one "
-    "embeddings request per batch of batch_rows rows (more past embedding_batch_size texts)",
+    "embeddings request per batch of batch_rows rows (more past embedding_batch_size texts); "
+    "question_strategy 'sample' is one request with n choices (an endpoint that ignores n "
+    "is sent n-1 more)",
     f"context relevance: the judge copies out the first {EXTRACTED_SENTENCES} sentences of "
     "the contexts (fewer when there are fewer)",
     "rows whose fields break the contract for a metric cost nothing for it, as in a run",
@@ -283,7 +285,7 @@ class _Call:
 
 
 def _faithfulness(metric: Metric, row: Interaction) -> list[_Call]:
-    statements = split_sentences(row.answer or "")
+    statements = list(dict.fromkeys(split_sentences(row.answer or "")))
     calls = [
         _Call(
             STATEMENTS_PROMPT,

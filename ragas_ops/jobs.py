@@ -39,6 +39,8 @@ class ScoreOutcome:
             f"({rate:.1f} rows/s), judge {self.judge}",
             f"{'metric':<28}{'scored':>8}{'mean':>8}  failures and other statuses",
         ]
+        if self.sample_fraction < 1.0:
+            lines.insert(1, self._sampling_line())
         for metric in self.metrics:
             statuses = self.summary.statuses.get(metric, Counter())
             mean = self.summary.mean(metric)

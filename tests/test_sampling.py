@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragas_ops.aggregate import check_regression, daily_metrics
+from ragas_ops.cli import EXIT_OK, main
 from ragas_ops.config import Settings
 from ragas_ops.judge.base import Completion, Embeddings
 from ragas_ops.metrics import build_metrics
@@ -23,9 +24,13 @@ from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pipeline.steps import score_chunk
 from ragas_ops.prompts import Prompt
 from ragas_ops.report import build_report
+from ragas_ops.samples import sample_interactions
 from ragas_ops.sampling import is_sampled, not_sampled_reason, row_id_text, sample_mask
 from ragas_ops.scoring import Scorer
 from ragas_ops.status import Status
+from ragas_ops.testing.judge_server import JudgeServer
+from tests.conftest import TEST_KEY
+from tests.test_score_e2e import score_args
 from tests.test_unit_scoring import RuleJudge
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
@@ -300,3 +305,30 @@ def test_a_report_without_sampling_does_not_mention_it():
     report = build_report(DAY, history, scored, check_regression(history, DAY), metrics=METRICS)
     assert "ampled" not in report.markdown
     assert "ampled:" not in report.html
+
+
+# --- the score command --------------------------------------------------------------------------
+
+
+def test_the_score_command_samples_and_says_so(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    source = tmp_path / "logs.parquet"
+    pq.write_table(sample_interactions(40, seed=2), source)
+    target = tmp_path / "scored.parquet"
+    args = score_args(judge_server, source, target, tmp_path / "cache.sqlite")
+
+    assert main([*args, "--sample-fraction", "0.25"]) == EXIT_OK
+
+    scored = pq.read_table(target)
+    chosen = [is_sampled(row_id, 0.25) for row_id in scored.column("id").to_pylist()]
+    statuses = scored.column("context_relevance_status").to_pylist()
+    assert [status != Status.NOT_SAMPLED for status in statuses] == chosen
+    assert judge_server.stats()["requests_by_endpoint"]["chat"] <= 4 * sum(chosen)
+    out = capsys.readouterr().out
+    assert f"sampled {sum(chosen)} of 40 rows" in out
+    assert "sample_fraction 0.25" in out
