@@ -346,3 +346,85 @@ def test_the_batch_record_round_trips_through_json() -> None:
     )
     again = batch_chunk.BatchState.from_dict(json.loads(json.dumps(dataclasses.asdict(state))))
     assert again == state
+
+
+# -- the trigger --------------------------------------------------------------------------------
+
+
+def first_event(trigger: Any) -> Any:
+    async def run() -> Any:
+        return await anext(trigger.run())
+
+    return asyncio.run(run())
+
+
+def test_the_trigger_fires_when_the_batches_are_finished_and_holds_no_secret(
+    start_judge_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragas_ops.pipeline.batch_trigger import BatchesFinishedTrigger
+
+    server = start_judge_server(batch_seconds=0.3, api_key=TEST_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    settings = batch_settings(server, tmp_path)
+    write_day(settings)
+    lake = Lake(settings.pipeline)
+    chunk = plan_day(lake, DAY, settings).chunks[0]
+    waiting = asyncio.run(
+        advance(lake, DAY, "run-1", chunk=chunk, settings=settings, environ=ENVIRON)
+    )
+    assert isinstance(waiting, Waiting)
+    trigger = BatchesFinishedTrigger(
+        batch_ids=waiting.batch_ids,
+        base_url=server.base_url,
+        api_key_env="OPENAI_API_KEY",
+        poll_seconds=0.05,
+        deadline=time.time() + 60,
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "ragas_ops.pipeline.batch_trigger.BatchesFinishedTrigger"
+    assert TEST_KEY not in json.dumps(kwargs), "Airflow stores trigger arguments in its database"
+
+    event = first_event(type(trigger)(**kwargs))
+
+    assert event.payload == {
+        "state": "finished",
+        "statuses": dict.fromkeys(waiting.batch_ids, "completed"),
+    }
+
+
+def test_the_trigger_reports_refused_credentials_without_the_key(
+    start_judge_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragas_ops.pipeline.batch_trigger import BatchesFinishedTrigger
+
+    server = start_judge_server(api_key=TEST_KEY)
+    wrong = TEST_KEY[::-1]
+    monkeypatch.setenv("WRONG_KEY", wrong)
+    trigger = BatchesFinishedTrigger(["batch_x"], server.base_url, "WRONG_KEY", 0.05, time.time())
+
+    event = first_event(trigger)
+
+    assert event.payload["state"] == "error"
+    assert wrong not in event.payload["message"]
+    assert wrong[:12] not in event.payload["message"]
+
+
+def test_the_trigger_gives_up_at_its_deadline(start_judge_server: Any, tmp_path: Path) -> None:
+    from ragas_ops.pipeline.batch_trigger import BatchesFinishedTrigger
+
+    server = start_judge_server(batch_seconds=3600)
+    settings = batch_settings(server, tmp_path)
+    write_day(settings)
+    lake = Lake(settings.pipeline)
+    chunk = plan_day(lake, DAY, settings).chunks[0]
+    waiting = asyncio.run(
+        advance(lake, DAY, "run-1", chunk=chunk, settings=settings, environ=ENVIRON)
+    )
+    assert isinstance(waiting, Waiting)
+    trigger = BatchesFinishedTrigger(
+        waiting.batch_ids, server.base_url, "OPENAI_API_KEY", 0.05, time.time() + 0.2
+    )
+
+    event = first_event(trigger)
+
+    assert event.payload["state"] == "timeout"
