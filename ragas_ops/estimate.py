@@ -363,11 +363,14 @@ _CALLS: dict[type[Metric], Callable[[Metric, Interaction], list[_Call]]] = {
 class _RowCounter:
     """Adds up the requests and tokens of rows, metric by metric, as a run would send them."""
 
-    def __init__(self, metrics: Sequence[Metric]) -> None:
+    def __init__(self, metrics: Sequence[Metric], *, schema_in_text: bool) -> None:
         unknown = [metric.name for metric in metrics if type(metric) not in _CALLS]
         if unknown:
             raise ValueError(f"no cost estimate for metric(s) {unknown}")
         self.metrics = metrics
+        self.schema_in_text = schema_in_text
+        """As the judge sends it: the schema is in the text unless it is a strict
+        response_format (`openai_judge.chat_messages`)."""
         self._system_tokens: dict[str, int] = {}
 
     def count(self, row: Interaction, tally: Tally) -> None:
@@ -395,7 +398,7 @@ class _RowCounter:
 
     def _prompt_tokens(self, prompt: Prompt[Any], data: Mapping[str, Any]) -> int:
         total = 0
-        for message in prompt.messages(data):
+        for message in prompt.messages(data, schema_in_text=self.schema_in_text):
             if message["role"] == "system":  # static per prompt: counted once
                 if prompt.id not in self._system_tokens:
                     self._system_tokens[prompt.id] = estimate_tokens(message["content"])
@@ -493,7 +496,7 @@ def _tally_rows(
         settings.metrics.answer_relevance_questions,
         settings.metrics.question_strategy,
     )
-    counter = _RowCounter(metrics)
+    counter = _RowCounter(metrics, schema_in_text=settings.judge.structured_output != "json_schema")
     tally = Tally()
     batches = _Batches(settings, tally)
     fraction = settings.pipeline.sample_fraction

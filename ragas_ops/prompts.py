@@ -76,12 +76,23 @@ class Prompt(Generic[OutputT]):
     @cached_property
     def system(self) -> str:
         """The static part of the prompt: instructions, data rule, output format, examples."""
-        parts = [
-            self.instructions.strip(),
-            DATA_RULE,
-            "Reply with one JSON object, and nothing else, that follows this JSON schema:\n"
-            + json.dumps(self.json_schema, sort_keys=True),
-        ]
+        return self._system(schema_in_text=True)
+
+    @cached_property
+    def system_without_schema(self) -> str:
+        """The static part for judges that receive the schema as a strict `response_format`:
+        the schema is not repeated in the text (the provider would bill it twice)."""
+        return self._system(schema_in_text=False)
+
+    def _system(self, *, schema_in_text: bool) -> str:
+        parts = [self.instructions.strip(), DATA_RULE]
+        if schema_in_text:
+            parts.append(
+                "Reply with one JSON object, and nothing else, that follows this JSON schema:\n"
+                + json.dumps(self.json_schema, sort_keys=True)
+            )
+        else:
+            parts.append("Reply with one JSON object, and nothing else, in the requested format.")
         for number, demo in enumerate(self.demonstrations, start=1):
             parts.append(
                 f"Example {number}.\nInput: {encode_data(demo.data)}\n"
@@ -89,10 +100,13 @@ class Prompt(Generic[OutputT]):
             )
         return "\n\n".join(parts)
 
-    def messages(self, data: Mapping[str, Any]) -> list[dict[str, str]]:
+    def messages(
+        self, data: Mapping[str, Any], *, schema_in_text: bool = True
+    ) -> list[dict[str, str]]:
         """The chat messages for one row: static system message first, the row's data last."""
+        system = self.system if schema_in_text else self.system_without_schema
         return [
-            {"role": "system", "content": self.system},
+            {"role": "system", "content": system},
             {"role": "user", "content": f"Input: {encode_data(data)}"},
         ]
 

@@ -22,7 +22,7 @@ import pytest
 
 from ragas_ops.config import Settings
 from ragas_ops.judge.batch_client import BatchClient, batch_files
-from ragas_ops.judge.batch_judge import BatchRequest
+from ragas_ops.judge.batch_judge import BatchRequest, Unanswered
 from ragas_ops.judge.budget import Spend
 from ragas_ops.judge.pricing import Price
 from ragas_ops.pipeline import batch_chunk
@@ -339,7 +339,9 @@ def test_the_batch_record_round_trips_through_json() -> None:
     state = batch_chunk.BatchState(
         [
             batch_chunk.Round(
-                1, parts=[batch_chunk.Part("k", ["a"], "batch_1")], not_sent={"b": "budget: x"}
+                1,
+                parts=[batch_chunk.Part("k", ["a"], "batch_1")],
+                not_sent={"b": Unanswered("over budget", over_budget=True)},
             ),
             batch_chunk.Round(2, kind="sync", collected=True),
         ]

@@ -8,6 +8,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
+from ragas_ops.config import JudgeSettings
+from ragas_ops.judge.openai_judge import chat_messages
 from ragas_ops.metrics import ALL_PROMPTS
 from ragas_ops.metrics.answer_relevance import QUESTIONS_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT, VERDICTS_PROMPT
@@ -279,3 +281,16 @@ def test_a_prompt_without_a_check_parses_without_one():
     prompt = Prompt(name="echo", version=2, instructions="Echo.", output_model=Echo)
     assert prompt.id == "echo/v2"
     assert prompt.parse({}, '{"text": "hi"}').text == "hi"
+
+
+def test_with_strict_structured_output_the_schema_is_sent_once() -> None:
+    """The schema travels in `response_format`; repeating it in the text would be billed twice.
+    Other modes need it in the text."""
+    data = {"contexts": ["c"], "statements": ["s"]}
+    schema = json.dumps(VERDICTS_PROMPT.json_schema, sort_keys=True)
+    strict = chat_messages(JudgeSettings(structured_output="json_schema"), VERDICTS_PROMPT, data)
+    loose = chat_messages(JudgeSettings(structured_output="json_object"), VERDICTS_PROMPT, data)
+    assert schema not in strict[0]["content"]
+    assert schema in loose[0]["content"]
+    assert strict[1] == loose[1]
+    assert len(strict[0]["content"]) < len(loose[0]["content"]) - len(schema) + 100

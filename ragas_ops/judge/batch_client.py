@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,32 +190,23 @@ class BatchClient:
             else self._price.cost(prompt_tokens, completion_tokens, cached, batch=True),
         )
 
-    def _fatal_errors(self, doing: str) -> _FatalErrors:
-        return _FatalErrors(doing, self)
+    @contextmanager
+    def _fatal_errors(self, doing: str) -> Iterator[None]:
+        """Turns errors no retry can fix (bad key, unknown endpoint) into `JudgeFatalError`;
+        others propagate, so that Airflow retries the task, which re-attaches to its batches."""
+        try:
+            yield
+        except openai.APIStatusError as error:
+            if error.status_code not in (401, 403, 404):
+                raise
+            raise JudgeFatalError(
+                f"{doing}: the endpoint refused (HTTP {error.status_code}): "
+                f"{self._safe(error.message)}. Check the key in ${self.settings.api_key_env}, "
+                "the base URL, and that this endpoint offers the Batch API."
+            ) from None
 
     def _safe(self, text: str) -> str:
         return redact(text, self._api_key)
-
-
-class _FatalErrors:
-    """Turns errors no retry can fix (bad key, unknown endpoint) into `JudgeFatalError`; other
-    errors propagate, so that Airflow retries the task, which re-attaches to its batches."""
-
-    def __init__(self, doing: str, client: BatchClient) -> None:
-        self._doing = doing
-        self._client = client
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
-        if isinstance(error, openai.APIStatusError) and error.status_code in (401, 403, 404):
-            raise JudgeFatalError(
-                f"{self._doing}: the endpoint refused (HTTP {error.status_code}): "
-                f"{self._client._safe(error.message)}. Check the key in "
-                f"${self._client.settings.api_key_env}, the base URL, and that this endpoint "
-                "offers the Batch API."
-            ) from None
 
 
 def _describe_failure(error: Any, response: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ from ragas_ops.judge.base import (
 from ragas_ops.judge.budget import BudgetExhaustedError, Spend
 from ragas_ops.judge.openai_judge import (
     chat_cache_key,
+    chat_messages,
     chat_params,
     estimate_chat_tokens,
     repair_messages,
@@ -178,7 +179,7 @@ class BatchPassJudge:
     async def complete(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
-        messages = prompt.messages(data)
+        messages = chat_messages(self.settings, prompt, data)
         params = chat_params(self.settings, prompt, n)
         texts, usage = self._answer(prompt, messages, params)
         single = {key: value for key, value in params.items() if key != "n"}

@@ -82,6 +82,14 @@ def chat_params(settings: JudgeSettings, prompt: Prompt[Any], n: int) -> dict[st
     return params
 
 
+def chat_messages(
+    settings: JudgeSettings, prompt: Prompt[Any], data: Mapping[str, Any]
+) -> list[dict[str, str]]:
+    """The messages of a request: with strict json_schema output the schema goes only in
+    `response_format`, not in the text too."""
+    return prompt.messages(data, schema_in_text=settings.structured_output != "json_schema")
+
+
 def chat_cache_key(prompt: Prompt[Any], params: Mapping[str, Any], messages: Any) -> str:
     """The key of a chat request in the response cache; batch requests use it as custom_id."""
     return cache_key(kind="chat", prompt=prompt.id, params=params, messages=messages)
@@ -166,7 +174,7 @@ class OpenAIJudge:
     async def complete(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
-        messages = prompt.messages(data)
+        messages = chat_messages(self.settings, prompt, data)
         params = chat_params(self.settings, prompt, n)
         key = chat_cache_key(prompt, params, messages)
         cached = self._cache.get(key)

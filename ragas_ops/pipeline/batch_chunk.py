@@ -70,8 +70,8 @@ class Round:
     kind: str = "batch"
     """`batch`, or `sync` for the retries of requests the batches did not answer."""
     parts: list[Part] = field(default_factory=list)
-    not_sent: dict[str, str] = field(default_factory=dict)
-    """custom_id -> why it was not sent (over budget, too large for a batch file)."""
+    not_sent: dict[str, Unanswered] = field(default_factory=dict)
+    """Requests of the round not sent (over budget, too large for a batch file), and why."""
     collected: bool = False
 
     @property
@@ -94,7 +94,7 @@ class BatchState:
                     number=r["number"],
                     kind=r["kind"],
                     parts=[Part(**part) for part in r["parts"]],
-                    not_sent=dict(r["not_sent"]),
+                    not_sent={key: Unanswered(**why) for key, why in r["not_sent"].items()},
                     collected=r["collected"],
                 )
                 for r in values["rounds"]
@@ -233,8 +233,7 @@ async def _submit_and_check(
         results = await client.results(part.batch_id, part.custom_ids)
         book.answers.update(results.answers)
         book.unanswered.update(results.unanswered)
-    for custom_id, reason in open_round.not_sent.items():
-        book.unanswered[custom_id] = Unanswered(reason, over_budget=reason.startswith("budget"))
+    book.unanswered.update(open_round.not_sent)
     work.write_answers(open_round.number, book)
     open_round.collected = True
     work.save(state)
@@ -259,12 +258,14 @@ def _plan_round(
         try:
             budget.reserve(request.expected, "batch request")
         except BudgetExhaustedError as refused:
-            planned.not_sent[request.custom_id] = f"budget: {refused}"
+            planned.not_sent[request.custom_id] = Unanswered(str(refused), over_budget=True)
             continue
         sent.append(request)
     files = batch_files(sent, settings.judge.batch_max_requests, settings.judge.batch_max_bytes)
     for custom_id in files.too_large:
-        planned.not_sent[custom_id] = "too large for a batch input file (batch_max_bytes)"
+        planned.not_sent[custom_id] = Unanswered(
+            "too large for a batch input file (judge.batch_max_bytes)", sync_tried=True
+        )
     folder = work.folder.child(f"round-{number:04d}.requests")
     for index, (content, custom_ids) in enumerate(
         zip(files.files, files.custom_ids, strict=True), start=1
@@ -273,15 +274,7 @@ def _plan_round(
         planned.parts.append(Part(f"{work.key_prefix}/round-{number}/part-{index}", custom_ids))
     if not planned.parts:  # nothing to send: the next pass reads `not_sent` as the answers
         planned.collected = True
-        work.write_answers(
-            number,
-            AnswerBook(
-                unanswered={
-                    custom_id: Unanswered(reason, over_budget=reason.startswith("budget"))
-                    for custom_id, reason in planned.not_sent.items()
-                }
-            ),
-        )
+        work.write_answers(number, AnswerBook(unanswered=dict(planned.not_sent)))
     return planned
 
 

@@ -455,7 +455,11 @@ _HEURISTICS: dict[str, Heuristic] = {
     **{f"gpt_ranking.{dimension}": _rank(dimension) for dimension in DEFINITIONS},
 }
 # The prompts are recognised by their exact system message, which is static per prompt version.
-_PROMPTS_BY_SYSTEM: dict[str, Prompt[Any]] = {prompt.system: prompt for prompt in ALL_PROMPTS}
+_PROMPTS_BY_SYSTEM: dict[str, Prompt[Any]] = {
+    system: prompt
+    for prompt in ALL_PROMPTS
+    for system in (prompt.system, prompt.system_without_schema)
+}
 
 
 def heuristic_reply(prompt: Prompt[Any], data: Mapping[str, Any], sample: int = 0) -> str:
