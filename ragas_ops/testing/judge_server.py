@@ -106,6 +106,9 @@ class JudgeServerConfig:
     retry_after_seconds: float = 0.05  # Retry-After sent with injected 429s
     api_key: str | None = field(default=None, repr=False)  # required bearer token, if set
     ignore_n: bool = False  # behave like endpoints that ignore the `n` parameter
+    # Report cached prompt tokens like OpenAI's prompt caching: a first message of at least this
+    # many tokens seen before is cached, in steps of 128 tokens (OpenAI: 1024). None: never.
+    prompt_cache_min_tokens: int | None = None
     embedding_dim: int = 256
     seed: int = 0
     # The Batch API (see batch_api.py); a batch keeps the settings it was created with.
@@ -127,7 +130,7 @@ def _validate(config: JudgeServerConfig) -> None:
         value = getattr(config, name)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be a fraction in [0, 1], not {value}")
-    for name in ("rpm", "tpm"):
+    for name in ("rpm", "tpm", "prompt_cache_min_tokens"):
         value = getattr(config, name)
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive or None, not {value}")
@@ -642,6 +645,8 @@ class _ChatJob:
     prompt: Prompt[Any]
     contents: list[str]
     prompt_tokens: int
+    prefix: str = ""
+    """The first message: the part a provider's prompt cache can reuse."""
 
     @property
     def cost(self) -> int:
@@ -695,7 +700,9 @@ def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
         data = _first_user_data(messages)
         contents = [_answer(prompt, data, sample) for sample in choices]
     prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
-    return _ChatJob(str(request.get("model") or CHAT_MODEL), prompt, contents, prompt_tokens)
+    prefix = _message_text(messages[0]) if messages else ""
+    model = str(request.get("model") or CHAT_MODEL)
+    return _ChatJob(model, prompt, contents, prompt_tokens, prefix)
 
 
 def _recognise(messages: list[dict[str, Any]]) -> Prompt[Any]:
@@ -777,7 +784,9 @@ def _malform(content: str, kind: str) -> str:
     return json.dumps({"result": json.loads(content)})  # valid JSON, wrong shape
 
 
-def _chat_payload(job: _ChatJob, contents: list[str], truncated: bool, number: int) -> Any:
+def _chat_payload(
+    job: _ChatJob, contents: list[str], truncated: bool, number: int, cached_tokens: int = 0
+) -> Any:
     completion_tokens = sum(estimate_tokens(content) for content in contents)
     choices = [
         {
@@ -799,7 +808,7 @@ def _chat_payload(job: _ChatJob, contents: list[str], truncated: bool, number: i
             "prompt_tokens": job.prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": job.prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": cached_tokens},
         },
     }
 
@@ -930,6 +939,7 @@ class _App:
         self._buckets = _buckets(config, time.monotonic())
         self._stats = _Stats()
         self._replies = itertools.count(1)
+        self._cached_prefixes: set[str] = set()
         self._batch_api = BatchApi(self._answer_batch_line)
         self.stopping = threading.Event()
 
@@ -1043,7 +1053,9 @@ class _App:
         if malformed is not None:
             self._count_fault("malformed", malformed)
             contents = [_malform(content, malformed) for content in contents]
-        return 200, _chat_payload(job, contents, malformed == "truncated", next(self._replies))
+        number = next(self._replies)
+        cached = self._cached_tokens(job, settings)
+        return 200, _chat_payload(job, contents, malformed == "truncated", number, cached)
 
     def _job(
         self, endpoint: str, body: bytes, settings: JudgeServerConfig
@@ -1083,13 +1095,29 @@ class _App:
             return self._embeddings_reply(job)
         return self._chat_reply(job, faults.malformed)
 
+    def _cached_tokens(self, job: _ChatJob, settings: JudgeServerConfig) -> int:
+        """The prompt tokens a provider's prompt cache would serve: the first message, in
+        steps of 128 tokens, when it is long enough and was seen before (then remembered)."""
+        minimum = settings.prompt_cache_min_tokens
+        if minimum is None:
+            return 0
+        tokens = estimate_tokens(job.prefix)
+        if tokens < minimum:
+            return 0
+        key = hashlib.sha256(f"{job.model}\0{job.prefix}".encode()).hexdigest()
+        with self._lock:
+            seen = key in self._cached_prefixes
+            self._cached_prefixes.add(key)
+        return tokens // 128 * 128 if seen else 0
+
     def _chat_reply(self, job: _ChatJob, malformed: str | None) -> _Reply:
         contents = job.contents
         if malformed is not None:
             self._count_fault("malformed", malformed)
             contents = [_malform(content, malformed) for content in contents]
         number = next(self._replies)  # itertools.count is atomic under the GIL
-        payload = _chat_payload(job, contents, malformed == "truncated", number)
+        cached = self._cached_tokens(job, self.settings())
+        payload = _chat_payload(job, contents, malformed == "truncated", number, cached)
         completion_tokens = payload["usage"]["completion_tokens"]
         with self._lock:
             for bucket in self._buckets:
@@ -1427,6 +1455,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="require `Authorization: Bearer <key>`, the key read from this environment variable",
     )
     add("--ignore-n", action="store_true", help="answer one choice whatever `n` asks")
+    add(
+        "--prompt-cache-min-tokens",
+        type=_positive_int,
+        help="report cached prompt tokens for first messages this long, seen before (OpenAI: 1024)",
+    )
     add("--seed", type=int, default=0, help="seed of the fault generator")
     add("--batch-seconds", type=float, default=0.2, help="how long a batch stays in progress")
     add("--batch-failure-rate", type=_fraction, default=0.0, help="fraction of batch lines 500")
@@ -1460,6 +1493,7 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         retry_after_seconds=args.retry_after,
         api_key=api_key,
         ignore_n=args.ignore_n,
+        prompt_cache_min_tokens=args.prompt_cache_min_tokens,
         seed=args.seed,
         batch_seconds=args.batch_seconds,
         batch_failure_rate=args.batch_failure_rate,
