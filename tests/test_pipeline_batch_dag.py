@@ -58,6 +58,8 @@ def test_a_batch_mode_run_defers_resumes_and_publishes_every_row_once(
     assert stats["requests_by_endpoint"]["chat"] == failed, "only what batches failed, in sync"
     manifest = manifest_of(lake, DAY)
     assert manifest["scoring"]["rows_out"] == 50
+    assert manifest["scoring"]["modes"] == ["batch"]
+    assert len(manifest["scoring"]["batches"]) == stats["batches"]["created"]
     assert manifest["scoring"]["usage"]["requests"] == (
         stats["batches"]["requests_answered"] + failed
     )

@@ -394,6 +394,8 @@ def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "statuses": statuses,
         "usage": dataclasses.asdict(usage),
         "judges": sorted({result["judge"] for result in chunk_results}),
+        "modes": sorted({result.get("mode", "sync") for result in chunk_results}),
+        "batches": [batch for result in chunk_results for batch in result.get("batches", [])],
         "scoring_seconds": round(sum(result["seconds"] for result in chunk_results), 3),
     }
 
