@@ -294,10 +294,7 @@ def _faithfulness(metric: Metric, row: Interaction) -> list[_Call]:
         )
     ]
     if statements:
-        verdicts = [
-            Verdict(statement=statement, explanation=_explanation(), verdict="yes")
-            for statement in statements
-        ]
+        verdicts = [Verdict(explanation=_explanation(), verdict="yes") for _ in statements]
         calls.append(
             _Call(
                 VERDICTS_PROMPT,

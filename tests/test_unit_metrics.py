@@ -114,7 +114,7 @@ def verdicts(*answers: str) -> Script:
     def script(data: Mapping[str, Any], n: int) -> dict[str, Any]:
         return {
             "verdicts": [
-                {"statement": s, "explanation": "checked", "verdict": v}
+                {"explanation": f"checked {s}", "verdict": v}
                 for s, v in zip(data["statements"], answers, strict=True)
             ]
         }
@@ -272,9 +272,7 @@ async def test_a_judge_that_breaks_the_verdict_count_gives_judge_output_invalid(
     judge = FakeJudge(
         {
             "faithfulness.statements": statements("A.", "B."),
-            "faithfulness.verdicts": {
-                "verdicts": [{"statement": "A.", "explanation": "x", "verdict": "yes"}]
-            },
+            "faithfulness.verdicts": {"verdicts": [{"explanation": "x", "verdict": "yes"}]},
         }
     )
     result = await Faithfulness().score_guarded(row(), judge)

@@ -163,8 +163,7 @@ def _verdicts(*verdicts: str) -> str:
     return json.dumps(
         {
             "verdicts": [
-                {"statement": f"s{i}", "explanation": "because", "verdict": v}
-                for i, v in enumerate(verdicts)
+                {"explanation": f"because {i}", "verdict": v} for i, v in enumerate(verdicts)
             ]
         }
     )
@@ -237,7 +236,7 @@ def test_nested_models_are_inlined_and_strict():
     item = schema["properties"]["verdicts"]["items"]
     assert item["type"] == "object"
     assert item["additionalProperties"] is False
-    assert item["required"] == ["statement", "explanation", "verdict"]
+    assert item["required"] == ["explanation", "verdict"]
     assert item["properties"]["verdict"]["enum"] == ["yes", "no"]
 
 

@@ -51,7 +51,7 @@ class RuleJudge:
             text = " ".join(data["contexts"])
             fields = {
                 "verdicts": [
-                    {"statement": s, "explanation": "", "verdict": "yes" if s in text else "no"}
+                    {"explanation": "", "verdict": "yes" if s in text else "no"}
                     for s in data["statements"]
                 ]
             }
@@ -170,7 +170,7 @@ def test_evidence_is_json_and_versions_are_written_beside_every_score(scored):
     for metric in scorer.metrics:
         assert set(result.column(f"{metric.name}_version").to_pylist()) == {metric.version_label}
     assert rows[0]["faithfulness_version"] == (
-        "faithfulness/v1 (faithfulness.statements/v1, faithfulness.verdicts/v1)"
+        "faithfulness/v1 (faithfulness.statements/v1, faithfulness.verdicts/v2)"
     )
 
 

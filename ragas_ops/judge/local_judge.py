@@ -299,12 +299,8 @@ async def _verdicts(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[
     claims = _strings(data["statements"])
     supports = await judge.supports(claims, _strings(data[CONTEXTS]))
     verdicts = [
-        {
-            "statement": claim,
-            "explanation": item.explanation,
-            "verdict": "yes" if item.verdict else "no",
-        }
-        for claim, item in zip(claims, supports, strict=True)
+        {"explanation": item.explanation, "verdict": "yes" if item.verdict else "no"}
+        for item in supports
     ]
     return [{"verdicts": verdicts}] * n
 

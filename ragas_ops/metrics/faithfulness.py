@@ -25,7 +25,10 @@ class Statements(OutputModel):
 
 
 class Verdict(OutputModel):
-    statement: str
+    """One statement's verdict, in the order of the statements: its reasoning first, then the
+    verdict (the paper's order). The statement is not copied back: the order and count checks
+    tie each verdict to its statement, and copying would be paid as completion tokens."""
+
     explanation: str
     verdict: Literal["yes", "no"]
 
@@ -81,15 +84,14 @@ def _one_verdict_per_statement(data: Mapping[str, Any], output: Verdicts) -> str
 
 VERDICTS_PROMPT = Prompt(
     name="faithfulness.verdicts",
-    version=1,
+    version=2,
     instructions=(
         "Consider the given contexts and the following statements, then decide for each "
         "statement whether it is supported by the information present in the contexts. A "
         "statement is supported only if the contexts state it or it follows directly from "
         "them; a statement the contexts do not mention, or contradict, is not supported. For "
-        "each statement, in the order given, copy the statement, give a brief explanation, and "
-        "then the verdict: 'yes' if it is supported, 'no' if it is not. Give exactly one "
-        "verdict per statement."
+        "each statement, in the order given, give a brief explanation, and then the verdict: "
+        "'yes' if it is supported, 'no' if it is not. Give exactly one verdict per statement."
     ),
     output_model=Verdicts,
     demonstrations=(
@@ -106,23 +108,19 @@ VERDICTS_PROMPT = Prompt(
             Verdicts(
                 verdicts=[
                     Verdict(
-                        statement=_DEMO_STATEMENTS[0],
                         explanation="The context places the bridge near Millau in southern France.",
                         verdict="yes",
                     ),
                     Verdict(
-                        statement=_DEMO_STATEMENTS[1],
                         explanation="Dedicated on 14 December 2004 and opened two days later, "
                         "so it opened in December 2004.",
                         verdict="yes",
                     ),
                     Verdict(
-                        statement=_DEMO_STATEMENTS[2],
                         explanation="The context says one mast reaches 343 metres.",
                         verdict="yes",
                     ),
                     Verdict(
-                        statement=_DEMO_STATEMENTS[3],
                         explanation="The context does not mention the Eiffel Tower.",
                         verdict="no",
                     ),

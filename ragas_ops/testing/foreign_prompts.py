@@ -115,11 +115,11 @@ def _judge_statements(text: str, sample: int) -> Any:
     return {
         "statements": [
             {
-                "statement": item["statement"],
+                "statement": statement,
                 "reason": item["explanation"],
                 "verdict": 1 if item["verdict"] == "yes" else 0,
             }
-            for item in ours["verdicts"]
+            for statement, item in zip(data["statements"], ours["verdicts"], strict=True)
         ]
     }
 

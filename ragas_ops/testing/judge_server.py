@@ -382,9 +382,7 @@ def _verdicts(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
             missing = sorted(w for w in content_words(statement) if _stem(w) not in context_stems)
             explanation += f" (missing: {', '.join(missing[:5])})" if missing else ""
         verdict = "yes" if supported and not unknown_numbers else "no"
-        verdicts.append(
-            {"statement": statement, "explanation": explanation + ".", "verdict": verdict}
-        )
+        verdicts.append({"explanation": explanation + ".", "verdict": verdict})
     return {"verdicts": verdicts}
 
 
