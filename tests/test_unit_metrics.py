@@ -154,7 +154,7 @@ def test_build_metrics_passes_the_answer_relevance_settings():
     (metric,) = build_metrics(["answer_relevance"], questions=5, question_strategy="sample")
     assert isinstance(metric, AnswerRelevance)
     assert (metric.questions, metric.strategy) == (5, "sample")
-    assert metric.version_label == ("answer_relevance/v1 (answer_relevance.question/v1) n=5 sample")
+    assert metric.version_label == ("answer_relevance/v1 (answer_relevance.question/v2) n=5 sample")
 
 
 def test_build_metrics_refuses_an_unknown_name_and_lists_the_known_ones():
@@ -238,7 +238,7 @@ async def test_an_answer_with_no_statement_is_not_applicable_with_a_reason_and_n
 
 
 async def test_a_judge_row_error_becomes_its_status_and_keeps_the_usage_of_earlier_calls():
-    rejection = JudgeRejectedError("faithfulness.verdicts/v1: content filter", Usage(requests=1))
+    rejection = JudgeRejectedError("faithfulness.verdicts/v3: content filter", Usage(requests=1))
     judge = FakeJudge(
         {
             "faithfulness.statements": statements("A.", "B."),
@@ -248,7 +248,7 @@ async def test_a_judge_row_error_becomes_its_status_and_keeps_the_usage_of_earli
     result = await Faithfulness().score_guarded(row(), judge)
     assert result.status is Status.JUDGE_REJECTED
     assert result.score is None
-    assert result.reason == "faithfulness.verdicts/v1: content filter"
+    assert result.reason == "faithfulness.verdicts/v3: content filter"
     assert result.usage.requests == 2  # the statements call and the rejected one
     assert result.usage.prompt_tokens == 100  # only the successful call reported tokens
 
@@ -544,7 +544,7 @@ async def test_no_usable_question_at_all_is_judge_output_invalid():
     judge = FakeJudge({"answer_relevance.question": _samples("", " ", "\n")})
     (result,) = await AnswerRelevance(3, "sample").score_rows([row()], judge)
     assert result.status is Status.JUDGE_OUTPUT_INVALID
-    assert result.reason == "answer_relevance.question/v1: the judge generated no question"
+    assert result.reason == "answer_relevance.question/v2: the judge generated no question"
     assert judge.embed_calls == []
 
 

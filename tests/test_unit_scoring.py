@@ -144,7 +144,7 @@ def test_scores_statuses_and_reasons_per_row(scored):
     assert [r["faithfulness_score"] for r in rows] == [1.0, 0.5, None, None]
     assert rows[2]["faithfulness_reason"] == "question is missing (null)"
     assert rows[3]["faithfulness_reason"] == (
-        "faithfulness.statements/v1: refused by the content filter"
+        "faithfulness.statements/v2: refused by the content filter"
     )
     assert rows[0]["faithfulness_reason"] is None  # no reason: null, not ""
     assert [r["answer_relevance_score"] for r in rows] == [
@@ -170,7 +170,7 @@ def test_evidence_is_json_and_versions_are_written_beside_every_score(scored):
     for metric in scorer.metrics:
         assert set(result.column(f"{metric.name}_version").to_pylist()) == {metric.version_label}
     assert rows[0]["faithfulness_version"] == (
-        "faithfulness/v1 (faithfulness.statements/v1, faithfulness.verdicts/v2)"
+        "faithfulness/v1 (faithfulness.statements/v2, faithfulness.verdicts/v3)"
     )
 
 

@@ -65,7 +65,7 @@ def _asked_number_of_questions(data: Mapping[str, Any], output: GeneratedQuestio
 
 QUESTIONS_PROMPT = Prompt(
     name="answer_relevance.questions",
-    version=1,
+    version=2,
     instructions=_INSTRUCTIONS.format(
         what="as many different questions as `number_of_questions` asks for"
     ),
@@ -96,7 +96,7 @@ QUESTIONS_PROMPT = Prompt(
 
 QUESTION_SAMPLE_PROMPT = Prompt(
     name="answer_relevance.question",
-    version=1,
+    version=2,
     instructions=_INSTRUCTIONS.format(what="one question"),
     output_model=GeneratedQuestion,
     demonstrations=(

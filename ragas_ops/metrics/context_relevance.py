@@ -36,7 +36,7 @@ class ExtractedSentences(OutputModel):
 
 EXTRACT_PROMPT = Prompt(
     name="context_relevance.extract",
-    version=1,
+    version=2,
     instructions=(
         "Extract from the given contexts the sentences that could help answer the question. "
         "Copy each sentence exactly as it appears in the contexts, without changing, shortening "

@@ -51,7 +51,7 @@ _DEMO_STATEMENTS = [
 
 STATEMENTS_PROMPT = Prompt(
     name="faithfulness.statements",
-    version=1,
+    version=2,
     instructions=(
         "You break an answer into short, standalone statements so that each can be "
         "fact-checked on its own. Given a question and an answer, create one or more statements "
@@ -84,7 +84,7 @@ def _one_verdict_per_statement(data: Mapping[str, Any], output: Verdicts) -> str
 
 VERDICTS_PROMPT = Prompt(
     name="faithfulness.verdicts",
-    version=2,
+    version=3,
     instructions=(
         "Consider the given contexts and the following statements, then decide for each "
         "statement whether it is supported by the information present in the contexts. A "

@@ -26,7 +26,7 @@ def _ranking_prompt(dimension: str) -> Prompt[Preference]:
     subject = "contexts" if dimension == "context_relevance" else "answers"
     return Prompt(
         name=f"gpt_ranking.{dimension}",
-        version=1,
+        version=2,
         instructions=(
             f"{DEFINITIONS[dimension]}\n\nThe input holds two candidate {subject}, "
             f"`candidate_1` and `candidate_2`. Decide which of them is better for "

@@ -62,7 +62,7 @@ class Rating(OutputModel):
 def _score_prompt(dimension: str) -> Prompt[Rating]:
     return Prompt(
         name=f"gpt_score.{dimension}",
-        version=1,
+        version=2,
         instructions=(
             f"{DEFINITIONS[dimension]}\n\nGiven the input, assign {_SUBJECT[dimension]} a score "
             f"for {dimension.replace('_', ' ')} from 0 (worst) to 10 (best). Explain briefly "
