@@ -152,6 +152,32 @@ def test_a_question_drops_the_answer_and_asks_for_its_kind() -> None:
     assert question_for("The launch date has not been provided.", "PSLV") == (
         "Is there any information about PSLV?"
     )
+    assert question_for("The taxonomy of the bee is currently unknown.", "bee") == (
+        "Is there any information about bee?"
+    )
+    # "X refers to Y" asks "What is X?"; a verb without an auxiliary takes "does"
+    assert question_for("The niche refers to the range of climates.", "the niche") == (
+        "What is the niche?"
+    )
+    assert question_for("It involves the use of tests.", "Acme") == "What does Acme involve?"
+    # the answer is the whole name, even when its first word is the topic's
+    assert question_for("It is closely related to Acme Rope.", "Acme") == (
+        "What is Acme closely related?"
+    )
+
+
+def test_follow_up_parts_refer_to_the_topic_by_its_pronoun() -> None:
+    from ragas_ops.judge.local_evidence import generated_questions, question_for
+
+    assert question_for("Its headquarters is located in Illinois.", "PharmaCann", "it") == (
+        "Where is its headquarters located?"
+    )
+    # naming the answer of the first part would put the answer into the question
+    assert question_for("Jane Roe founded Plum.", "Jane Roe", "she") == "What did she found?"
+    questions = generated_questions(
+        "The director of Acme is Jane Roe. She founded Plum. Jane Roe advised B Lab.", 3
+    )
+    assert questions[0] == "Who is the director of Acme? What did she found? What did she advise?"
 
 
 def test_generated_questions_join_the_answers_points_and_are_distinct() -> None:
@@ -161,7 +187,10 @@ def test_generated_questions_join_the_answers_points_and_are_distinct() -> None:
         "PharmaCann was founded in 2014. Its headquarters is located in Illinois.", 3
     )
     assert len(set(two_points)) == 3
-    assert all("founded" in q and "headquarters" in q for q in two_points)
+    # the complete question first, then narrower ones: the first point is in every question
+    assert two_points[0] == "When was PharmaCann founded? Where is its headquarters located?"
+    assert two_points[1] == "When was PharmaCann founded?"
+    assert all("founded" in q for q in two_points)
     one_point = generated_questions("The main product of Acme is rope.", 3)
     assert len(set(one_point)) == 3
     assert all(q.startswith("What is the main product of Acme?") for q in one_point)
@@ -177,4 +206,17 @@ async def test_an_answer_covering_every_part_of_the_question_is_more_relevant() 
     )
     assert await judge.answer_relevance(question, complete) > await judge.answer_relevance(
         question, partial
+    )
+
+
+async def test_extra_detail_costs_less_than_an_omitted_part() -> None:
+    judge = _judge()
+    question = "Who is the director of Acme and what has she done?"
+    detailed = (
+        "The director of Acme is Jane Roe. She founded Plum Organics. She advised B Lab on "
+        "sustainable sourcing."
+    )
+    omitting = "The director of Acme is Jane Roe."
+    assert await judge.answer_relevance(question, detailed) > await judge.answer_relevance(
+        question, omitting
     )

