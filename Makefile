@@ -33,6 +33,7 @@ bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_local_judge.py
 	$(BIN)/python benchmarks/bench_capture.py
+	$(BIN)/python benchmarks/bench_batch.py
 
 # The reference library (ragas 0.4.3) lives in a venv of its own, never in .venv.
 RAGAS_VENV := benchmarks/.venv-ragas
@@ -46,4 +47,4 @@ bench-reference: install $(RAGAS_VENV)/.installed  ## ragas-ops side by side wit
 	RAGAS_DO_NOT_TRACK=true $(BIN)/python benchmarks/bench_vs_ragas.py --json benchmarks/results/vs_ragas.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo
+	rm -rf $(VENV) $(RAGAS_VENV) .pytest_cache .mypy_cache .ruff_cache demo
