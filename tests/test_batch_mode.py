@@ -430,3 +430,20 @@ def test_the_trigger_gives_up_at_its_deadline(start_judge_server: Any, tmp_path:
     event = first_event(trigger)
 
     assert event.payload["state"] == "timeout"
+
+
+def test_a_money_budget_without_a_price_is_refused_before_anything_is_sent(
+    start_judge_server: Any, tmp_path: Path
+) -> None:
+    from ragas_ops.judge.base import JudgeFatalError
+
+    server = start_judge_server(batch_seconds=0.05)
+    settings = batch_settings(server, tmp_path, budget_usd=1.0)
+    del settings.prices["test-judge"]
+    write_day(settings)
+    lake = Lake(settings.pipeline)
+    chunk = plan_day(lake, DAY, settings).chunks[0]
+
+    with pytest.raises(JudgeFatalError, match="has no price"):
+        asyncio.run(advance(lake, DAY, "run-1", chunk=chunk, settings=settings, environ=ENVIRON))
+    assert server.stats()["batches"]["created"] == 0

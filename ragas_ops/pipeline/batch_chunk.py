@@ -41,8 +41,8 @@ from ragas_ops.judge.batch_judge import (
     SyncRetry,
     Unanswered,
 )
-from ragas_ops.judge.budget import Budget, BudgetExhaustedError
-from ragas_ops.judge.openai_judge import OpenAIJudge, open_cache
+from ragas_ops.judge.budget import BudgetExhaustedError
+from ragas_ops.judge.openai_judge import OpenAIJudge, budget_for, open_cache
 from ragas_ops.judge.pricing import price_for
 from ragas_ops.pipeline import steps
 from ragas_ops.pipeline.lake import Lake
@@ -250,7 +250,7 @@ def _plan_round(
 ) -> Round:
     """The next round: the requests the budget can pay for, cut into batch files (written to
     the record before anything is sent)."""
-    budget = Budget(settings.judge.budget_usd, settings.judge.budget_tokens)
+    budget = budget_for(settings.judge, price_for(settings.judge.model, settings.prices))
     budget.add_spent(book.spent())
     sent: list[BatchRequest] = []
     planned = Round(number)
