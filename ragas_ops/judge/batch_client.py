@@ -21,6 +21,7 @@ import openai
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import JudgeFatalError, Usage
 from ragas_ops.judge.batch_judge import BatchAnswer, BatchRequest, Unanswered
+from ragas_ops.judge.openai_judge import openai_client
 from ragas_ops.judge.pricing import Price
 from ragas_ops.secrets import Secret, redact
 
@@ -87,12 +88,8 @@ class BatchClient:
         self.settings = settings
         self._api_key = api_key
         self._price = price
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key.reveal() or "no-key",
-            base_url=settings.base_url,
-            timeout=settings.timeout_seconds,
-            max_retries=settings.max_attempts,  # control-plane calls: the SDK's own backoff
-        )
+        # Control-plane calls (files, batches): the SDK's own backoff is enough.
+        self._client = openai_client(settings, api_key, max_retries=settings.max_attempts)
 
     async def aclose(self) -> None:
         await self._client.close()

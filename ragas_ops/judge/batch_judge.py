@@ -40,6 +40,7 @@ from ragas_ops.judge.openai_judge import (
     chat_cache_key,
     chat_messages,
     chat_params,
+    describe_model,
     estimate_chat_tokens,
     repair_messages,
 )
@@ -141,11 +142,11 @@ class BatchPassJudge:
 
     @property
     def description(self) -> str:
-        return f"openai:{self.settings.model}"
+        return describe_model(self.settings.model)
 
     @property
     def embedding_description(self) -> str:
-        return f"openai:{self.settings.embedding_model}"
+        return describe_model(self.settings.embedding_model)
 
     def usage_total(self) -> Usage:
         total = Usage()

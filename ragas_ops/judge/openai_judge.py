@@ -59,6 +59,23 @@ def estimate_chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
     return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)
 
 
+def openai_client(
+    settings: JudgeSettings, api_key: Secret, *, max_retries: int
+) -> openai.AsyncOpenAI:
+    """The SDK client for the judge endpoint (an endpoint without keys still needs a value)."""
+    return openai.AsyncOpenAI(
+        api_key=api_key.reveal() or "no-key",
+        base_url=settings.base_url,
+        timeout=settings.timeout_seconds,
+        max_retries=max_retries,
+    )
+
+
+def describe_model(model: str) -> str:
+    """How output rows name an OpenAI-compatible model, e.g. `openai:gpt-4o-mini`."""
+    return f"openai:{model}"
+
+
 def chat_params(settings: JudgeSettings, prompt: Prompt[Any], n: int) -> dict[str, Any]:
     """The request parameters besides the messages (sync and batch requests alike)."""
     params: dict[str, Any] = {
@@ -135,12 +152,8 @@ class OpenAIJudge:
     ) -> None:
         self.settings = settings
         self._api_key = api_key
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key.reveal() or "no-key",
-            base_url=settings.base_url,
-            timeout=settings.timeout_seconds,
-            max_retries=0,  # retries are ours: they must go through the rate limiter
-        )
+        # Retries are ours: they must go through the rate limiter.
+        self._client = openai_client(settings, api_key, max_retries=0)
         self._chat_price = price_for(settings.model, prices)
         self._embedding_price = price_for(settings.embedding_model, prices)
         self._cache = cache or ResponseCache(None)
@@ -157,11 +170,11 @@ class OpenAIJudge:
 
     @property
     def description(self) -> str:
-        return f"openai:{self.settings.model}"
+        return describe_model(self.settings.model)
 
     @property
     def embedding_description(self) -> str:
-        return f"openai:{self.settings.embedding_model}"
+        return describe_model(self.settings.embedding_model)
 
     def usage_total(self) -> Usage:
         return self.total
