@@ -69,6 +69,26 @@ async def test_made_up_numbers_and_names_are_not_supported() -> None:
     assert "512" in invented.evidence["statements"][0]["explanation"]
 
 
+async def test_faithfulness_keeps_a_near_miss_apart_from_a_clear_miss() -> None:
+    judge = _judge()
+    [metric] = build_metrics(["faithfulness"])
+    rows = [
+        "The Millau Viaduct is a cable-stayed bridge in southern France.",
+        "The Millau Viaduct is a famous cable-stayed bridge in southern France.",
+        "The Millau Viaduct is a famous suspension bridge admired by tourists.",
+    ]
+    verbatim, padded, invented = await metric.score_rows(
+        [validate_row("q?", [CONTEXT], answer, SizeBudget()) for answer in rows], judge
+    )
+    assert verbatim.score == 1.0
+    assert invented.score is not None
+    assert padded.score is not None
+    assert 0.5 <= padded.score < verbatim.score
+    assert invented.score < 0.5
+    assert [s["verdict"] for s in padded.evidence["statements"]] == ["yes"]
+    assert padded.evidence["statements"][0]["support"] == pytest.approx(padded.score, abs=1e-4)
+
+
 async def test_a_refusal_is_not_applicable_and_noncommittal() -> None:
     judge = _judge()
     faithfulness, relevance = build_metrics(["faithfulness", "answer_relevance"])
@@ -124,6 +144,22 @@ def test_a_reaction_in_the_first_person_is_a_claim_about_the_speaker() -> None:
     from ragas_ops.judge.local_evidence import statements
 
     assert statements("I would too! Dogs can be trained.") == ["I would too", "Dogs can be trained"]
+
+
+def test_a_short_sentence_about_a_subject_is_a_claim_and_a_reaction_is_not() -> None:
+    from ragas_ops.judge.local_evidence import statements
+
+    assert statements("He was a mathematician.") == ["He was a mathematician"]
+    assert statements("It is a comedy.") == ["It is a comedy"]
+    assert statements("That's interesting! Wow.") == []
+
+
+def test_tens_written_as_words_are_numbers() -> None:
+    from ragas_ops.judge.local_evidence import ContextIndex, evidence, numbers
+
+    assert numbers("they spent fifty years and a hundred days") == {"50", "100"}
+    index = ContextIndex.build(["They spent fifty years in a dream."])
+    assert not evidence("They spent 50 years in a dream", index).vetoes
 
 
 def test_a_question_drops_the_answer_and_asks_for_its_kind() -> None:

@@ -115,7 +115,7 @@ def test_scores_every_row_and_reruns_for_free(
     assert (
         scored.column("faithfulness_version")[0]
         .as_py()
-        .startswith("faithfulness/v1 (faithfulness.statements/v2")
+        .startswith("faithfulness/v2 (faithfulness.statements/v2")
     )
     assert scored.column("judge")[0].as_py() == "openai:test-judge"
 

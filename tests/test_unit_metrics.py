@@ -198,6 +198,45 @@ async def test_faithfulness_is_supported_statements_over_all_statements():
     assert result.usage.cost_usd == pytest.approx(0.002)
 
 
+class ConfidentJudge(FakeJudge):
+    """A judge that, like the local judge, says how strongly it holds each verdict."""
+
+    def __init__(self, scripts: Mapping[str, Any], degrees: list[float]) -> None:
+        super().__init__(scripts)
+        self.degrees = degrees
+
+    async def complete(
+        self, prompt: Prompt[Any], data: Mapping[str, Any], *, n: int = 1
+    ) -> Completion[Any]:
+        completion = await super().complete(prompt, data, n=n)
+        if prompt.name == "faithfulness.verdicts":
+            completion.confidences = [self.degrees] * n
+        return completion
+
+
+async def test_faithfulness_is_the_expected_share_when_the_judge_gives_its_degrees():
+    scripts = {
+        "faithfulness.statements": statements("A.", "B.", "C."),
+        "faithfulness.verdicts": verdicts("yes", "no", "yes"),
+    }
+    result = await Faithfulness().score_guarded(row(), ConfidentJudge(scripts, [1.0, 0.25, 0.6]))
+    assert result.score == pytest.approx((1.0 + 0.25 + 0.6) / 3)
+    assert result.evidence["supported"] == 2
+    assert result.evidence["expected_supported"] == pytest.approx(1.85)
+    assert [s["support"] for s in result.evidence["statements"]] == [1.0, 0.25, 0.6]
+
+
+@pytest.mark.parametrize("degrees", [[1.0, 0.5], [1.0, 0.5, 1.2], [1.0, -0.1, 0.5]])
+async def test_degrees_that_do_not_fit_the_statements_are_judge_output_invalid(degrees):
+    scripts = {
+        "faithfulness.statements": statements("A.", "B.", "C."),
+        "faithfulness.verdicts": verdicts("yes", "no", "yes"),
+    }
+    result = await Faithfulness().score_guarded(row(), ConfidentJudge(scripts, degrees))
+    assert result.status is Status.JUDGE_OUTPUT_INVALID
+    assert result.score is None
+
+
 async def test_faithfulness_sends_the_question_and_answer_then_the_contexts_and_statements():
     judge = FakeJudge(
         {

@@ -170,7 +170,7 @@ def test_evidence_is_json_and_versions_are_written_beside_every_score(scored):
     for metric in scorer.metrics:
         assert set(result.column(f"{metric.name}_version").to_pylist()) == {metric.version_label}
     assert rows[0]["faithfulness_version"] == (
-        "faithfulness/v1 (faithfulness.statements/v2, faithfulness.verdicts/v3)"
+        "faithfulness/v2 (faithfulness.statements/v2, faithfulness.verdicts/v3)"
     )
 
 

@@ -57,6 +57,11 @@ class Completion(Generic[OutputT]):
 
     outputs: list[OutputT]
     usage: Usage = field(default_factory=Usage)
+    confidences: list[list[float]] | None = None
+    """For a prompt answered with a list of yes/no verdicts: for each output, how strongly the
+    judge holds each verdict to be "yes", in [0, 1] (0.5 at its yes/no boundary). Given by
+    judges that compute their verdicts from a measure (the local judge); None from an LLM,
+    which gives the verdicts only."""
 
     @property
     def output(self) -> OutputT:

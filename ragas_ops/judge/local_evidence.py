@@ -101,9 +101,17 @@ _GLUED = re.compile(r"(?<=[a-z0-9)][.!?])(?=[A-Z][a-z])")
 _FIRST_PERSON = frozenset({"i", "i'm", "im", "my", "me", "we", "our", "i've", "i'd"})
 _NUMBER_WORDS = {
     word: str(value)
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()  # noqa: SIM905
-    )
+    for value, word in [
+        *enumerate(
+            "zero one two three four five six seven eight nine ten eleven twelve".split()  # noqa: SIM905
+        ),
+        *zip(
+            range(20, 100, 10),
+            "twenty thirty forty fifty sixty seventy eighty ninety".split(),  # noqa: SIM905
+            strict=True,
+        ),
+        (100, "hundred"),
+    ]
 }
 # "Did you know that X?" asserts X: a rhetorical question is a claim.
 _DID_YOU_KNOW = re.compile(r"^(?:.*?\b)?(?:did|do) you know (?:that )?(.+?)\s*\?$", re.IGNORECASE)
@@ -220,14 +228,34 @@ def statements(answer: str) -> list[str]:
             sentence = ", ".join(parts[:-1])
             if not sentence:
                 continue
-        pieces = (piece.strip(" ,;:!.?\"'") for piece in _clauses(sentence))
-        claims.extend(p for p in pieces if p and _claims_something(p))
+        pieces = [piece.strip(" ,;:!.?\"'") for piece in _clauses(sentence)]
+        kept = [p for p in pieces if p and _claims_something(p)]
+        if not kept and _short_claim(sentence):  # "he was a mathematician"
+            kept = [sentence.strip(" ,;:!.?\"'")]
+        claims.extend(kept)
     return list(dict.fromkeys(claims))
 
 
 def _claims_something(piece: str) -> bool:
     count = len(content_words(piece))
     return count >= MIN_CLAUSE_WORDS or bool(set(words(piece)) & _FIRST_PERSON)
+
+
+# A reply's reaction to the previous turn ("that's great", "wow, cool") refers to the
+# conversation, not to the world: it is no claim about the topic.
+_REACTION = re.compile(
+    r"^\W*(?:that|this)(?:'s|’s| is| was| sounds| seems)\b"
+    r"|^\W*(?:wow|oh|ah|lol|haha|cool|nice|great|awesome|interesting|yes|yeah|yep|no|nope|"
+    r"sure|ok|okay|right|true|indeed|thanks|thank you|hello|hi)\b",
+    re.IGNORECASE,
+)
+
+
+def _short_claim(sentence: str) -> bool:
+    """A whole sentence with one content word is still a claim when it says something of a
+    subject ("he was a mathematician", "it is a comedy"), and not when it reacts to the
+    conversation ("that's great", "oh nice")."""
+    return len(content_words(sentence)) == 1 and not _REACTION.match(sentence)
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -291,6 +319,17 @@ class Support:
     cosine: float = 0.0
     vetoes: tuple[str, ...] = ()
 
+    @property
+    def degree(self) -> float:
+        """How strongly the contexts support the statement, in [0, 1]: the score on the line
+        through (threshold, 0.5) and (1, 1), so a verbatim statement is 1.0, the yes/no boundary
+        0.5, and a vetoed statement 0. The verdict is `degree >= 0.5` (vetoes aside); the
+        degree keeps what the yes/no verdict throws away, a near miss from a clear miss."""
+        if self.vetoes:
+            return 0.0
+        slope = 0.5 / (1.0 - SUPPORT_THRESHOLD)
+        return min(1.0, max(0.0, 0.5 + (self.score - SUPPORT_THRESHOLD) * slope))
+
 
 @dataclass
 class Evidence:
@@ -344,7 +383,10 @@ def support(
     """
     found = evidence(statement, index)
     best_cosine, _ = _best_match(statement, passages, vectors)
-    score = LEXICAL_WEIGHT * found.coverage + (1.0 - LEXICAL_WEIGHT) * best_cosine
+    # A statement decided by its words is not embedded: its meaning term is then taken to agree
+    # with its words (the verdict cannot change, and a verbatim statement scores 1.0).
+    meaning = best_cosine if statement in vectors else found.coverage
+    score = LEXICAL_WEIGHT * found.coverage + (1.0 - LEXICAL_WEIGHT) * meaning
     verdict = score >= SUPPORT_THRESHOLD and not found.vetoes
     reasons = [f"{round(found.coverage * 100)}% of its content words are in the contexts"]
     if statement in vectors:

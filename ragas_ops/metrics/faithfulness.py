@@ -4,6 +4,14 @@ The paper's method: the judge splits the answer into standalone statements S, th
 all of them against the contexts in one call, explaining each before its verdict.
 F = |V| / |S|, with V the statements judged supported.
 
+A judge that computes its verdicts from a measure (the local judge) also says how strongly it
+holds each one (`Completion.confidences`, in [0, 1]); F is then the expected share of supported
+statements, the sum of those degrees over |S|. It is the paper's formula with each yes/no
+verdict replaced by the judge's degree of belief in "yes": it equals |V| / |S| when every degree
+is 0 or 1, and it keeps apart what yes/no verdicts would tie (a near miss from a clear miss, a
+verbatim statement from a loose paraphrase). The row's evidence lists both. An LLM judge gives
+verdicts only, and F is |V| / |S|.
+
 An answer with no statement to check (a refusal, "I don't know", a greeting) is
 `not_applicable`: it claims nothing, so it can be neither faithful nor unfaithful.
 """
@@ -135,7 +143,7 @@ VERDICTS_PROMPT = Prompt(
 
 class Faithfulness(Metric):
     name = "faithfulness"
-    version = 1
+    version = 2
     requires = (QUESTION, CONTEXTS, ANSWER)
     prompts = (STATEMENTS_PROMPT, VERDICTS_PROMPT)
 
@@ -161,22 +169,42 @@ class Faithfulness(Metric):
                 f"{VERDICTS_PROMPT.id}: {len(verdicts)} verdicts for {len(statements)} statements"
             )
         supported = sum(verdict.verdict == "yes" for verdict in verdicts)
+        degrees = _degrees(verified.confidences, len(statements))
+        listed: list[dict[str, Any]] = [
+            {"statement": statement, "verdict": verdict.verdict, "explanation": verdict.explanation}
+            for statement, verdict in zip(statements, verdicts, strict=True)
+        ]
+        if degrees is None:
+            return MetricResult(
+                Status.OK,
+                score=supported / len(statements),
+                evidence={"statements": listed, "supported": supported, "total": len(statements)},
+            )
+        for item, degree in zip(listed, degrees, strict=True):
+            item["support"] = round(degree, 4)
         return MetricResult(
             Status.OK,
-            score=supported / len(statements),
+            score=sum(degrees) / len(statements),
             evidence={
-                "statements": [
-                    {
-                        "statement": statement,
-                        "verdict": verdict.verdict,
-                        "explanation": verdict.explanation,
-                    }
-                    for statement, verdict in zip(statements, verdicts, strict=True)
-                ],
+                "statements": listed,
                 "supported": supported,
+                "expected_supported": round(sum(degrees), 4),
                 "total": len(statements),
             },
         )
+
+
+def _degrees(confidences: list[list[float]] | None, count: int) -> list[float] | None:
+    """The judge's degrees for the first output, checked: one per statement, each in [0, 1]."""
+    if confidences is None:
+        return None
+    degrees = confidences[0] if confidences else []
+    if len(degrees) != count or not all(0.0 <= degree <= 1.0 for degree in degrees):
+        raise JudgeOutputError(
+            f"{VERDICTS_PROMPT.id}: the judge's support degrees {degrees!r} do not fit "
+            f"{count} statements in [0, 1]"
+        )
+    return [float(degree) for degree in degrees]
 
 
 def _distinct_statements(statements: list[str]) -> list[str]:
