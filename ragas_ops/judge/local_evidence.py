@@ -113,8 +113,13 @@ _NUMBER_WORDS = {
         (100, "hundred"),
     ]
 }
-# "Did you know that X?" asserts X: a rhetorical question is a claim.
+# "Did you know that X?" asserts X: a rhetorical question is a claim. "Do you know how X?",
+# "...what X?", "...about X?" ask something back: no claim.
 _DID_YOU_KNOW = re.compile(r"^(?:.*?\b)?(?:did|do) you know (?:that )?(.+?)\s*\?$", re.IGNORECASE)
+_ASKS_BACK = re.compile(
+    r"(?:who|whom|whose|what|which|when|where|why|how|if|whether|about|anything|much|any)\b",
+    re.IGNORECASE,
+)
 
 
 # -- words -------------------------------------------------------------------------------------
@@ -222,6 +227,8 @@ def statements(answer: str) -> list[str]:
         if _evasive(original):
             continue
         rhetorical = _DID_YOU_KNOW.match(original)
+        if rhetorical and _ASKS_BACK.match(rhetorical.group(1)):  # "do you know how X?" asks
+            rhetorical = None
         sentence = rhetorical.group(1) if rhetorical else original
         if sentence.rstrip().endswith("?"):  # "goldendoodles are designer dogs, do you like them?"
             parts = sentence.split(", ")
@@ -241,6 +248,8 @@ def _claims_something(piece: str) -> bool:
     return count >= MIN_CLAUSE_WORDS or bool(set(words(piece)) & _FIRST_PERSON)
 
 
+# "No, but X" / "Yes, X": the particle answers the previous turn; X is what is claimed.
+_ANSWER_PARTICLE = re.compile(r"^\W*(?:yes|yeah|yep|no|nope)\b[\s,.!]*(?:but\b)?", re.IGNORECASE)
 # A reply's reaction to the previous turn ("that's great", "wow, cool") refers to the
 # conversation, not to the world: it is no claim about the topic.
 _REACTION = re.compile(
@@ -255,7 +264,11 @@ def _short_claim(sentence: str) -> bool:
     """A whole sentence with one content word is still a claim when it says something of a
     subject ("he was a mathematician", "it is a comedy"), and not when it reacts to the
     conversation ("that's great", "oh nice")."""
-    return len(content_words(sentence)) == 1 and not _REACTION.match(sentence)
+    return (
+        len(content_words(sentence)) == 1
+        and len(words(sentence)) >= 3  # a subject, a verb, what is said: "the patriots" is not
+        and not _REACTION.match(sentence)
+    )
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -353,7 +366,7 @@ class Evidence:
 
 def evidence(statement: str, index: ContextIndex) -> Evidence:
     """Word coverage (names and numbers counting double, as they carry the checkable facts)
-    and the vetoes; the closest passage for the negation veto is the one sharing most words."""
+    and the vetoes; a negation must appear in one of the passages sharing most words."""
     claim_stems = stems(statement)
     if not claim_stems:
         return Evidence(0.0, [], ["the statement has no content word to check"])
@@ -361,10 +374,8 @@ def evidence(statement: str, index: ContextIndex) -> Evidence:
     weights = {word: (2.0 if word in key else 1.0) for word in claim_stems}
     missing = sorted(word for word in claim_stems if word not in index.stems)
     coverage = 1.0 - sum(weights[word] for word in missing) / sum(weights.values())
-    closest = index.candidates(statement, 1)
-    return Evidence(
-        coverage, missing, _vetoes(statement, index, closest[0] if closest else "", missing, key)
-    )
+    closest = index.candidates(statement)
+    return Evidence(coverage, missing, _vetoes(statement, index, closest, missing, key))
 
 
 def support(
@@ -400,7 +411,7 @@ def support(
 
 
 def _vetoes(
-    statement: str, index: ContextIndex, best_passage: str, missing: list[str], key: set[str]
+    statement: str, index: ContextIndex, closest: Sequence[str], missing: list[str], key: set[str]
 ) -> list[str]:
     vetoes = []
     unknown_numbers = sorted(numbers(statement) - index.numbers)
@@ -412,8 +423,9 @@ def _vetoes(
     tokens = set(words(statement))
     if tokens & _FIRST_PERSON and missing:
         vetoes.append("a first-person claim the contexts cannot attest")
-    if best_passage and negated(statement) and not negated(best_passage):
-        vetoes.append("it denies what the closest passage states")
+    claim = _ANSWER_PARTICLE.sub("", statement)  # "no, but it has..." denies nothing
+    if closest and negated(claim) and not any(negated(passage) for passage in closest):
+        vetoes.append("it denies what the closest passages state")
     return vetoes
 
 
