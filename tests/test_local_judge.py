@@ -154,6 +154,27 @@ def test_a_short_sentence_about_a_subject_is_a_claim_and_a_reaction_is_not() -> 
     assert statements("That's interesting! Wow.") == []
 
 
+def test_asking_whether_the_user_knows_something_claims_nothing() -> None:
+    from ragas_ops.judge.local_evidence import statements
+
+    assert statements("Did you know that the NFL has 32 teams?") == ["the NFL has 32 teams"]
+    assert statements("Wow. Do you know how soldiers made radios back in WWII?") == []
+    assert statements("What do you know about English loanwords?") == []
+    assert statements("The patriots. Their back never fumbled.") == ["Their back never fumbled"]
+
+
+def test_a_leading_no_answers_the_user_and_does_not_negate_the_claim() -> None:
+    from ragas_ops.judge.local_evidence import ContextIndex, evidence
+
+    index = ContextIndex.build(
+        ["It has a 92% rating on Rotten Tomatoes. The league has no written rule against it."]
+    )
+    assert not evidence("no but it has a 92% rating on Rotten Tomatoes", index).vetoes
+    assert evidence("it has no 92% rating on Rotten Tomatoes", index).vetoes
+    # the negated passage is among those sharing most words, even if not the first of them
+    assert not evidence("there is no rule against it", index).vetoes
+
+
 def test_tens_written_as_words_are_numbers() -> None:
     from ragas_ops.judge.local_evidence import ContextIndex, evidence, numbers
 

@@ -309,10 +309,7 @@ class ContextIndex:
         Embedding only these keeps the judge fast on long contexts; a sentence sharing no
         word with a claim is very unlikely to be the one that supports it.
         """
-        claim_stems = stems(claim)
-        shared = [len(claim_stems & sentence) for sentence in self.sentence_stems]
-        ranked = sorted(range(len(shared)), key=lambda i: (-shared[i], i))[:limit]
-        ranked = [i for i in ranked if shared[i] > 0] or ranked[:1]
+        ranked = self._closest(claim, limit)
         passages = [self.sentences[i] for i in ranked]
         if ranked:
             best = ranked[0]
@@ -321,6 +318,16 @@ class ContextIndex:
             if best + 1 < len(self.sentences):
                 passages.append(f"{self.sentences[best]} {self.sentences[best + 1]}")
         return passages
+
+    def closest_sentences(self, claim: str, limit: int = CANDIDATE_SENTENCES) -> list[str]:
+        """The sentences sharing most words with the claim (at least one, if any shares one)."""
+        return [self.sentences[i] for i in self._closest(claim, limit)]
+
+    def _closest(self, claim: str, limit: int) -> list[int]:
+        claim_stems = stems(claim)
+        shared = [len(claim_stems & sentence) for sentence in self.sentence_stems]
+        ranked = sorted(range(len(shared)), key=lambda i: (-shared[i], i))[:limit]
+        return [i for i in ranked if shared[i] > 0] or ranked[:1]
 
 
 @dataclass
@@ -374,7 +381,7 @@ def evidence(statement: str, index: ContextIndex) -> Evidence:
     weights = {word: (2.0 if word in key else 1.0) for word in claim_stems}
     missing = sorted(word for word in claim_stems if word not in index.stems)
     coverage = 1.0 - sum(weights[word] for word in missing) / sum(weights.values())
-    closest = index.candidates(statement)
+    closest = index.closest_sentences(statement)
     return Evidence(coverage, missing, _vetoes(statement, index, closest, missing, key))
 
 

