@@ -64,6 +64,22 @@ def test_wikieval_over_http_prints_the_table_and_resumes(
     assert len((tmp_path / "rows.jsonl").read_text().splitlines()) == 2
 
 
+def test_a_new_rule_or_prompt_version_rescores_instead_of_reusing_stored_rows(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragas_ops.metrics.faithfulness import Faithfulness
+
+    args = ["benchmark", "begin", *map(str, BEGIN), *_llm_options(judge_server, tmp_path)]
+    _run(args, tmp_path, capsys)
+    stored = len((tmp_path / "rows.jsonl").read_text().splitlines())
+    monkeypatch.setattr(Faithfulness, "version", Faithfulness.version + 1)
+    _run(args, tmp_path, capsys)  # same rows, same judge, a new metric version
+    assert len((tmp_path / "rows.jsonl").read_text().splitlines()) == 2 * stored
+
+
 def test_begin_over_http_reports_dev_threshold_on_test_and_unscored_rows(
     judge_server: JudgeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -72,6 +72,21 @@ def benchmark_settings(options: argparse.Namespace) -> Settings:
     return settings
 
 
+def scoring_identity(judge: Judge) -> str:
+    """What a stored result depends on: the judge, its rules (local judge) and every metric and
+    prompt version. A rerun reuses stored rows only when all of them are the same, so a new
+    rule or prompt never reports an old score."""
+    from ragas_ops.judge.local_judge import LOCAL_JUDGE_VERSION, LocalJudge
+    from ragas_ops.metrics import ALL_PROMPTS, build_metrics
+
+    metrics = build_metrics(["faithfulness", "answer_relevance", "context_relevance"])
+    versions = [f"{metric.name}/v{metric.version}" for metric in metrics]
+    versions += [prompt.id for prompt in ALL_PROMPTS]
+    if isinstance(judge, LocalJudge):
+        versions.append(f"local-rules/v{LOCAL_JUDGE_VERSION}")
+    return f"{judge.description} [{', '.join(versions)}]"
+
+
 def _default_results(name: str) -> Path:
     return Path(".ragas-ops-cache") / "benchmarks" / f"{name}.jsonl"
 
@@ -129,7 +144,7 @@ def _run_benchmark(
     from ragas_ops.judge.factory import build_judge
 
     judge = build_judge(benchmark_settings(options))
-    results = RowResults(options.results or _default_results(name), judge.description)
+    results = RowResults(options.results or _default_results(name), scoring_identity(judge))
 
     async def run() -> list[dict[str, Any]]:
         with tqdm(total=len(rows), unit="row", disable=options.no_progress, file=sys.stderr) as bar:
