@@ -263,7 +263,7 @@ _REACTION = re.compile(
 def _short_claim(sentence: str) -> bool:
     """A whole sentence with one content word is still a claim when it says something of a
     subject ("he was a mathematician", "it is a comedy"), and not when it reacts to the
-    conversation ("that's great", "oh nice")."""
+    conversation ("that's great", "yes, it is")."""
     return (
         len(content_words(sentence)) == 1
         and len(words(sentence)) >= 3  # a subject, a verb, what is said: "the patriots" is not
