@@ -127,6 +127,18 @@ def test_the_dag_folder_imports_cleanly_without_heavy_imports() -> None:
     assert not set(result["loaded"]) & set(heavy), result["loaded"]
 
 
+def test_the_manifest_names_the_model_that_ran_not_an_unused_setting() -> None:
+    from ragas_ops.config import Settings
+    from ragas_ops.pipeline.steps import manifest_base
+
+    settings = Settings()
+    assert manifest_base("2026-01-01", "r", settings)["judge_model"] == settings.judge.model
+    settings.judge.kind = "local"
+    manifest = manifest_base("2026-01-01", "r", settings)
+    assert manifest["judge_kind"] == "local"
+    assert manifest["judge_model"] == manifest["embedding_model"] == "local:all-MiniLM-L6-v2"
+
+
 def test_a_day_is_scored_published_aggregated_and_reported(
     lake: Path, judge_server: JudgeServer
 ) -> None:

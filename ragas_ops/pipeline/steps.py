@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
+from pathlib import PurePath
 from typing import Any
 
 import pyarrow as pa
@@ -401,13 +402,18 @@ def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def manifest_base(day: str, run_id: str, settings: Settings) -> dict[str, Any]:
+    judge = settings.judge
+    # The local judge answers both kinds of call with its one model; the OpenAI model names
+    # in the settings then played no part and would mislead.
+    local = f"local:{PurePath(judge.local_model).name}" if judge.kind == "local" else None
     return {
         "day": day,
         "run_id": run_id,
         "ragas_ops_version": package_version(),
         "metrics": list(settings.metrics.names),
-        "judge_model": settings.judge.model,
-        "embedding_model": settings.judge.embedding_model,
+        "judge_kind": judge.kind,
+        "judge_model": local or judge.model,
+        "embedding_model": local or judge.embedding_model,
         "created_at": _now(),
     }
 
