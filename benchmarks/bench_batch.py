@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
+from ragas_ops.contract.layout import Lake
 from ragas_ops.pipeline.batch_chunk import Waiting, advance
-from ragas_ops.pipeline.lake import Lake
 from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pipeline.steps import publish_day, run_score_chunk
 from ragas_ops.samples import sample_interactions

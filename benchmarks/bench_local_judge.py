@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ragas_ops.config import Settings
-from ragas_ops.contract import SizeBudget, validate_row
+from ragas_ops.contract.inputs import SizeBudget, validate_row
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
 

@@ -331,7 +331,7 @@ def child_plan() -> dict[str, Any]:
     import tracemalloc
 
     from ragas_ops.config import settings_from_environment
-    from ragas_ops.pipeline.lake import Lake
+    from ragas_ops.contract.layout import Lake
     from ragas_ops.pipeline.plan import chunk_to_dict, plan_day
 
     settings = settings_from_environment()
@@ -368,7 +368,7 @@ def child_read(which: str) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from ragas_ops.config import settings_from_environment
-    from ragas_ops.pipeline.lake import Lake
+    from ragas_ops.contract.layout import Lake
     from ragas_ops.pipeline.plan import plan_day
     from ragas_ops.pipeline.steps import read_slices
 

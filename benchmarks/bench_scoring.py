@@ -22,9 +22,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.jobs import ScoreOutcome, score_file
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.samples import sample_interactions
+from ragas_ops.scoring.jobs import ScoreOutcome, score_file
 from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 

@@ -5,7 +5,7 @@
 
 Scoring runs in sync mode, or in batch mode (the OpenAI Batch API, half the price) when the
 `judge_mode` parameter or the `judge.mode` setting says so: a batch-mode task defers while its
-batches run, holding no worker slot (`ragas_ops.pipeline.operators.ScoreChunkOperator`).
+batches run, holding no worker slot (`ragas_ops.airflow.operators.ScoreChunkOperator`).
 
 Schedule: a daily data interval in UTC. The run for [D 00:00, D+1 00:00) starts at midnight
 after D ends and scores day D, so `airflow backfill create --from-date A --to-date B` scores
@@ -23,8 +23,8 @@ from typing import Any
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, dag, get_current_context, task
 
+from ragas_ops.airflow.operators import JUDGE_MODES, ScoreChunkOperator
 from ragas_ops.config import settings_from_environment
-from ragas_ops.pipeline.operators import JUDGE_MODES, ScoreChunkOperator
 
 SETTINGS = settings_from_environment()
 PIPELINE = SETTINGS.pipeline
@@ -39,13 +39,13 @@ DAILY_METRICS = Asset("ragas_ops_daily_metrics")
 @task
 def plan() -> dict[str, Any]:
     """List and check the day's input files and cut them into chunks."""
-    from ragas_ops.pipeline import airflow_glue
+    from ragas_ops.airflow import task_context
     from ragas_ops.pipeline.plan import chunk_to_dict, plan_day
 
     context = get_current_context()
-    day = airflow_glue.day_of_run(context)
-    settings = airflow_glue.pipeline_settings()
-    day_plan = plan_day(airflow_glue.lake_for(settings), day, settings)
+    day = task_context.day_of_run(context)
+    settings = task_context.pipeline_settings()
+    day_plan = plan_day(task_context.lake_for(settings), day, settings)
     return {
         "day": day,
         "summary": day_plan.summary(),
@@ -53,7 +53,7 @@ def plan() -> dict[str, Any]:
             {**chunk_to_dict(chunk), "day": day, "day_rows": day_plan.rows}
             for chunk in day_plan.chunks
         ],
-        "backfill": airflow_glue.is_backfill(context),
+        "backfill": task_context.is_backfill(context),
     }
 
 
@@ -78,11 +78,12 @@ def publish(
     day_plan: dict[str, Any], scored: list[dict[str, Any]], backfilled: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Check rows in = rows out, publish the day's scored table whole, write the manifest."""
-    from ragas_ops.pipeline import airflow_glue, steps
+    from ragas_ops.airflow import task_context
+    from ragas_ops.pipeline import steps
 
     context = get_current_context()
-    settings = airflow_glue.pipeline_settings()
-    lake = airflow_glue.lake_for(settings)
+    settings = task_context.pipeline_settings()
+    lake = task_context.lake_for(settings)
     day, summary = day_plan["day"], day_plan["summary"]
     # Indexing (not iterating) the mapped results: iteration probes one past the end.
     results = [part[i] for part in (scored, backfilled) if part for i in range(len(part))]
@@ -109,10 +110,11 @@ def publish(
 @task(outlets=[DAILY_METRICS])
 def aggregate(published: dict[str, Any]) -> dict[str, Any]:
     """Daily metrics per segment and metric, and the regression check against the baseline."""
-    from ragas_ops.pipeline import airflow_glue, steps
+    from ragas_ops.airflow import task_context
+    from ragas_ops.pipeline import steps
 
-    settings = airflow_glue.pipeline_settings()
-    aggregated = steps.aggregate_day(airflow_glue.lake_for(settings), published["day"], settings)
+    settings = task_context.pipeline_settings()
+    aggregated = steps.aggregate_day(task_context.lake_for(settings), published["day"], settings)
     get_current_context()["outlet_events"][DAILY_METRICS].extra = {
         "day": published["day"],
         "table": aggregated["daily_metrics"],
@@ -123,11 +125,12 @@ def aggregate(published: dict[str, Any]) -> dict[str, Any]:
 @task
 def report(published: dict[str, Any]) -> dict[str, Any]:
     """The day's report (HTML and Markdown); fails the run when configured to."""
-    from ragas_ops.pipeline import airflow_glue, steps
+    from ragas_ops.airflow import task_context
+    from ragas_ops.pipeline import steps
 
     context = get_current_context()
-    settings = airflow_glue.pipeline_settings()
-    lake = airflow_glue.lake_for(settings)
+    settings = task_context.pipeline_settings()
+    lake = task_context.lake_for(settings)
     return steps.report_day(lake, published["day"], context["run_id"], settings)
 
 

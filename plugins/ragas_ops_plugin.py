@@ -1,6 +1,6 @@
 """Airflow UI glue: a "RAG quality" page in Airflow's navigation (Browse > RAG quality).
 
-The page is `ragas_ops.quality_app`, mounted in Airflow's api-server at /rag-quality and shown
+The page is `ragas_ops.quality.app`, mounted in Airflow's api-server at /rag-quality and shown
 by the UI in a frame. Every route depends on Airflow's own authentication and authorisation
 (`requires_access_dag` on the nightly DAG): the browser's Airflow session cookie or an API
 token is needed, and the user must be allowed to read the DAG; anyone else gets 401/403.
@@ -24,7 +24,7 @@ def build_app() -> Any:
     """The page's FastAPI app, guarded by Airflow's authentication."""
     from airflow.api_fastapi.core_api.security import requires_access_dag
 
-    from ragas_ops.quality_app import create_app
+    from ragas_ops.quality.app import create_app
 
     return create_app(requires_access_dag("GET", param_dag_id=DAG_ID), s3=_s3_options)
 
@@ -37,7 +37,7 @@ def _s3_options(settings: Any) -> Any:
         return None
     from airflow.models.connection import Connection
 
-    from ragas_ops.pipeline.airflow_glue import s3_options_from
+    from ragas_ops.airflow.task_context import s3_options_from
 
     return s3_options_from(Connection.get_connection_from_secrets(conn_id))
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
-from ragas_ops.contract import ColumnMapping, SizeBudget
-from ragas_ops.judge.pricing import DEFAULT_PRICES, Price
+from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
+from ragas_ops.pricing import DEFAULT_PRICES, Price
 
 # This module stays light (no numpy, pyarrow or pydantic): the DAG files read settings while
 # Airflow parses them.

@@ -23,9 +23,16 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from ragas_ops.config import Settings
-from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION, Interaction, check_columns, validate_row
-from ragas_ops.judge.openai_judge import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
-from ragas_ops.judge.pricing import Price, price_for
+from ragas_ops.contract.inputs import (
+    ANSWER,
+    CONTEXTS,
+    QUESTION,
+    Interaction,
+    check_columns,
+    validate_row,
+)
+from ragas_ops.contract.layout import Lake, parse_day
+from ragas_ops.judge.openai.judge import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.answer_relevance import (
     QUESTION_SAMPLE_PROMPT,
@@ -45,8 +52,8 @@ from ragas_ops.metrics.faithfulness import (
     Verdicts,
 )
 from ragas_ops.metrics.gpt_score import GptScore, Rating
-from ragas_ops.pipeline.lake import Lake, parse_day
 from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import Prompt
 from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
 from ragas_ops.storage import Location, locate, parquet_files

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ragas_ops.config import Settings
 from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
-
-TEST_KEY = "sk-" + "test-0123456789abcdefghijklmnop"
+from tests.support import start_moto
 
 
 @pytest.fixture
@@ -27,25 +24,6 @@ def start_judge_server() -> Iterator[Callable[..., JudgeServer]]:
     yield start
     for server in servers:
         server.stop()
-
-
-def start_moto(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
-    """Start a local S3-compatible server (moto) on 127.0.0.1 and point the AWS variables at
-    it; returns the server (stop it yourself) and its endpoint URL."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    for name, value in {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    return server, endpoint
 
 
 @pytest.fixture
@@ -68,17 +46,3 @@ def start_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], str]]:
 def judge_server(start_judge_server: Callable[..., JudgeServer]) -> JudgeServer:
     """A well-behaved test server: no latency, no faults."""
     return start_judge_server()
-
-
-def settings_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> Settings:
-    """Settings that score against `server`, with a cache file of their own under `tmp_path`."""
-    settings = Settings()
-    settings.judge.base_url = server.base_url
-    settings.judge.model = "test-judge"
-    settings.judge.embedding_model = "test-embedding"
-    settings.judge.cache_path = str(tmp_path / "cache" / "judge.sqlite")
-    settings.judge.rpm = None
-    settings.judge.tpm = None
-    for name, value in judge.items():
-        setattr(settings.judge, name, value)
-    return settings

@@ -15,8 +15,8 @@ from typing import Any, Generic, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ragas_ops.contract.status import Status
 from ragas_ops.prompts import OutputT, Prompt
-from ragas_ops.status import Status
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import JudgeRowError, Usage
-from ragas_ops.status import Status
 
 
 class BudgetExhaustedError(JudgeRowError):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.judge.base import Judge, JudgeFatalError
-from ragas_ops.judge.openai_judge import OpenAIJudge, open_cache
+from ragas_ops.judge.openai.judge import OpenAIJudge, open_cache
 from ragas_ops.secrets import Secret
 
 
@@ -19,7 +19,7 @@ def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) ->
             "without holding a worker; here, set judge.mode = sync (RAGAS_OPS_JUDGE_MODE=sync)"
         )
     if settings.judge.kind == "local":
-        from ragas_ops.judge.local_judge import LocalJudge  # heavy: only when asked for
+        from ragas_ops.judge.local.judge import LocalJudge  # heavy: only when asked for
 
         return LocalJudge(settings.judge.local_model, cache=open_cache(settings.judge))
     environ = os.environ if environ is None else environ

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from ragas_ops.config import QuestionStrategy
-from ragas_ops.contract import ANSWER, QUESTION, Interaction
+from ragas_ops.contract.inputs import ANSWER, QUESTION, Interaction
+from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, JudgeOutputError, JudgeRowError, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
-from ragas_ops.status import Status
 
 
 class GeneratedQuestions(OutputModel):

@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from ragas_ops.contract import Interaction
+from ragas_ops.contract.inputs import Interaction
+from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, JudgeRowError, Usage
 from ragas_ops.prompts import Prompt
-from ragas_ops.status import Status
 
 StepT = TypeVar("StepT")
 

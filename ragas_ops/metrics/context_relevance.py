@@ -19,11 +19,11 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ragas_ops.contract import CONTEXTS, QUESTION, Interaction
+from ragas_ops.contract.inputs import CONTEXTS, QUESTION, Interaction
+from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
-from ragas_ops.status import Status
 from ragas_ops.text import normalize, split_sentences
 
 INSUFFICIENT_INFORMATION = "Insufficient Information"

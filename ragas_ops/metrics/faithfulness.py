@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION, Interaction
+from ragas_ops.contract.inputs import ANSWER, CONTEXTS, QUESTION, Interaction
+from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, JudgeOutputError, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
-from ragas_ops.status import Status
 
 
 class Statements(OutputModel):

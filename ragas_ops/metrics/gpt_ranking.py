@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ragas_ops.contract import CONTEXTS, QUESTION
+from ragas_ops.contract.inputs import CONTEXTS, QUESTION
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.metrics.gpt_score import DEFINITIONS
 from ragas_ops.prompts import OutputModel, Prompt

@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import field_validator
 
-from ragas_ops.contract import ANSWER, CONTEXTS, QUESTION, Interaction
+from ragas_ops.contract.inputs import ANSWER, CONTEXTS, QUESTION, Interaction
+from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.prompts import OutputModel, Prompt
-from ragas_ops.status import Status
 
 # The definitions of the three qualities, as the paper gives them to its baselines.
 DEFINITIONS = {

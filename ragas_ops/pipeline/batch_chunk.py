@@ -31,9 +31,11 @@ from typing import Any
 import pyarrow as pa
 
 from ragas_ops.config import Settings
+from ragas_ops.contract.layout import Lake
 from ragas_ops.judge.base import JudgeFatalError, JudgeRowError
-from ragas_ops.judge.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
-from ragas_ops.judge.batch_judge import (
+from ragas_ops.judge.budget import BudgetExhaustedError
+from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
+from ragas_ops.judge.openai.batch_judge import (
     AnswerBook,
     BatchAnswer,
     BatchPassJudge,
@@ -41,12 +43,10 @@ from ragas_ops.judge.batch_judge import (
     SyncRetry,
     Unanswered,
 )
-from ragas_ops.judge.budget import BudgetExhaustedError
-from ragas_ops.judge.openai_judge import OpenAIJudge, budget_for, open_cache
-from ragas_ops.judge.pricing import price_for
+from ragas_ops.judge.openai.judge import OpenAIJudge, budget_for, open_cache
 from ragas_ops.pipeline import steps
-from ragas_ops.pipeline.lake import Lake
 from ragas_ops.pipeline.plan import Chunk
+from ragas_ops.pricing import price_for
 from ragas_ops.secrets import Secret
 from ragas_ops.storage import Location, ParquetOutput
 

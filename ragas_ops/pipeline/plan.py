@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.contract import ContractError, check_columns
-from ragas_ops.pipeline.lake import Lake
+from ragas_ops.contract.inputs import ContractError, check_columns
+from ragas_ops.contract.layout import Lake
 from ragas_ops.storage import StorageError, parquet_files
 
 

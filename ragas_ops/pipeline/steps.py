@@ -21,12 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
+from ragas_ops.contract.layout import Lake
+from ragas_ops.contract.outputs import output_schema
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
-from ragas_ops.pipeline.lake import Lake
 from ragas_ops.pipeline.plan import Chunk
-from ragas_ops.scoring import Scorer, output_schema, package_version
+from ragas_ops.scoring.scorer import Scorer, package_version
 from ragas_ops.storage import ParquetOutput
 
 READ_BATCH_ROWS = 1024
@@ -271,7 +272,7 @@ class RunProblem(RuntimeError):
 
 def aggregate_day(lake: Lake, day: str, settings: Settings) -> dict[str, Any]:
     """Write the day's daily metrics; returns the regression verdict against the baseline."""
-    from ragas_ops.aggregate import TOKEN_COLUMNS, daily_metrics
+    from ragas_ops.quality.aggregate import TOKEN_COLUMNS, daily_metrics
 
     metrics, segments = settings.metrics.names, settings.pipeline.segments
     wanted = [
@@ -292,7 +293,7 @@ def aggregate_day(lake: Lake, day: str, settings: Settings) -> dict[str, Any]:
 
 def report_day(lake: Lake, day: str, run_id: str, settings: Settings) -> dict[str, Any]:
     """Write the day's report, complete the manifest, and fail the run if configured to."""
-    from ragas_ops.report import build_report
+    from ragas_ops.quality.report import build_report
 
     history = metrics_history(lake, day, REPORT_DAYS)
     regression = _regression(lake, day, settings, None)
@@ -332,7 +333,7 @@ def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> 
 
 
 def _regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None) -> Any:
-    from ragas_ops.aggregate import check_regression
+    from ragas_ops.quality.aggregate import check_regression
 
     window = settings.pipeline.regression_window_days
     history = metrics_history(lake, day, window, today)
@@ -351,7 +352,7 @@ def metrics_history(lake: Lake, day: str, days: int, today: pa.Table | None = No
         elif location.exists():
             tables.append(read_table(location))
     if not tables:
-        from ragas_ops.aggregate import DAILY_METRICS_SCHEMA
+        from ragas_ops.quality.aggregate import DAILY_METRICS_SCHEMA
 
         return DAILY_METRICS_SCHEMA.empty_table()
     return pa.concat_tables(tables, promote_options="permissive")

@@ -25,16 +25,16 @@ from typing import Any
 
 from pydantic import BaseModel, RootModel
 
-from ragas_ops.contract import ANSWER, CONTEXTS
+from ragas_ops.contract.inputs import ANSWER, CONTEXTS
 from ragas_ops.prompts import Prompt
 
 # The double's heuristics, shared on purpose: one rule set judges both libraries.
-from ragas_ops.testing.judge_server import (
-    _relevant_sentences,
-    _statements,
-    _verdicts,
+from ragas_ops.testing.heuristics import (
     generated_questions,
     is_noncommittal,
+    relevant_sentences,
+    statements,
+    verdicts,
 )
 
 __all__ = ["FOREIGN_PROMPTS", "RAGAS_VERSION", "ForeignPrompt", "answer_foreign_prompt"]
@@ -105,13 +105,13 @@ def _question_and_context(text: str) -> tuple[str, str]:
 
 def _generate_statements(text: str, sample: int) -> Any:
     """One statement per sentence of the answer, none for a noncommittal one (as for ours)."""
-    return _statements({ANSWER: str(_input_object(text)["answer"])}, sample)
+    return statements({ANSWER: str(_input_object(text)["answer"])}, sample)
 
 
 def _judge_statements(text: str, sample: int) -> Any:
     """Verdict 1 when most content words and every number of the statement are in the context."""
     data = _input_object(text)
-    ours = _verdicts({CONTEXTS: [str(data["context"])], "statements": data["statements"]}, sample)
+    ours = verdicts({CONTEXTS: [str(data["context"])], "statements": data["statements"]}, sample)
     return {
         "statements": [
             {
@@ -137,7 +137,7 @@ def _rate_context(text: str, sample: int) -> Any:
     """0: no context sentence shares enough words with the question; 2: at least half do;
     1: fewer."""
     question, context = _question_and_context(text)
-    relevant, total = _relevant_sentences(question, [context])
+    relevant, total = relevant_sentences(question, [context])
     if not relevant:
         return 0
     return 2 if 2 * len(relevant) >= total else 1

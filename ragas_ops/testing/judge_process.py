@@ -24,7 +24,15 @@ def free_port() -> int:
 def test_judge_process(*options: str) -> Iterator[str]:
     """Run `ragas-ops test-judge` with `options` until the block ends; yields its base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "ragas_ops.cli", "test-judge", "--port", str(port), *options]
+    command = [
+        sys.executable,
+        "-m",
+        "ragas_ops.cli",
+        "test-judge",
+        "--port",
+        str(port),
+        *options,
+    ]
     process = subprocess.Popen(command, stderr=subprocess.DEVNULL)  # noqa: S603 (our own CLI)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -1,0 +1,118 @@
+"""The operator that scores one chunk of a day, in sync or in batch mode.
+
+Sync mode scores the chunk at once through the rate-limited judge. Batch mode submits the
+chunk's judge requests to the OpenAI Batch API and defers to `BatchesFinishedTrigger` while the
+batches run, so waiting holds no worker slot; on each resume it collects the answers and submits
+what the next step needs (faithfulness' verdicts wait for its statements), until the chunk is
+scored. The mode is the run's `judge_mode` parameter, else the `judge.mode` setting.
+
+This module is imported when the DAG file is parsed: it imports nothing heavy at the top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+JUDGE_MODES = ("sync", "batch")
+
+
+class BatchWaitError(RuntimeError):
+    """The batches were not finished by the deadline, or could not be checked."""
+
+
+class ScoreChunkOperator(BaseOperator):
+    """Score one chunk (a dict from the `plan` task) into the run's staging folder."""
+
+    def __init__(self, *, chunk: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.chunk = chunk
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from ragas_ops.airflow import task_context
+        from ragas_ops.config import ConfigError
+        from ragas_ops.pipeline.plan import chunk_from_dict
+        from ragas_ops.pipeline.steps import run_score_chunk
+
+        piece = chunk_from_dict(self.chunk)
+        self._label(context)
+        settings = self._settings()
+        if self._mode(context, settings.judge.mode) == "batch":
+            if settings.judge.kind == "local":
+                raise ConfigError("batch mode needs the OpenAI judge; the local judge has none")
+            return self._advance(context)
+        settings.judge = dataclasses.replace(settings.judge, mode="sync")  # this run's choice
+        return run_score_chunk(
+            task_context.lake_for(settings),
+            self.chunk["day"],
+            context["run_id"],
+            chunk=piece,
+            settings=settings,
+        )
+
+    def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Back from the trigger: collect the finished batches and go on."""
+        self._label(context)
+        event = event or {}
+        state = event.get("state")
+        if state == "error":
+            raise BatchWaitError(f"checking the batches failed: {event.get('message')}")
+        if state == "timeout":
+            raise BatchWaitError(
+                f"the batches were not finished by the deadline ({event.get('statuses')}); a "
+                "retry of this task re-attaches to them"
+            )
+        return self._advance(context)
+
+    def _advance(self, context: Any) -> dict[str, Any]:  # noqa: RET503 (defer() never returns)
+        from ragas_ops.airflow import task_context
+        from ragas_ops.airflow.triggers import BatchesFinishedTrigger
+        from ragas_ops.pipeline.batch_chunk import Waiting, advance
+        from ragas_ops.pipeline.plan import chunk_from_dict
+
+        settings = self._settings()
+        progress = asyncio.run(
+            advance(
+                task_context.lake_for(settings),
+                self.chunk["day"],
+                context["run_id"],
+                chunk=chunk_from_dict(self.chunk),
+                settings=settings,
+            )
+        )
+        if not isinstance(progress, Waiting):
+            return progress
+        judge = settings.judge
+        self.defer(
+            trigger=BatchesFinishedTrigger(
+                batch_ids=progress.batch_ids,
+                base_url=judge.base_url,
+                api_key_env=judge.api_key_env,
+                poll_seconds=judge.batch_poll_seconds,
+                deadline=time.time() + judge.batch_wait_seconds,
+            ),
+            method_name="resume",
+        )
+
+    def _label(self, context: Any) -> None:
+        """The chunk's label in the UI (`map_index_template`)."""
+        rows = sum(int(piece["rows"]) for piece in self.chunk["slices"])
+        context["chunk_label"] = f"chunk {self.chunk['index']} ({rows} rows)"
+
+    def _settings(self) -> Any:
+        from ragas_ops.airflow import task_context
+        from ragas_ops.pipeline.steps import chunk_settings
+
+        piece_rows = sum(int(piece["rows"]) for piece in self.chunk["slices"])
+        return chunk_settings(
+            task_context.pipeline_settings(), piece_rows, int(self.chunk.get("day_rows", 0))
+        )
+
+    @staticmethod
+    def _mode(context: Any, default: str) -> str:
+        requested = (context.get("params") or {}).get("judge_mode")
+        return str(requested) if requested in JUDGE_MODES else default

@@ -1,0 +1,61 @@
+"""What the DAG's tasks need from Airflow: the day a run scores, its run id, and S3 credentials
+from an Airflow connection. Imported inside tasks only, never while the DAG file is parsed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from ragas_ops.config import Settings, settings_from_environment
+from ragas_ops.contract.layout import Lake, parse_day
+from ragas_ops.secrets import Secret
+from ragas_ops.storage import S3Options
+
+
+def day_of_run(context: Any) -> str:
+    """The day a run scores: the `day` parameter when given, else the run's data interval
+    (scheduled runs and backfills: the interval [D, D+1) scores D), else the day before the
+    run was asked for (a manual run without a day)."""
+    requested = (context.get("params") or {}).get("day")
+    if requested:
+        return parse_day(requested)
+    start = context.get("data_interval_start")
+    if start is not None:
+        return parse_day(start.date().isoformat())
+    run_after = context["dag_run"].run_after
+    return parse_day((run_after - timedelta(days=1)).date().isoformat())
+
+
+def is_backfill(context: Any) -> bool:
+    """Whether the run was made by `airflow backfill create` (run type `backfill`)."""
+    run_type = getattr(context["dag_run"], "run_type", "")
+    return str(getattr(run_type, "value", run_type)) == "backfill"
+
+
+def pipeline_settings() -> Settings:
+    return settings_from_environment()
+
+
+def lake_for(settings: Settings) -> Lake:
+    """The lake, with S3 credentials from the Airflow aws connection when one is configured."""
+    conn_id = settings.pipeline.aws_conn_id
+    if not conn_id:
+        return Lake(settings.pipeline)
+    from airflow.sdk import BaseHook
+
+    return Lake(settings.pipeline, s3_options_from(BaseHook.get_connection(conn_id)))
+
+
+def s3_options_from(connection: Any) -> S3Options:
+    """S3 options from an Airflow aws connection: login/password are the key pair, the extra
+    may hold `endpoint_url`, `region_name` and `aws_session_token`."""
+    extra = connection.extra_dejson
+    defaults = S3Options.from_environ()
+    token = extra.get("aws_session_token")
+    return S3Options(
+        endpoint_url=extra.get("endpoint_url") or defaults.endpoint_url,
+        region=extra.get("region_name") or defaults.region,
+        access_key=Secret(connection.login) if connection.login else None,
+        secret_key=Secret(connection.password) if connection.password else None,
+        session_token=Secret(token) if token else None,
+    )

@@ -1,0 +1,97 @@
+"""The trigger that waits, in Airflow's triggerer, for a chunk's batches to finish.
+
+While it waits, the scoring task is deferred: it holds no worker slot and no pool slot. The
+trigger asks the Batch API for the batches' status every `poll_seconds`, and fires once all
+of them are finished (completed, failed, expired or cancelled: the task sorts out which rows
+were answered), or when `deadline` has passed (the task then fails; its retry re-attaches to
+the same batches). It reads the API key from the triggerer's environment, never from its
+arguments, which Airflow stores in its database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+log = logging.getLogger(__name__)
+
+_TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+
+
+def _event(payload: dict[str, Any]) -> TriggerEvent:
+    return TriggerEvent(payload)  # type: ignore[no-untyped-call]
+
+
+class BatchesFinishedTrigger(BaseTrigger):
+    """Fires when every batch in `batch_ids` is finished, or at `deadline` (Unix time)."""
+
+    def __init__(
+        self,
+        batch_ids: list[str],
+        base_url: str | None,
+        api_key_env: str,
+        poll_seconds: float,
+        deadline: float,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.batch_ids = list(batch_ids)
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.poll_seconds = poll_seconds
+        self.deadline = deadline
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "batch_ids": self.batch_ids,
+                "base_url": self.base_url,
+                "api_key_env": self.api_key_env,
+                "poll_seconds": self.poll_seconds,
+                "deadline": self.deadline,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        import openai
+
+        from ragas_ops.secrets import Secret, redact
+
+        key = Secret(os.environ.get(self.api_key_env, ""))
+        client = openai.AsyncOpenAI(
+            api_key=key.reveal() or "no-key", base_url=self.base_url, max_retries=2
+        )
+        try:
+            while True:
+                try:
+                    statuses = {
+                        batch_id: (await client.batches.retrieve(batch_id)).status
+                        for batch_id in self.batch_ids
+                    }
+                except openai.APIStatusError as error:
+                    if error.status_code in (401, 403, 404):
+                        yield _event({"state": "error", "message": redact(error.message, key)})
+                        return
+                    log.warning(
+                        "checking batches failed (HTTP %d); will ask again", error.status_code
+                    )
+                    statuses = {}
+                except openai.APIConnectionError:
+                    log.warning("checking batches failed (connection); will ask again")
+                    statuses = {}
+                if statuses and all(status in _TERMINAL for status in statuses.values()):
+                    yield _event({"state": "finished", "statuses": statuses})
+                    return
+                if time.time() >= self.deadline:
+                    yield _event({"state": "timeout", "statuses": statuses})
+                    return
+                log.info("waiting for batches: %s", statuses)
+                await asyncio.sleep(self.poll_seconds)
+        finally:
+            await client.close()

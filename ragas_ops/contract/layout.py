@@ -1,0 +1,91 @@
+"""Where the pipeline reads and writes: the layout of the log lake and of the warehouse.
+
+    <raw_uri>/dt=YYYY-MM-DD/*.parquet                          logs, written by the application
+    <warehouse_uri>/scored/dt=YYYY-MM-DD/scored.parquet        one file per day, replaced whole
+    <warehouse_uri>/daily_metrics/dt=YYYY-MM-DD/daily_metrics.parquet
+    <warehouse_uri>/reports/dt=YYYY-MM-DD/report.html, report.md
+    <warehouse_uri>/runs/dt=YYYY-MM-DD/<run>.json               one manifest per run
+    <warehouse_uri>/_staging/dt=YYYY-MM-DD/run=<run>/           chunk files of a run in progress
+    <warehouse_uri>/_batches/dt=YYYY-MM-DD/chunk-<n>-<hash>/    batch mode's record of a chunk
+
+A day's scored table is one file so that publishing it is one atomic replace, on a local disk
+(a rename) as on S3 (an object is replaced whole): readers never see a partial day, nor a day
+with rows from two runs.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Protocol
+
+from ragas_ops.storage import Location, S3Options, locate
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def parse_day(value: object) -> str:
+    """`value` as a YYYY-MM-DD day, or a ValueError: nothing else may reach a path."""
+    text = str(value)
+    if not _DAY.fullmatch(text):
+        raise ValueError(f"the day must be a date as YYYY-MM-DD, got {text!r}")
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"the day must be a real date, got {text!r}") from None
+    return text
+
+
+def run_folder_name(run_id: str) -> str:
+    """An Airflow run id as a safe path segment (run ids hold ':' and '+')."""
+    return _UNSAFE.sub("_", run_id).strip("._") or "run"
+
+
+class LakeSettings(Protocol):
+    """Where the logs and the tables live (`config.PipelineSettings` is one)."""
+
+    @property
+    def raw_uri(self) -> str: ...
+
+    @property
+    def warehouse_uri(self) -> str: ...
+
+
+class Lake:
+    """The locations of one deployment's logs and tables."""
+
+    def __init__(self, settings: LakeSettings, s3: S3Options | None = None) -> None:
+        self.raw = locate(settings.raw_uri, s3)
+        self.warehouse = locate(settings.warehouse_uri, s3)
+
+    def raw_day(self, day: str) -> Location:
+        return self.raw.child(f"dt={parse_day(day)}")
+
+    def scored(self, day: str) -> Location:
+        return self.warehouse.child("scored", f"dt={parse_day(day)}", "scored.parquet")
+
+    def daily_metrics(self, day: str) -> Location:
+        return self.warehouse.child(
+            "daily_metrics", f"dt={parse_day(day)}", "daily_metrics.parquet"
+        )
+
+    def report(self, day: str, extension: str) -> Location:
+        return self.warehouse.child("reports", f"dt={parse_day(day)}", f"report.{extension}")
+
+    def manifest(self, day: str, run_id: str) -> Location:
+        return self.warehouse.child(
+            "runs", f"dt={parse_day(day)}", f"{run_folder_name(run_id)}.json"
+        )
+
+    def staging(self, day: str, run_id: str) -> Location:
+        return self.warehouse.child(
+            "_staging", f"dt={parse_day(day)}", f"run={run_folder_name(run_id)}"
+        )
+
+    def batch_work(self, day: str) -> Location:
+        """Batch mode's records of the day's chunks (see `pipeline.batch_chunk`)."""
+        return self.warehouse.child("_batches", f"dt={parse_day(day)}")
+
+    def chunk_file(self, day: str, run_id: str, index: int) -> Location:
+        return self.staging(day, run_id).child(f"chunk-{index:05d}.parquet")

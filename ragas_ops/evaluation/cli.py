@@ -1,0 +1,162 @@
+"""`ragas-ops benchmark wikieval|begin`: the command line of the benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from ragas_ops.config import Settings, apply_mapping, load_settings
+from ragas_ops.evaluation.results import RowResults
+from ragas_ops.judge.base import Judge, Usage
+
+
+def add_benchmark_parser(commands: Any) -> None:
+    """Add `benchmark` and its two subcommands to the main parser's subcommands."""
+    benchmark = commands.add_parser(
+        "benchmark", help="agreement of the metrics with human judgements (WikiEval, BEGIN)"
+    )
+    kinds = benchmark.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    wikieval = kinds.add_parser(
+        "wikieval", help="the paper's Table 1 on a WikiEval file (JSON lines or Parquet)"
+    )
+    wikieval.add_argument("file", type=Path, metavar="FILE")
+    begin = kinds.add_parser(
+        "begin", help="faithfulness as an attribution classifier on BEGIN dev/test files"
+    )
+    begin.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    for parser, run in ((wikieval, _run_wikieval), (begin, _run_begin)):
+        parser.add_argument("--judge", choices=["local", "openai"], help="default: judge.kind")
+        parser.add_argument("--config", type=Path, help="TOML config file")
+        parser.add_argument("--model", help="judge chat model (openai)")
+        parser.add_argument("--embedding-model", help="embedding model (openai)")
+        parser.add_argument("--local-model", help="sentence-transformers model or path (local)")
+        parser.add_argument("--base-url", help="OpenAI-compatible endpoint")
+        parser.add_argument("--api-key-env", help="environment variable holding the API key")
+        parser.add_argument("--rpm", help="requests per minute budget ('none': no limit)")
+        parser.add_argument("--tpm", help="tokens per minute budget ('none': no limit)")
+        parser.add_argument("--concurrency", type=int, help="requests in flight at once")
+        parser.add_argument("--cache", help="judge cache file ('none': in memory)")
+        parser.add_argument(
+            "--results", type=Path, help="per-row results (JSON lines; a rerun resumes from it)"
+        )
+        parser.add_argument("--json", type=Path, help="write the table as JSON to this file")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.add_argument("-v", "--verbose", action="store_true")
+        parser.set_defaults(run=run)
+
+
+def benchmark_settings(options: argparse.Namespace) -> Settings:
+    """Defaults < config file < environment < these options."""
+    settings = load_settings(options.config)
+    judge = {
+        "kind": options.judge,
+        "model": options.model,
+        "embedding_model": options.embedding_model,
+        "local_model": options.local_model,
+        "base_url": options.base_url,
+        "api_key_env": options.api_key_env,
+        "rpm": options.rpm,
+        "tpm": options.tpm,
+        "max_concurrency": options.concurrency,
+        "cache_path": options.cache,
+    }
+    overrides = {key: value for key, value in judge.items() if value is not None}
+    apply_mapping(settings, {"judge": overrides}, source="command line")
+    return settings
+
+
+def scoring_identity(judge: Judge) -> str:
+    """What a stored result depends on: the judge, its rules (local judge) and every metric and
+    prompt version. A rerun reuses stored rows only when all of them are the same, so a new
+    rule or prompt never reports an old score."""
+    from ragas_ops.judge.local.judge import LOCAL_JUDGE_VERSION, LocalJudge
+    from ragas_ops.metrics import ALL_PROMPTS, build_metrics
+
+    metrics = build_metrics(["faithfulness", "answer_relevance", "context_relevance"])
+    versions = [f"{metric.name}/v{metric.version}" for metric in metrics]
+    versions += [prompt.id for prompt in ALL_PROMPTS]
+    if isinstance(judge, LocalJudge):
+        versions.append(f"local-rules/v{LOCAL_JUDGE_VERSION}")
+    return f"{judge.description} [{', '.join(versions)}]"
+
+
+def _default_results(name: str) -> Path:
+    return Path(".ragas-ops-cache") / "benchmarks" / f"{name}.jsonl"
+
+
+def _spend(judge: Judge) -> str:
+    total: Usage = judge.usage_total()
+    cost = (
+        "unknown (no price for a model in use)"
+        if total.cost_usd is None
+        else f"${total.cost_usd:.4f}"
+    )
+    return (
+        f"requests: {total.requests:,} chat + {total.embedding_requests:,} embeddings; "
+        f"tokens: {total.tokens:,} ({total.prompt_tokens:,} prompt, "
+        f"{total.completion_tokens:,} completion, {total.embedding_tokens:,} embeddings); "
+        f"cache hits: {judge.events['cache_hit']:,}; cost: {cost}"
+    )
+
+
+def _write_json(path: Path | None, payload: dict[str, Any]) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _run_wikieval(options: argparse.Namespace) -> int:
+    from ragas_ops.evaluation.wikieval import load_wikieval, run_wikieval, table, table_lines
+
+    rows = load_wikieval(options.file)
+    return _run_benchmark(
+        options, "wikieval", rows, score=run_wikieval, summarize=table, lines=table_lines
+    )
+
+
+def _run_begin(options: argparse.Namespace) -> int:
+    from ragas_ops.evaluation.begin import load_begin, report, report_lines, run_begin
+
+    rows = [row for path in options.files for row in load_begin(path)]
+    return _run_benchmark(
+        options, "begin", rows, score=run_begin, summarize=report, lines=report_lines
+    )
+
+
+def _run_benchmark(
+    options: argparse.Namespace,
+    name: str,
+    rows: list[Any],
+    *,
+    score: Callable[..., Awaitable[list[dict[str, Any]]]],
+    summarize: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    lines: Callable[[dict[str, Any], str], list[str]],
+) -> int:
+    """Score `rows` with the judge the options describe (resuming from the per-row results),
+    print the summary with the spend, and write it as JSON when asked."""
+    from ragas_ops.judge.factory import build_judge
+
+    judge = build_judge(benchmark_settings(options))
+    results = RowResults(options.results or _default_results(name), scoring_identity(judge))
+
+    async def run() -> list[dict[str, Any]]:
+        with tqdm(total=len(rows), unit="row", disable=options.no_progress, file=sys.stderr) as bar:
+            try:
+                return await score(rows, judge, results, bar.update)
+            finally:
+                await judge.aclose()
+
+    summary = summarize(asyncio.run(run()))
+    spend = _spend(judge)
+    print(
+        "\n".join([*lines(summary, judge.description), spend, f"per-row results: {results.path}"])
+    )
+    _write_json(options.json, {"judge": judge.description, **summary, "spend": spend})
+    return 0

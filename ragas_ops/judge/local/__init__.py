@@ -1,0 +1,1 @@
+"""The local judge: no LLM, no network; a sentence-embedding model and lexical rules."""

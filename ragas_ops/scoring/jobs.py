@@ -1,0 +1,144 @@
+"""Jobs that read, score and write: what the CLI runs (and the DAGs call)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+from ragas_ops.config import Settings
+from ragas_ops.contract.inputs import check_columns
+from ragas_ops.contract.outputs import output_schema
+from ragas_ops.contract.status import Status
+from ragas_ops.judge.base import Judge, Usage
+from ragas_ops.judge.factory import build_judge
+from ragas_ops.metrics import build_metrics
+from ragas_ops.scoring.scorer import RunSummary, Scorer
+from ragas_ops.storage import ParquetOutput, locate, read_batches
+
+
+@dataclass
+class ScoreOutcome:
+    """What `score_file` did: rows, statuses and means per metric, spend and time."""
+
+    output: str
+    metrics: list[str]
+    summary: RunSummary
+    judge: str
+    total: Usage
+    events: Counter[str]
+    seconds: float
+    sample_fraction: float = 1.0
+
+    def summary_lines(self) -> list[str]:
+        rate = self.summary.rows / self.seconds if self.seconds else 0.0
+        lines = [
+            f"scored {self.summary.rows:,} rows -> {self.output} in {self.seconds:.1f} s "
+            f"({rate:.1f} rows/s), judge {self.judge}",
+            f"{'metric':<28}{'scored':>8}{'mean':>8}  failures and other statuses",
+        ]
+        if self.sample_fraction < 1.0:
+            lines.insert(1, self._sampling_line())
+        for metric in self.metrics:
+            statuses = self.summary.statuses.get(metric, Counter())
+            mean = self.summary.mean(metric)
+            others = ", ".join(
+                f"{status} {count}"
+                for status, count in sorted(statuses.items())
+                if status != Status.OK
+            )
+            lines.append(
+                f"{metric:<28}{statuses[Status.OK]:>8}"
+                f"{'-' if mean is None else f'{mean:.3f}':>8}  {others or 'none'}"
+            )
+        total = self.total
+        retries = ", ".join(
+            f"{name.removeprefix('retry_')} {count}"
+            for name, count in sorted(self.events.items())
+            if name.startswith("retry_")
+        )
+        lines += [
+            f"requests: {total.requests:,} chat + {total.embedding_requests:,} embeddings; "
+            f"retried: {retries or 'none'}; repairs: {self.events['repair']}; "
+            f"cache hits: {self.events['cache_hit']:,}",
+            f"tokens: {total.prompt_tokens:,} prompt ({total.cached_prompt_tokens:,} cached), "
+            f"{total.completion_tokens:,} completion, {total.embedding_tokens:,} embeddings",
+            "cost: "
+            + (
+                'unknown (no price for a model in use: add a [prices."MODEL"] table to the '
+                "config file)"
+                if total.cost_usd is None
+                else f"${total.cost_usd:,.4f}"
+            ),
+        ]
+        return lines
+
+    def _sampling_line(self) -> str:
+        summary = self.summary
+        sampled = summary.rows - summary.rows_not_sampled
+        share = sampled / summary.rows if summary.rows else 0.0
+        line = (
+            f"sampled {sampled:,} of {summary.rows:,} rows ({share:.1%}; sample_fraction "
+            f"{self.sample_fraction:g}); the other {summary.rows_not_sampled:,} are not_sampled"
+        )
+        if summary.rows_without_id:
+            line += (
+                f"; {summary.rows_without_id:,} row(s) without a usable id were scored, not sampled"
+            )
+        return line
+
+
+async def score_file(
+    input_uri: str,
+    output_uri: str,
+    settings: Settings,
+    progress: bool = True,
+    judge: Judge | None = None,
+) -> ScoreOutcome:
+    """Score every row of a Parquet file or folder into one Parquet file, published whole."""
+    started = time.monotonic()
+    metrics = build_metrics(
+        settings.metrics.names,
+        settings.metrics.answer_relevance_questions,
+        settings.metrics.question_strategy,
+    )
+    schema, row_count, tables = read_batches(locate(input_uri), settings.batch_rows)
+    check_columns(schema, settings.columns)  # before any judge is built or paid
+    out_schema = output_schema(schema, metrics)
+    judge = judge or build_judge(settings)
+    scorer = Scorer(
+        metrics,
+        judge,
+        settings.columns,
+        settings.size_budget,
+        sample_fraction=settings.pipeline.sample_fraction,
+    )
+    output = ParquetOutput(locate(output_uri), out_schema)
+    bar = tqdm(total=row_count, unit="row", disable=not progress, file=sys.stderr)
+    try:
+        async for table in scorer.score_stream(tables):
+            output.write(table)
+            bar.update(table.num_rows)
+        if scorer.summary.rows != row_count:
+            raise RuntimeError(f"read {row_count} rows but scored {scorer.summary.rows}")
+    except BaseException:
+        output.abort()
+        raise
+    else:
+        output.commit()
+    finally:
+        bar.close()
+        await judge.aclose()
+    return ScoreOutcome(
+        output=output_uri,
+        metrics=[metric.name for metric in metrics],
+        summary=scorer.summary,
+        judge=judge.description,
+        total=judge.usage_total(),
+        events=judge.events,
+        seconds=time.monotonic() - started,
+        sample_fraction=settings.pipeline.sample_fraction,
+    )

@@ -1,0 +1,213 @@
+"""The "RAG quality" page's reading and rendering, on a warehouse the pipeline's own steps
+wrote (local and on S3 over HTTP), and the rule that a path from a request stays inside it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from ragas_ops.config import Settings
+from ragas_ops.contract.layout import Lake
+from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.quality.view import (
+    UnsafePath,
+    available_days,
+    load_overview,
+    render_page,
+    report_file,
+)
+from ragas_ops.samples import sample_interactions
+from ragas_ops.storage import locate
+from ragas_ops.testing.judge_server import JudgeServer
+from tests.support import TEST_KEY, settings_for
+
+DAYS = [f"2026-11-{day:02d}" for day in range(23, 29)]
+LAST = DAYS[-1]
+# One judge cache for every warehouse built here: the same days' rows are scored once.
+JUDGE_CACHE = Path(tempfile.mkdtemp(prefix="ragas-ops-view-")) / "judge.sqlite"
+
+
+def warehouse_settings(server: JudgeServer, tmp_path: Path, raw: str, warehouse: str) -> Settings:
+    settings = settings_for(server, tmp_path, cache_path=str(JUDGE_CACHE))
+    settings.pipeline.raw_uri = raw
+    settings.pipeline.warehouse_uri = warehouse
+    settings.pipeline.segments = ("app", "model_version")
+    settings.pipeline.chunk_rows = 50
+    return settings
+
+
+def build_warehouse(settings: Settings, days: list[str] = DAYS, rows: int = 24) -> Lake:
+    """Logs for `days` (the last one a bad day), each scored, published, aggregated and
+    reported by the pipeline's steps, as the DAG runs them."""
+    os.environ.setdefault("OPENAI_API_KEY", TEST_KEY)
+    lake = Lake(settings.pipeline)
+    for index, day in enumerate(days):
+        table = sample_interactions(
+            rows, seed=index, day=day, unfaithful_share=0.6 if day == days[-1] else 0.05
+        )
+        target = lake.raw_day(day).child("part-0.parquet")
+        target.filesystem.create_dir(lake.raw_day(day).path, recursive=True)
+        pq.write_table(table, target.path, filesystem=target.filesystem, row_group_size=16)
+        run_id = f"scheduled__{day}T00:00:00+00:00"
+        plan = plan_day(lake, day, settings)
+        results = [
+            asyncio.run(steps.score_chunk(lake, day, run_id, chunk=chunk, settings=settings))
+            for chunk in plan.chunks
+        ]
+        summary = plan.summary()
+        published = steps.publish_day(
+            lake,
+            day,
+            run_id,
+            planned_rows=summary["rows"],
+            chunk_count=summary["chunks"],
+            settings=settings,
+        )
+        manifest = {
+            **steps.manifest_base(day, run_id, settings),
+            "plan": summary,
+            "scoring": steps.run_totals(results),
+            "published": published,
+            "no_traffic": False,
+        }
+        steps.write_manifest(lake, day, run_id, manifest)
+        steps.aggregate_day(lake, day, settings)
+        steps.report_day(lake, day, run_id, settings)
+    return lake
+
+
+@pytest.fixture(scope="session")
+def local_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Path]:
+    server = JudgeServer().start()
+    try:
+        root = tmp_path_factory.mktemp("lake")
+        settings = warehouse_settings(server, root, str(root / "raw"), str(root / "warehouse"))
+        build_warehouse(settings)
+    finally:
+        server.stop()
+    return settings, root / "warehouse"
+
+
+def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
+    local_warehouse: tuple[Settings, Path],
+) -> None:
+    settings, root = local_warehouse
+    warehouse = locate(str(root))
+
+    overview = load_overview(warehouse, settings, days=5)
+
+    assert available_days(warehouse) == DAYS
+    assert overview.days == DAYS[-5:]
+    assert overview.selected == LAST
+    assert overview.metrics == list(settings.metrics.names)
+    assert ("app", "support-bot") in overview.groupings
+    assert overview.groupings[0] == ("all", "all")
+    assert overview.verdicts[LAST].report.verdict.value == "regression", "the bad day"
+    assert overview.verdicts[DAYS[-2]].report.verdict.value != "regression"
+    worst = overview.examples["faithfulness"]
+    assert len(worst) == 3
+    assert worst[0].score <= worst[1].score <= worst[2].score
+    assert any(line.startswith("unsupported:") for line in worst[0].evidence)
+    assert [c for c, _ in worst[0].segments] == ["app", "model_version"]
+
+    page = render_page(overview, "/rag-quality", days=5)
+
+    assert "Regression on 2026-11-28" in page
+    assert "/rag-quality/reports/dt=2026-11-28/report.html" in page
+    assert "/rag-quality/?day=2026-11-24&amp;days=5" in page
+    assert DAYS[0] not in page, "only the latest 5 days"
+    assert "<script" not in page
+
+
+def test_an_older_day_can_be_selected(local_warehouse: tuple[Settings, Path]) -> None:
+    settings, root = local_warehouse
+
+    overview = load_overview(locate(str(root)), settings, days=3, selected=DAYS[-2])
+
+    assert overview.days == DAYS[-4:-1]
+    assert overview.selected == DAYS[-2]
+    assert overview.examples["answer_relevance"]
+
+
+def test_logged_text_is_escaped(local_warehouse: tuple[Settings, Path]) -> None:
+    settings, root = local_warehouse
+    overview = load_overview(locate(str(root)), settings, days=1)
+    example = overview.examples["faithfulness"][0]
+    hostile = "<script>alert(1)</script>"
+    overview.examples["faithfulness"][0] = type(example)(
+        **{**example.__dict__, "question": hostile}
+    )
+
+    page = render_page(overview, "/rag-quality")
+
+    assert hostile not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_an_empty_warehouse_says_so(tmp_path: Path) -> None:
+    overview = load_overview(locate(str(tmp_path / "nothing")), Settings())
+
+    assert overview.days == []
+    assert "No daily metrics in the warehouse yet" in render_page(overview, "/rag-quality")
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "../../../etc/passwd",
+        "dt=2026-11-28/../../../../etc/passwd",
+        "dt=2026-11-28/../report.html",
+        "/etc/passwd",
+        "dt=2026-11-28/report.html/../../x",
+        "dt=2026-11-28\\..\\..\\report.html",
+        "dt=2026-11-28/report.json",
+        "dt=../report.html",
+        "dt=2026-13-45/report.html",
+        "dt=2026-11-28/report.html\x00.png",
+        "",
+    ],
+)
+def test_a_path_from_a_request_never_leaves_the_reports(tmp_path: Path, relative: str) -> None:
+    with pytest.raises(UnsafePath):
+        report_file(locate(str(tmp_path)), relative)
+
+
+def test_a_symlink_out_of_the_warehouse_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "report.html").write_text("secret")
+    reports = tmp_path / "warehouse" / "reports"
+    reports.mkdir(parents=True)
+    (reports / "dt=2026-11-28").symlink_to(outside)
+
+    with pytest.raises(UnsafePath):
+        report_file(locate(str(tmp_path / "warehouse")), "dt=2026-11-28/report.html")
+
+
+def test_the_page_reads_a_warehouse_on_s3(
+    start_s3: Callable[[], str], tmp_path: Path, judge_server: JudgeServer
+) -> None:
+    import boto3
+
+    endpoint = start_s3()
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="lake")
+    settings = warehouse_settings(judge_server, tmp_path, "s3://lake/raw", "s3://lake/warehouse")
+    build_warehouse(settings)
+    warehouse = locate(settings.pipeline.warehouse_uri)
+
+    overview = load_overview(warehouse, settings)
+    location, media_type = report_file(warehouse, f"dt={LAST}/report.html")
+
+    assert overview.days == DAYS
+    assert overview.verdicts[LAST].report.verdict.value == "regression"
+    assert overview.examples["faithfulness"]
+    assert media_type.startswith("text/html")
+    assert location.uri == f"s3://lake/warehouse/reports/dt={LAST}/report.html"
+    assert "<html" in location.read_text().lower()

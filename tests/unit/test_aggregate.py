@@ -1,0 +1,373 @@
+"""Daily aggregates and the regression check: known inputs, exact outputs."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from ragas_ops.quality.aggregate import (
+    DAILY_METRICS_SCHEMA,
+    Outcome,
+    Verdict,
+    check_regression,
+    daily_metrics,
+)
+from tests.fixtures.scored_tables import fake_history_days
+
+DAY = "2026-11-29"
+
+
+def scored_table(
+    rows: Sequence[dict[str, Any]], metrics: Sequence[str] = ("faithfulness",)
+) -> pa.Table:
+    """A scored table from compact rows: {"score", "status", "app", "cost", "tokens", ...}."""
+    columns: dict[str, pa.Array] = {
+        "app": pa.array([row.get("app") for row in rows], pa.string()),
+        "tenant": pa.array([row.get("tenant", "t1") for row in rows], pa.string()),
+    }
+    for metric in metrics:
+        statuses = [row.get(f"{metric}_status", row.get("status", "ok")) for row in rows]
+        scores = [row.get(f"{metric}_score", row.get("score")) for row in rows]
+        columns[f"{metric}_score"] = pa.array(
+            [
+                score if status == "ok" else None
+                for score, status in zip(scores, statuses, strict=True)
+            ],
+            pa.float64(),
+        )
+        columns[f"{metric}_status"] = pa.array(statuses, pa.string())
+        columns[f"{metric}_version"] = pa.array([f"{metric}/v1"] * len(rows), pa.string())
+    columns["judge"] = pa.array([row.get("judge", "openai:gpt-4o-mini") for row in rows])
+    for name in ("prompt_tokens", "completion_tokens", "embedding_tokens"):
+        columns[name] = pa.array([row.get("tokens", 10) for row in rows], pa.int64())
+    columns["cost_usd"] = pa.array([row.get("cost", 0.01) for row in rows], pa.float64())
+    return pa.table(columns)
+
+
+def only(table: pa.Table, column: str = "all", value: str = "all", metric: str = "faithfulness"):
+    matches = [
+        row
+        for row in table.to_pylist()
+        if (row["segment_column"], row["segment_value"], row["metric"]) == (column, value, metric)
+    ]
+    assert len(matches) == 1, matches
+    return matches[0]
+
+
+def ok_rows(scores: Sequence[float], **extra: Any) -> list[dict[str, Any]]:
+    return [{"score": score, **extra} for score in scores]
+
+
+def test_counts_mean_median_and_percentiles_of_known_scores() -> None:
+    rows = [
+        *ok_rows([0.0, 0.25, 0.5, 0.75, 1.0]),
+        {"status": "not_applicable"},
+        {"status": "invalid_input"},
+        {"status": "judge_unavailable"},
+        {"status": "judge_unavailable"},
+    ]
+    row = only(daily_metrics(DAY, scored_table(rows), ["faithfulness"], []))
+    assert (row["rows"], row["rows_scored"], row["rows_not_applicable"], row["rows_failed"]) == (
+        9,
+        5,
+        1,
+        3,
+    )
+    assert json.loads(row["failures_by_status"]) == {"invalid_input": 1, "judge_unavailable": 2}
+    # failures and not_applicable rows are counted, never averaged in as 0
+    assert row["mean"] == pytest.approx(0.5)
+    assert row["median"] == pytest.approx(0.5)
+    assert row["p10"] == pytest.approx(0.1)  # linear: 0 + 0.4 * 0.25
+    assert row["p90"] == pytest.approx(0.9)
+    assert row["dt"] == DAY
+    assert row["metric_version"] == "faithfulness/v1"
+    assert row["judge"] == "openai:gpt-4o-mini"
+
+
+def test_percentiles_match_numpy_for_every_group() -> None:
+    rng = np.random.default_rng(7)
+    scores = rng.random(501).round(3)
+    apps = rng.choice(["a", "b", "c"], 501)
+    rows = [{"score": float(s), "app": str(a)} for s, a in zip(scores, apps, strict=True)]
+    table = daily_metrics(DAY, scored_table(rows), ["faithfulness"], ["app"])
+    for app in ("a", "b", "c"):
+        mine = scores[apps == app]
+        row = only(table, "app", app)
+        assert row["rows_scored"] == len(mine)
+        assert row["mean"] == pytest.approx(mine.mean())
+        assert row["median"] == pytest.approx(np.median(mine))
+        assert row["p10"] == pytest.approx(np.quantile(mine, 0.1))
+        assert row["p90"] == pytest.approx(np.quantile(mine, 0.9))
+
+
+def test_grouping_sets_not_cross_product_and_null_segment_visible() -> None:
+    rows = [
+        {"score": 1.0, "app": "a", "tenant": "x"},
+        {"score": 0.0, "app": "a", "tenant": "y"},
+        {"score": 0.5, "app": None, "tenant": "x"},
+        {"status": "invalid_input", "app": "b", "tenant": "y"},
+    ]
+    table = daily_metrics(DAY, scored_table(rows), ["faithfulness"], ["app", "tenant"])
+    keys = [(r["segment_column"], r["segment_value"]) for r in table.to_pylist()]
+    assert keys == [
+        ("all", "all"),
+        ("app", "a"),
+        ("app", "b"),
+        ("app", "(null)"),
+        ("tenant", "x"),
+        ("tenant", "y"),
+    ]
+    assert only(table, "app", "(null)")["mean"] == pytest.approx(0.5)
+    b = only(table, "app", "b")
+    assert (b["rows"], b["rows_scored"], b["rows_failed"], b["mean"]) == (1, 0, 1, None)
+    assert b["median"] is None
+    assert b["ci_low"] is None
+    assert only(table, "tenant", "y")["mean"] == pytest.approx(0.0)
+    assert table.schema.equals(DAILY_METRICS_SCHEMA)
+
+
+def test_ci_contains_the_mean_and_narrows_with_more_rows() -> None:
+    rng = np.random.default_rng(1)
+    small = rng.beta(5, 2, 30)
+    large = rng.beta(5, 2, 3000)
+    widths = []
+    for scores in (small, large):
+        row = only(daily_metrics(DAY, scored_table(ok_rows(scores.tolist())), ["faithfulness"], []))
+        assert row["ci_low"] < row["mean"] < row["ci_high"]
+        widths.append(row["ci_high"] - row["ci_low"])
+    assert widths[1] < widths[0] / 5  # ~ 1 / sqrt(100)
+
+
+def test_bootstrap_agrees_with_direct_resampling_of_continuous_scores() -> None:
+    # more distinct values than the bootstrap's support: the binned shortcut is exercised
+    scores = np.random.default_rng(3).beta(5, 2, 2000)
+    row = only(
+        daily_metrics(
+            DAY,
+            scored_table(ok_rows(scores.tolist())),
+            ["faithfulness"],
+            [],
+            bootstrap_samples=4000,
+        )
+    )
+    resampled = scores[np.random.default_rng(9).integers(0, 2000, (4000, 2000))].mean(axis=1)
+    low, high = np.quantile(resampled, [0.025, 0.975])
+    assert row["ci_low"] == pytest.approx(low, abs=0.002)
+    assert row["ci_high"] == pytest.approx(high, abs=0.002)
+
+
+def test_deterministic_for_a_seed() -> None:
+    rows = ok_rows(np.random.default_rng(2).random(200).tolist(), app="a")
+    first = daily_metrics(DAY, scored_table(rows), ["faithfulness"], ["app"], seed=5)
+    again = daily_metrics(DAY, scored_table(rows), ["faithfulness"], ["app"], seed=5)
+    other = daily_metrics(DAY, scored_table(rows), ["faithfulness"], ["app"], seed=6)
+    assert first.equals(again)
+    assert only(first)["ci_low"] != only(other)["ci_low"]
+    # a group's interval does not depend on which other segments are configured
+    alone = daily_metrics(DAY, scored_table(rows), ["faithfulness"], [], seed=5)
+    assert only(alone)["ci_low"] == only(first)["ci_low"]
+
+
+def test_ci_is_null_below_two_scored_rows() -> None:
+    rows = [{"score": 0.8}, {"status": "judge_rejected"}]
+    row = only(daily_metrics(DAY, scored_table(rows), ["faithfulness"], []))
+    assert row["mean"] == pytest.approx(0.8)
+    assert (row["ci_low"], row["ci_high"]) == (None, None)
+
+
+def test_empty_day_gives_rows_with_null_statistics_not_an_error() -> None:
+    empty = scored_table([], metrics=("faithfulness", "context_relevance"))
+    table = daily_metrics(DAY, empty, ["faithfulness", "context_relevance"], ["app"])
+    assert table.num_rows == 2  # the overall row per metric; no segment value exists
+    for row in table.to_pylist():
+        assert (row["rows"], row["rows_scored"], row["rows_failed"]) == (0, 0, 0)
+        assert row["failures_by_status"] == "{}"
+        for name in ("mean", "median", "p10", "p90", "ci_low", "ci_high", "judge"):
+            assert row[name] is None
+        assert row["cost_usd"] == 0.0  # nothing was spent: a known zero, not missing data
+
+
+def test_no_nan_anywhere() -> None:
+    rows = [*ok_rows([0.2]), {"status": "invalid_input", "app": "x"}]
+    table = daily_metrics(DAY, scored_table(rows), ["faithfulness"], ["app"])
+    for row in table.to_pylist():
+        for value in row.values():
+            assert not (isinstance(value, float) and math.isnan(value))
+
+
+def test_tokens_and_cost_per_grouping_and_unknown_cost_propagates() -> None:
+    rows = [
+        {"score": 1.0, "app": "a", "tokens": 100, "cost": 0.5},
+        {"score": 1.0, "app": "a", "tokens": 50, "cost": 0.25},
+        {"score": 0.0, "app": "b", "tokens": 7, "cost": None},
+        {"status": "invalid_input", "app": "b", "tokens": 0, "cost": 0.0},
+    ]
+    metrics = ("faithfulness", "context_relevance")
+    table = daily_metrics(DAY, scored_table(rows, metrics), metrics, ["app"])
+    for metric in metrics:  # the same per-row totals for every metric of a grouping
+        a = only(table, "app", "a", metric)
+        assert (a["prompt_tokens"], a["completion_tokens"], a["embedding_tokens"]) == (150,) * 3
+        assert a["cost_usd"] == pytest.approx(0.75)
+        assert only(table, "app", "b", metric)["cost_usd"] is None
+        assert only(table, metric=metric)["cost_usd"] is None  # never a partial sum
+        assert only(table, metric=metric)["prompt_tokens"] == 157
+
+
+def test_distinct_judges_are_listed() -> None:
+    rows = [{"score": 1.0, "judge": "openai:gpt-4o"}, {"score": 1.0, "judge": "openai:gpt-4o-mini"}]
+    row = only(daily_metrics(DAY, scored_table(rows), ["faithfulness"], []))
+    assert row["judge"] == "openai:gpt-4o, openai:gpt-4o-mini"
+
+
+def test_unknown_status_counts_as_a_failure() -> None:
+    rows = [{"score": 1.0}, {"status": "something_new"}]
+    row = only(daily_metrics(DAY, scored_table(rows), ["faithfulness"], []))
+    assert row["rows_failed"] == 1
+    assert json.loads(row["failures_by_status"]) == {"something_new": 1}
+
+
+def test_missing_columns_are_named() -> None:
+    with pytest.raises(ValueError, match="answer_relevance_score"):
+        daily_metrics(DAY, scored_table(ok_rows([1.0])), ["answer_relevance"], [])
+    with pytest.raises(ValueError, match="retriever"):
+        daily_metrics(DAY, scored_table(ok_rows([1.0])), ["faithfulness"], ["retriever"])
+
+
+def test_a_large_day_aggregates_every_grouping() -> None:
+    n = 300_000
+    rng = np.random.default_rng(0)
+    metrics = ("faithfulness", "answer_relevance", "context_relevance")
+    columns: dict[str, Any] = {
+        "app": rng.choice(["a", "b", "c"], n),
+        "model": rng.choice(["m1", "m2"], n),
+        "tenant": rng.choice([f"t{i}" for i in range(20)], n),
+    }
+    for metric in metrics:
+        status = rng.choice(["ok"] * 8 + ["not_applicable", "invalid_input"], n)
+        columns[f"{metric}_status"] = status
+        columns[f"{metric}_score"] = pa.array(np.where(status == "ok", rng.random(n), np.nan),
+                                              from_pandas=True)  # fmt: skip
+    table = pa.table(columns)
+    result = daily_metrics(DAY, table, metrics, ["app", "model", "tenant"])
+    assert result.num_rows == 3 * (1 + 3 + 2 + 20)
+    assert only(result, metric="answer_relevance")["rows"] == n
+
+
+# --- regression --------------------------------------------------------------------------------
+
+
+def day_of(scores: Sequence[float], app: str = "a") -> list[dict[str, Any]]:
+    return ok_rows(scores, app=app)
+
+
+def history_of(days: dict[str, list[dict[str, Any]]]) -> pa.Table:
+    return pa.concat_tables(
+        daily_metrics(day, scored_table(rows), ["faithfulness"], ["app"])
+        for day, rows in days.items()
+    )
+
+
+def steady(mean: float, n: int, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.normal(mean, 0.1, n), 0, 1).tolist()
+
+
+def test_a_clear_drop_is_a_regression() -> None:
+    days = fake_history_days(DAY, 8)
+    history = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of(steady(0.70, 300, 99))}
+    )
+    report = check_regression(history, DAY)
+    overall = next(f for f in report.findings if f.segment_column == "all")
+    assert overall.outcome is Outcome.REGRESSION
+    assert overall.baseline_days == 7
+    assert overall.delta == pytest.approx(-0.15, abs=0.02)
+    assert report.verdict is Verdict.REGRESSION
+    assert "regressed" in overall.message
+    assert "faithfulness" in overall.message
+    json.dumps(report.to_dict())  # manifest-ready
+    assert report.to_dict()["verdict"] == "regression"
+
+
+def test_a_noisy_drop_on_a_small_sample_is_not_a_regression() -> None:
+    days = fake_history_days(DAY, 8)
+    history = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of([1.0, 0.4, 0.9, 0.5])}  # mean 0.7, but a wide interval
+    )
+    report = check_regression(history, DAY)
+    overall = next(f for f in report.findings if f.segment_column == "all")
+    assert overall.delta is not None
+    assert overall.delta < -0.05
+    assert overall.ci_high is not None
+    assert overall.ci_high >= overall.baseline
+    assert overall.outcome is Outcome.OK
+    assert "noise" in overall.message
+    assert report.verdict is Verdict.OK
+
+
+def test_insufficient_history_and_the_window() -> None:
+    days = fake_history_days(DAY, 12)
+    history = history_of(
+        {days[0]: day_of(steady(0.1, 300, 0))}  # outside the 7-day window: ignored
+        | {days[-3]: day_of(steady(0.85, 300, 1)), days[-2]: day_of(steady(0.85, 300, 2))}
+        | {DAY: day_of(steady(0.5, 300, 3))}
+    )
+    report = check_regression(history, DAY, min_days=3)
+    overall = next(f for f in report.findings if f.segment_column == "all")
+    assert overall.outcome is Outcome.INSUFFICIENT_HISTORY
+    assert overall.baseline_days == 2
+    assert report.verdict is Verdict.OK
+    assert check_regression(history, DAY, min_days=2).verdict is Verdict.REGRESSION
+
+
+def test_a_clear_rise_is_an_improvement() -> None:
+    days = fake_history_days(DAY, 5)
+    history = history_of(
+        {day: day_of(steady(0.6, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of(steady(0.8, 300, 42))}
+    )
+    report = check_regression(history, DAY)
+    assert {f.outcome for f in report.findings} == {Outcome.IMPROVED}
+    assert report.verdict is Verdict.OK
+
+
+def test_a_segment_regression_alone_is_a_warning() -> None:
+    days = fake_history_days(DAY, 5)
+    normal = {
+        day: day_of(steady(0.85, 900, i), "a") + day_of(steady(0.85, 100, i + 50), "b")
+        for i, day in enumerate(days[:-1])
+    }
+    today = day_of(steady(0.85, 900, 77), "a") + day_of(steady(0.45, 100, 78), "b")
+    report = check_regression(history_of(normal | {DAY: today}), DAY)
+    by_key = {(f.segment_column, f.segment_value): f for f in report.findings}
+    assert by_key[("app", "b")].outcome is Outcome.REGRESSION
+    assert by_key[("all", "all")].outcome is not Outcome.REGRESSION
+    assert report.verdict is Verdict.WARN
+    assert report.findings[0].segment_column == "all"  # overall findings come first
+
+
+def test_no_scored_row_today_is_no_data() -> None:
+    days = fake_history_days(DAY, 5)
+    history = history_of(
+        {day: day_of(steady(0.85, 50, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: [{"status": "judge_unavailable", "app": "a"}]}
+    )
+    report = check_regression(history, DAY)
+    assert {f.outcome for f in report.findings} == {Outcome.NO_DATA}
+    assert report.verdict is Verdict.OK
+    assert "could not be checked" in report.summary
+
+
+def test_an_empty_table_with_untyped_columns_is_an_empty_day() -> None:
+    names = ["faithfulness_score", "faithfulness_status", "app", "prompt_tokens", "cost_usd"]
+    untyped = pa.table({name: pa.array([]) for name in names})  # pa.null() columns
+    row = only(daily_metrics(DAY, untyped, ["faithfulness"], ["app"]))
+    assert (row["rows"], row["mean"], row["prompt_tokens"]) == (0, None, 0)

@@ -1,0 +1,146 @@
+"""The house's rules, read from the code's own imports: no import circle, no arrow from a lower
+layer to a higher one, no private name taken across modules. (Which rooms may import Airflow
+and the SDKs is kept by ruff's banned-api, see pyproject.toml.)"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "ragas_ops"
+
+# Rooms from the bottom up; a room may import its own floor and the floors below it.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"contract", "text", "secrets", "sampling", "samples", "pricing", "storage"}),
+    frozenset({"prompts", "config"}),
+    frozenset({"judge"}),
+    frozenset({"metrics"}),
+    frozenset({"scoring", "quality", "capture"}),
+    frozenset({"pipeline", "estimate", "evaluation", "testing"}),
+    frozenset({"airflow"}),
+    frozenset({"cli"}),
+)
+# Re-exports kept for names that others store (a deferred trigger's class path).
+COMPATIBILITY_SHIMS = {"ragas_ops.pipeline.batch_trigger"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, ast.Module]:
+    return {
+        module_name(path): ast.parse(path.read_text(), str(path))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+def imports(tree: ast.Module) -> Iterator[tuple[str, list[str], bool]]:
+    """(module, names, at module level) for every `ragas_ops` import, lazy ones included."""
+    top_level = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ragas_ops"):
+            yield node.module, [alias.name for alias in node.names], id(node) in top_level
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("ragas_ops"):
+                    yield alias.name, [], id(node) in top_level
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def floor(module: str) -> int:
+    name = room(module)
+    for level, rooms in enumerate(LAYERS):
+        if name in rooms:
+            return level
+    raise AssertionError(f"{module}: room {name!r} is on no floor of LAYERS; add it")
+
+
+def resolve(target: str, names: list[str], known: dict[str, ast.Module]) -> list[str]:
+    """The modules an import really loads (`from pkg import module` loads pkg.module)."""
+    loaded = [target] if target in known else []
+    loaded += [f"{target}.{name}" for name in names if f"{target}.{name}" in known]
+    return loaded
+
+
+def test_every_room_is_on_a_floor() -> None:
+    for module in modules():
+        if module != "ragas_ops":
+            floor(module)
+
+
+def test_no_arrow_runs_from_a_lower_floor_to_a_higher_one() -> None:
+    known = modules()
+    upward = [
+        f"{module} (floor {floor(module)}) imports {target} (floor {floor(target)})"
+        for module, tree in known.items()
+        if module != "ragas_ops" and module not in COMPATIBILITY_SHIMS
+        for imported, names, _ in imports(tree)
+        for target in resolve(imported, names, known)
+        if target != "ragas_ops" and floor(target) > floor(module)
+    ]
+    assert upward == []
+
+
+def test_no_import_circle_at_module_level() -> None:
+    known = modules()
+    graph = {
+        module: {
+            target
+            for imported, names, top in imports(tree)
+            if top
+            for target in resolve(imported, names, known)
+            if target != module
+        }
+        for module, tree in known.items()
+    }
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert circles == []
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    taken = [
+        f"{module} takes {name} from {imported}"
+        for module, tree in modules().items()
+        for imported, names, _ in imports(tree)
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+    assert taken == []
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [("ragas_ops.contract.inputs", 0), ("ragas_ops.judge.openai.judge", 2), ("ragas_ops.cli", 7)],
+)
+def test_floors_are_read_from_the_room(module: str, expected: int) -> None:
+    assert floor(module) == expected
+
+
+def test_the_local_judge_answers_with_the_context_relevance_prompts_own_phrase() -> None:
+    from ragas_ops.judge.local import judge
+    from ragas_ops.metrics import context_relevance
+
+    assert judge.INSUFFICIENT_INFORMATION == context_relevance.INSUFFICIENT_INFORMATION

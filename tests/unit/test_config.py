@@ -1,0 +1,278 @@
+"""Settings: defaults < TOML file < RAGAS_OPS_* environment, all typed and checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragas_ops.config import ConfigError, Settings, load_settings
+from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
+from ragas_ops.metrics import DEFAULT_METRICS
+from ragas_ops.pricing import DEFAULT_PRICES, Price
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ragas-ops.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults():
+    settings = load_settings(environ={})
+    assert settings.judge.model == "gpt-4o-mini"
+    assert settings.judge.embedding_model == "text-embedding-3-small"
+    assert settings.judge.base_url is None
+    assert settings.judge.api_key_env == "OPENAI_API_KEY"
+    assert settings.judge.rpm == 500
+    assert settings.judge.tpm == 200_000
+    assert settings.judge.structured_output == "json_schema"
+    assert settings.metrics.names == DEFAULT_METRICS
+    assert settings.metrics.answer_relevance_questions == 3
+    assert settings.metrics.question_strategy == "list"
+    assert settings.columns == ColumnMapping()
+    assert settings.size_budget == SizeBudget()
+    assert settings.prices == dict(DEFAULT_PRICES)
+    assert settings.batch_rows == 256
+
+
+def test_environment_variables_of_other_programs_are_ignored():
+    settings = load_settings(environ={"OPENAI_API_KEY": "sk-x", "PATH": "/bin", "RAGAS_OPS": "x"})
+    assert settings == Settings()
+
+
+def test_a_config_file_overrides_the_defaults_it_names_and_keeps_the_others(tmp_path):
+    path = _file(
+        tmp_path,
+        """
+batch_rows = 64
+
+[judge]
+model = "gpt-4.1-mini"
+base_url = "http://localhost:8000/v1"
+rpm = 60
+timeout_seconds = 30
+cache_path = "none"
+
+[metrics]
+names = ["faithfulness", "context_relevance"]
+answer_relevance_questions = 5
+question_strategy = "sample"
+
+[columns]
+question = "query"
+contexts = "retrieved_docs"
+
+[size_budget]
+answer_chars = 1000
+""",
+    )
+    settings = load_settings(path, environ={})
+    assert settings.batch_rows == 64
+    assert settings.judge.model == "gpt-4.1-mini"
+    assert settings.judge.base_url == "http://localhost:8000/v1"
+    assert settings.judge.rpm == 60
+    assert settings.judge.tpm == 200_000  # untouched
+    assert settings.judge.timeout_seconds == 30.0
+    assert isinstance(settings.judge.timeout_seconds, float)
+    assert settings.judge.cache_path is None
+    assert settings.metrics.names == ("faithfulness", "context_relevance")
+    assert settings.metrics.answer_relevance_questions == 5
+    assert settings.metrics.question_strategy == "sample"
+    assert settings.columns == ColumnMapping(question="query", contexts="retrieved_docs")
+    assert settings.size_budget == SizeBudget(answer_chars=1000)
+
+
+def test_environment_variables_override_the_file(tmp_path):
+    path = _file(tmp_path, '[judge]\nmodel = "from-file"\nrpm = 60\n')
+    settings = load_settings(
+        path,
+        environ={
+            "RAGAS_OPS_JUDGE_MODEL": "from-env",
+            "RAGAS_OPS_JUDGE_RPM": "none",
+            "RAGAS_OPS_JUDGE_TPM": "90000",
+            "RAGAS_OPS_METRICS_NAMES": "faithfulness, answer_relevance",
+            "RAGAS_OPS_BATCH_ROWS": "32",
+            "RAGAS_OPS_COLUMNS_ANSWER": "response",
+            "RAGAS_OPS_SIZE_BUDGET_QUESTION_CHARS": "100",
+            "RAGAS_OPS_METRICS_QUESTION_STRATEGY": "sample",
+        },
+    )
+    assert settings.judge.model == "from-env"
+    assert settings.judge.rpm is None
+    assert settings.judge.tpm == 90_000
+    assert settings.metrics.names == ("faithfulness", "answer_relevance")
+    assert settings.batch_rows == 32
+    assert settings.columns.answer == "response"
+    assert settings.size_budget.question_chars == 100
+    assert settings.metrics.question_strategy == "sample"
+
+
+@pytest.mark.parametrize("value", ["none", "None", "NULL", ""])
+def test_an_optional_setting_is_unset_by_none_null_or_empty(value):
+    settings = load_settings(environ={"RAGAS_OPS_JUDGE_TPM": value})
+    assert settings.judge.tpm is None
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("colour = 'blue'\n", "unknown setting 'colour'"),
+        ("[judge]\nmodle = 'gpt-4o'\n", "unknown setting 'modle'"),
+        ("[metrics]\nquestions = 3\n", "unknown setting 'questions'"),
+        ("[columns]\nreply = 'response'\n", "unknown setting 'reply'"),
+        ("judge = 'gpt-4o'\n", "expected a table of settings"),
+    ],
+)
+def test_an_unknown_or_misplaced_key_in_the_file_is_an_error(tmp_path, text, where):
+    with pytest.raises(ConfigError, match=where):
+        load_settings(_file(tmp_path, text), environ={})
+
+
+@pytest.mark.parametrize(
+    "name", ["RAGAS_OPS_JUDGE_MODLE", "RAGAS_OPS_COLOUR", "RAGAS_OPS_PRICES_X", "RAGAS_OPS_JUDGE"]
+)
+def test_an_unknown_environment_setting_is_an_error_not_ignored(name):
+    with pytest.raises(ConfigError):
+        load_settings(environ={name: "x"})
+
+
+@pytest.mark.parametrize(
+    ("environ", "where"),
+    [
+        ({"RAGAS_OPS_JUDGE_RPM": "fast"}, "'fast' is not a valid int"),
+        ({"RAGAS_OPS_JUDGE_RPM": "1.5"}, "'1.5' is not a valid int"),
+        ({"RAGAS_OPS_JUDGE_TIMEOUT_SECONDS": "soon"}, "not a valid float"),
+        ({"RAGAS_OPS_BATCH_ROWS": "many"}, "RAGAS_OPS_BATCH_ROWS"),
+        ({"RAGAS_OPS_METRICS_ANSWER_RELEVANCE_QUESTIONS": "three"}, "not a valid int"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_an_error_that_names_its_source(environ, where):
+    with pytest.raises(ConfigError, match=where):
+        load_settings(environ=environ)
+
+
+def test_a_value_of_the_wrong_type_in_the_file_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match=r"\[judge\] max_attempts: 'lots' is not a valid int"):
+        load_settings(_file(tmp_path, "[judge]\nmax_attempts = 'lots'\n"), environ={})
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"RAGAS_OPS_JUDGE_STRUCTURED_OUTPUT": "xml"},
+        {"RAGAS_OPS_JUDGE_STRUCTURED_OUTPUT": "JSON_SCHEMA"},
+        {"RAGAS_OPS_METRICS_QUESTION_STRATEGY": "random"},
+    ],
+)
+def test_a_value_outside_a_literal_is_an_error_that_lists_the_choices(environ):
+    with pytest.raises(ConfigError, match="is not one of"):
+        load_settings(environ=environ)
+
+
+def test_a_literal_value_inside_its_choices_is_accepted():
+    settings = load_settings(environ={"RAGAS_OPS_JUDGE_STRUCTURED_OUTPUT": "json_object"})
+    assert settings.judge.structured_output == "json_object"
+
+
+def test_a_prices_table_adds_a_model_and_overrides_a_default(tmp_path):
+    path = _file(
+        tmp_path,
+        """
+[prices."my-model"]
+input_per_million = 1.0
+output_per_million = 3.0
+
+[prices."gpt-4o-mini"]
+input_per_million = 0.1
+output_per_million = 0.4
+cached_input_per_million = 0.05
+""",
+    )
+    settings = load_settings(path, environ={})
+    assert settings.prices["my-model"] == Price(1.0, 3.0)
+    assert settings.prices["gpt-4o-mini"] == Price(0.1, 0.4, 0.05)
+    assert settings.prices["gpt-4o"] == DEFAULT_PRICES["gpt-4o"]  # the others stay
+    assert DEFAULT_PRICES["gpt-4o-mini"] == Price(0.15, 0.60, 0.075)  # defaults not mutated
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[prices."my-model"]\ninput_per_million = 1.0\nper_request = 2.0\n',
+        'prices = "cheap"\n',
+    ],
+)
+def test_a_broken_prices_table_is_an_error(tmp_path, text):
+    with pytest.raises(ConfigError, match="prices"):
+        load_settings(_file(tmp_path, text), environ={})
+
+
+# -- wrong types that used to be converted silently -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ["batch_rows = true\n", "[judge]\nrpm = 1.9\n", "[judge]\nmax_attempts = false\n"]
+)
+def test_a_bool_or_fraction_for_an_int_setting_is_an_error(tmp_path, text):
+    # int(True) is 1 and int(1.9) is 1: neither may be taken silently.
+    with pytest.raises(ConfigError):
+        load_settings(_file(tmp_path, text), environ={})
+
+
+def test_a_number_for_the_metric_names_is_a_config_error(tmp_path):
+    # Used to escape as a bare TypeError from list(5).
+    with pytest.raises(ConfigError, match="names"):
+        load_settings(_file(tmp_path, "[metrics]\nnames = 5\n"), environ={})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[metrics]\nnames = [1, 2]\n",
+        "[judge]\ntimeout_seconds = true\n",
+        '[prices]\n"my-model" = 1.0\n',
+    ],
+)
+def test_other_values_of_the_wrong_kind_are_config_errors(tmp_path, text):
+    with pytest.raises(ConfigError):
+        load_settings(_file(tmp_path, text), environ={})
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[judge]\nmodel = ['gpt-4o']\n", "[judge]\napi_key_env = 5\n", "[columns]\nanswer = 1\n"],
+)
+def test_a_value_that_is_not_text_for_a_text_setting_is_an_error(tmp_path, text):
+    with pytest.raises(ConfigError):
+        load_settings(_file(tmp_path, text), environ={})
+
+
+def test_a_whole_number_rate_is_a_price(tmp_path):
+    path = _file(tmp_path, '[prices."my-model"]\ninput_per_million = 1\n')
+    price = load_settings(path, environ={}).prices["my-model"]
+    assert price == Price(1.0)
+    assert isinstance(price.input_per_million, float)
+
+
+def test_a_price_that_is_not_a_number_is_an_error(tmp_path):
+    # Used to be accepted, and to fail mid-run inside Price.cost.
+    path = _file(tmp_path, '[prices."my-model"]\ninput_per_million = "cheap"\n')
+    with pytest.raises(ConfigError, match="my-model"):
+        load_settings(path, environ={})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[judge]\nmax_concurrency = 0\n",
+        "[judge]\nmax_attempts = 0\n",
+        "[judge]\nrpm = 0\n",
+        "[judge]\ntimeout_seconds = -1\n",
+        "[metrics]\nanswer_relevance_questions = 0\n",
+        "batch_rows = 0\n",
+    ],
+)
+def test_a_count_or_limit_below_one_is_an_error(tmp_path, text):
+    with pytest.raises(ConfigError):
+        load_settings(_file(tmp_path, text), environ={})

@@ -1,0 +1,203 @@
+"""The input contract: per-field validation of rows, column mapping and reading tables."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from ragas_ops.contract.inputs import (
+    ColumnMapping,
+    ContractError,
+    SizeBudget,
+    check_columns,
+    interactions_from_table,
+    validate_row,
+)
+
+BUDGET = SizeBudget()
+GOOD_CONTEXTS = ["The Millau Viaduct opened in 2004."]
+
+
+def _row(question="When did it open?", contexts=GOOD_CONTEXTS, answer="In 2004.", budget=BUDGET):
+    return validate_row(question, contexts, answer, budget)
+
+
+def test_a_valid_row_has_no_problems_and_stripped_fields():
+    row = validate_row("  When did it open?  ", ["  A context.  "], "\nIn 2004.\n", BUDGET)
+    assert row.problems == {}
+    assert row.question == "When did it open?"
+    assert row.answer == "In 2004."
+    assert row.contexts == ["A context."]
+    assert row.retrieved_contexts == ["A context."]
+    assert row.duplicate_contexts == 0
+
+
+# -- question and answer --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["question", "answer"])
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (None, "is missing (null)"),
+        (42, "is not a string (got int)"),
+        (["a list"], "is not a string (got list)"),
+        ("", "is empty"),
+        ("   \n\t ", "is empty"),
+    ],
+)
+def test_a_broken_text_field_is_recorded_as_a_problem_not_raised(field, value, reason):
+    row = _row(**{field: value})
+    assert row.problems == {field: f"{field} {reason}"}
+    assert getattr(row, field) is None
+
+
+def test_question_over_budget_is_a_problem_and_exactly_at_budget_is_fine():
+    budget = SizeBudget(question_chars=10, answer_chars=10)
+    assert _row(question="q" * 10, answer="a", budget=budget).problems == {}
+    # Surrounding whitespace does not count against the budget.
+    assert _row(question="  " + "q" * 10 + "  ", answer="a", budget=budget).problems == {}
+    row = _row(question="q" * 11, answer="a", budget=budget)
+    assert row.problems == {"question": "question is over the size budget (11 > 10 chars)"}
+
+
+def test_answer_over_budget_is_a_problem():
+    row = _row(answer="a" * 12_345, budget=SizeBudget(answer_chars=12_000))
+    assert row.problems == {"answer": "answer is over the size budget (12,345 > 12,000 chars)"}
+    assert row.answer is None
+
+
+# -- contexts -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("contexts", "reason"),
+    [
+        (None, "contexts are missing (null)"),
+        ("a single string", "contexts are not a list of strings (got str)"),
+        (17, "contexts are not a list of strings (got int)"),
+        (["ok", 3, None], "contexts are not a list of strings (2 item(s) of type NoneType, int)"),
+        ([], "no contexts (the list is empty or holds only blank strings)"),
+        (["", "  ", "\n"], "no contexts (the list is empty or holds only blank strings)"),
+    ],
+)
+def test_broken_contexts_are_recorded_as_a_problem(contexts, reason):
+    row = _row(contexts=contexts)
+    assert row.problems == {"contexts": reason}
+    assert row.contexts is None
+    assert row.retrieved_contexts == []
+    assert row.duplicate_contexts == 0
+
+
+def test_contexts_over_budget_count_all_contexts_together():
+    budget = SizeBudget(contexts_chars=10)
+    assert _row(contexts=["abcde", "fghij"], budget=budget).problems == {}
+    row = _row(contexts=["abcde", "fghijk"], budget=budget)
+    assert row.problems == {"contexts": "contexts are over the size budget (11 > 10 chars)"}
+
+
+def test_blank_contexts_are_dropped_and_a_tuple_is_a_list():
+    row = _row(contexts=("first", "  ", "second"))
+    assert row.contexts == ["first", "second"]
+    assert row.problems == {}
+
+
+def test_duplicates_are_removed_from_contexts_but_kept_in_retrieved_contexts():
+    retrieved = ["Alpha passage.", "Beta passage.", "alpha   PASSAGE.", " Alpha passage. "]
+    row = _row(contexts=retrieved)
+    # What the judge reads: distinct (case and whitespace aside), first spelling, retrieval order.
+    assert row.contexts == ["Alpha passage.", "Beta passage."]
+    # What context relevance counts: everything retrieved.
+    assert row.retrieved_contexts == [
+        "Alpha passage.",
+        "Beta passage.",
+        "alpha   PASSAGE.",
+        "Alpha passage.",
+    ]
+    assert row.duplicate_contexts == 2
+
+
+def test_each_broken_field_gets_its_own_problem():
+    row = validate_row(None, "not a list", 3, BUDGET)
+    assert set(row.problems) == {"question", "contexts", "answer"}
+
+
+# -- problem_with ---------------------------------------------------------------------------------
+
+
+def test_problem_with_joins_the_reasons_of_the_fields_asked_about_only():
+    row = validate_row(None, GOOD_CONTEXTS, "", BUDGET)
+    assert row.problem_with(["contexts"]) is None
+    assert row.problem_with(["question"]) == "question is missing (null)"
+    assert (
+        row.problem_with(["question", "contexts", "answer"])
+        == "question is missing (null); answer is empty"
+    )
+    assert row.problem_with([]) is None
+
+
+# -- column mapping and tables --------------------------------------------------------------------
+
+
+def test_column_mapping_from_a_partial_mapping_keeps_the_default_names():
+    mapping = ColumnMapping.from_mapping({"question": "query"})
+    assert mapping == ColumnMapping(question="query", contexts="contexts", answer="answer")
+    assert mapping.source("question") == "query"
+
+
+def test_column_mapping_refuses_unknown_fields_and_names_the_known_ones():
+    with pytest.raises(ContractError) as error:
+        ColumnMapping.from_mapping({"question": "query", "reply": "response"})
+    message = str(error.value)
+    assert "['reply']" in message
+    assert "['question', 'contexts', 'answer']" in message
+
+
+def test_check_columns_lists_the_missing_fields_and_the_available_columns():
+    schema = pa.schema(
+        [("query", pa.string()), ("docs", pa.list_(pa.string())), ("id", pa.int64())]
+    )
+    with pytest.raises(ContractError) as error:
+        check_columns(schema, ColumnMapping(question="query"))
+    message = str(error.value)
+    assert "contexts (column 'contexts')" in message
+    assert "answer (column 'answer')" in message
+    assert "question" not in message.split("Its columns", maxsplit=1)[0]
+    assert "['query', 'docs', 'id']" in message
+
+
+def test_check_columns_accepts_a_schema_with_the_mapped_names():
+    schema = pa.schema([("q", pa.string()), ("c", pa.list_(pa.string())), ("a", pa.string())])
+    check_columns(schema, ColumnMapping(question="q", contexts="c", answer="a"))
+
+
+def test_interactions_from_table_reads_mapped_columns_in_row_order():
+    table = pa.table(
+        {
+            "id": [1, 2, 3, 4],
+            "query": ["First?", "Second?", None, "Fourth?"],
+            "retrieved_docs": pa.array(
+                [["doc one", "doc one", "doc two"], ["only doc"], ["x"], ["ok", None]],
+                pa.list_(pa.string()),
+            ),
+            "response": ["One.", "Two.", "Three.", "Four."],
+        }
+    )
+    mapping = ColumnMapping(question="query", contexts="retrieved_docs", answer="response")
+    rows = interactions_from_table(table, mapping, BUDGET)
+
+    assert [row.answer for row in rows] == ["One.", "Two.", "Three.", "Four."]
+    assert rows[0].question == "First?"
+    assert rows[0].contexts == ["doc one", "doc two"]
+    assert rows[0].duplicate_contexts == 1
+    assert rows[1].problems == {}
+    assert rows[2].problems == {"question": "question is missing (null)"}
+    assert rows[3].problems == {
+        "contexts": "contexts are not a list of strings (1 item(s) of type NoneType)"
+    }
+
+
+def test_interactions_from_table_fails_early_on_a_missing_column():
+    table = pa.table({"question": ["q"], "answer": ["a"]})
+    with pytest.raises(ContractError, match="contexts"):
+        interactions_from_table(table, ColumnMapping(), BUDGET)
