@@ -5,7 +5,8 @@ pipeline's raw lake), keeps the rows that the sample fraction chooses and the co
 each metric use, and builds each metric's real chat messages from the row's data: tokens are
 counted the way the judge counts them before sending (`estimate_tokens`, ~4 characters a
 token, plus 4 a message). A judge's reply cannot be known in advance, so each one is stood in
-for by an output of the prompt's own output model, sized by the rules in `ASSUMPTIONS`.
+for by an output of the prompt's own output model, sized as each metric assumes
+(`Metric.expected_calls`; the assumptions are printed with every estimate).
 
 Only the columns the contract needs are read, a batch of rows at a time.
 """
@@ -14,79 +15,55 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
 import pyarrow.parquet as pq
-from pydantic import BaseModel
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import (
-    ANSWER,
-    CONTEXTS,
-    QUESTION,
     Interaction,
     check_columns,
     validate_row,
 )
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.judge.openai.judge import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
-from ragas_ops.metrics import build_metrics
-from ragas_ops.metrics.answer_relevance import (
-    QUESTION_SAMPLE_PROMPT,
-    QUESTIONS_PROMPT,
-    AnswerRelevance,
-    GeneratedQuestion,
-    GeneratedQuestions,
-)
+from ragas_ops.metrics import build_metrics, metric_kind
 from ragas_ops.metrics.base import Metric
-from ragas_ops.metrics.context_relevance import EXTRACT_PROMPT, ContextRelevance, ExtractedSentences
-from ragas_ops.metrics.faithfulness import (
-    STATEMENTS_PROMPT,
-    VERDICTS_PROMPT,
-    Faithfulness,
-    Statements,
-    Verdict,
-    Verdicts,
-)
-from ragas_ops.metrics.gpt_score import GptScore, Rating
 from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import Prompt
 from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
 from ragas_ops.storage import Location, locate, parquet_files
-from ragas_ops.text import estimate_tokens, split_sentences
+from ragas_ops.text import estimate_tokens
 
 READ_BATCH_ROWS = 4096
-EXPLANATION_TOKENS = 20
-"""Tokens assumed for each explanation the judge writes (a verdict's, a GPT Score's)."""
-EXTRACTED_SENTENCES = 2
-"""Context sentences assumed copied out by context relevance's extraction."""
 MAX_DAYS = 3660
 
-ASSUMPTIONS = (
+GENERAL_ASSUMPTIONS = (
     "prompt tokens: each metric's real messages built from the row, counted as the judge "
     "does (~4 characters a token, 1 a non-ASCII character, +4 a message); a provider's "
     "tokenizer may differ by 10-20%",
-    "faithfulness: one statement per sentence of the answer (the row's sentences stand in "
-    f"for the statements); a verdict per statement with a ~{EXPLANATION_TOKENS}-token "
-    "explanation; every answer with a sentence gets a verdicts request (a refusal, which has "
-    "no statement, skips it in reality)",
-    "answer relevance: each generated question as long as the row's question and different "
-    "from every other text; the generated questions and the row's question are embedded, one "
-    "embeddings request per batch of batch_rows rows (more past embedding_batch_size texts); "
-    "question_strategy 'sample' is one request with n choices (an endpoint that ignores n "
-    "is sent n-1 more)",
-    f"context relevance: the judge copies out the first {EXTRACTED_SENTENCES} sentences of "
-    "the contexts (fewer when there are fewer)",
     "rows whose fields break the contract for a metric cost nothing for it, as in a run",
     "no judge cache hits, no prompt caching, no retries or repairs: rows scored before "
     "(a rerun, a backfill of unchanged rows) are free in reality",
     "batch mode: chat requests at the Batch API's price (Price.batch_discount, half for "
     "OpenAI); embeddings are not batched and cost the sync price",
 )
+
+
+def assumptions(metric_names: Sequence[str]) -> list[str]:
+    """What the estimate assumes: how tokens are counted, then what each metric assumes of
+    the judge's replies (its `estimate_assumption`), then what holds for every run."""
+    declared = [
+        kind.estimate_assumption
+        for name in metric_names
+        if (kind := metric_kind(name)) is not None and kind.estimate_assumption
+    ]
+    first, *rest = GENERAL_ASSUMPTIONS
+    return [first, *dict.fromkeys(declared), *rest]
 
 
 @dataclass
@@ -188,7 +165,7 @@ class Estimate:
                 {"part": label, **self._tally_dict(tally, prices)} for label, tally in self.parts
             ],
             "total": self._tally_dict(self.total, prices),
-            "assumptions": list(ASSUMPTIONS),
+            "assumptions": assumptions(self.settings.metrics.names),
         }
 
     @staticmethod
@@ -229,7 +206,11 @@ class Estimate:
         total = self.total
         lines.append(self._line("total", total, prices))
         lines += self._notes(total)
-        lines += ["", "assumptions:", *(f"- {assumption}" for assumption in ASSUMPTIONS)]
+        lines += [
+            "",
+            "assumptions:",
+            *(f"- {line}" for line in assumptions(self.settings.metrics.names)),
+        ]
         return lines
 
     @staticmethod
@@ -281,94 +262,15 @@ def _money(value: float | None) -> str:
 # --- what one row costs -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Call:
-    """One chat request a metric would send: its prompt, its data, a stand-in for the reply."""
-
-    prompt: Prompt[Any]
-    data: Mapping[str, Any]
-    reply: BaseModel
-    n: int = 1
-
-
-def _faithfulness(metric: Metric, row: Interaction) -> list[_Call]:
-    statements = list(dict.fromkeys(split_sentences(row.answer or "")))
-    calls = [
-        _Call(
-            STATEMENTS_PROMPT,
-            {QUESTION: row.question, ANSWER: row.answer},
-            Statements(statements=statements),
-        )
-    ]
-    if statements:
-        verdicts = [Verdict(explanation=_explanation(), verdict="yes") for _ in statements]
-        calls.append(
-            _Call(
-                VERDICTS_PROMPT,
-                {CONTEXTS: row.contexts, "statements": statements},
-                Verdicts(verdicts=verdicts),
-            )
-        )
-    return calls
-
-
-def _answer_relevance(metric: Metric, row: Interaction) -> list[_Call]:
-    assert isinstance(metric, AnswerRelevance)
-    question = row.question or ""
-    if metric.strategy == "list":
-        return [
-            _Call(
-                QUESTIONS_PROMPT,
-                {ANSWER: row.answer, "number_of_questions": metric.questions},
-                GeneratedQuestions(questions=[question] * metric.questions, noncommittal=False),
-            )
-        ]
-    return [
-        _Call(
-            QUESTION_SAMPLE_PROMPT,
-            {ANSWER: row.answer},
-            GeneratedQuestion(question=question, noncommittal=False),
-            n=metric.questions,
-        )
-    ]
-
-
-def _context_relevance(metric: Metric, row: Interaction) -> list[_Call]:
-    if not any(split_sentences(context) for context in row.retrieved_contexts):
-        return []  # invalid_input: no sentence to count, no request
-    sentences = [s for context in row.contexts or [] for s in split_sentences(context)]
-    return [
-        _Call(
-            EXTRACT_PROMPT,
-            {QUESTION: row.question, CONTEXTS: row.contexts},
-            ExtractedSentences(sentences=sentences[:EXTRACTED_SENTENCES]),
-        )
-    ]
-
-
-def _gpt_score(metric: Metric, row: Interaction) -> list[_Call]:
-    assert isinstance(metric, GptScore)
-    data = {name: getattr(row, name) for name in metric.requires}
-    return [_Call(metric.prompt, data, Rating(explanation=_explanation(), score=10))]
-
-
-def _explanation() -> str:
-    return "x" * (EXPLANATION_TOKENS * 4)  # ~4 ASCII characters a token
-
-
-_CALLS: dict[type[Metric], Callable[[Metric, Interaction], list[_Call]]] = {
-    Faithfulness: _faithfulness,
-    AnswerRelevance: _answer_relevance,
-    ContextRelevance: _context_relevance,
-    GptScore: _gpt_score,
-}
-
-
 class _RowCounter:
     """Adds up the requests and tokens of rows, metric by metric, as a run would send them."""
 
     def __init__(self, metrics: Sequence[Metric], *, schema_in_text: bool) -> None:
-        unknown = [metric.name for metric in metrics if type(metric) not in _CALLS]
+        unknown = [
+            metric.name
+            for metric in metrics
+            if type(metric).expected_calls is Metric.expected_calls
+        ]
         if unknown:
             raise ValueError(f"no cost estimate for metric(s) {unknown}")
         self.metrics = metrics
@@ -382,7 +284,7 @@ class _RowCounter:
         for metric in self.metrics:
             if row.problem_with(metric.requires):
                 continue
-            for call in _CALLS[type(metric)](metric, row):
+            for call in metric.expected_calls(row):
                 tally.chat_requests += 1
                 tally.requests_by_metric[metric.name] += 1
                 tally.prompt_tokens += self._prompt_tokens(call.prompt, call.data)
@@ -394,10 +296,14 @@ class _RowCounter:
         embeds each distinct text once) and the generated questions (None: not known yet)."""
         texts: list[tuple[str | None, int]] = []
         for metric in self.metrics:
-            if isinstance(metric, AnswerRelevance) and not row.problem_with(metric.requires):
-                question = row.question or ""
-                tokens = estimate_tokens(question)
-                texts += [(question, tokens)] + [(None, tokens)] * metric.questions
+            if row.problem_with(metric.requires):
+                continue
+            # An unknown text (a generated question) is assumed as long as the row's question.
+            tokens = estimate_tokens(row.question or "")
+            texts += [
+                (text, tokens if text is None else estimate_tokens(text))
+                for text in metric.expected_embedding_inputs(row)
+            ]
         return texts
 
     def _prompt_tokens(self, prompt: Prompt[Any], data: Mapping[str, Any]) -> int:

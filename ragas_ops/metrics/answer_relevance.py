@@ -32,7 +32,8 @@ from ragas_ops.config import QuestionStrategy
 from ragas_ops.contract.inputs import ANSWER, QUESTION, Interaction
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, JudgeOutputError, JudgeRowError, Usage
-from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.metrics.base import Detail, ExpectedCall, Metric, MetricResult, as_text
+from ragas_ops.metrics.registry import register_metric, register_prompts
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
 
 
@@ -134,6 +135,47 @@ class AnswerRelevance(Metric):
     name = "answer_relevance"
     version = 1
     requires = (QUESTION, ANSWER)
+    title = "Answer relevance"
+    worst_title = "Least relevant answers"
+    estimate_assumption = (
+        "answer relevance: each generated question as long as the row's question and different "
+        "from every other text; the generated questions and the row's question are embedded, one "
+        "embeddings request per batch of batch_rows rows (more past embedding_batch_size texts); "
+        "question_strategy 'sample' is one request with n choices (an endpoint that ignores n "
+        "is sent n-1 more)"
+    )
+
+    @classmethod
+    def explain(cls, evidence: Mapping[str, Any], contexts: Sequence[str]) -> list[Detail]:
+        similarities = evidence.get("similarities") or []
+        details: list[Detail] = []
+        for index, question in enumerate(evidence.get("questions") or []):
+            similarity = f" (cosine {similarities[index]:.2f})" if index < len(similarities) else ""
+            details.append(("Generated question", f"{as_text(question)}{similarity}", ""))
+        return details
+
+    def expected_calls(self, row: Interaction) -> list[ExpectedCall]:
+        question = row.question or ""
+        if self.strategy == "list":
+            return [
+                ExpectedCall(
+                    QUESTIONS_PROMPT,
+                    {ANSWER: row.answer, "number_of_questions": self.questions},
+                    GeneratedQuestions(questions=[question] * self.questions, noncommittal=False),
+                )
+            ]
+        return [
+            ExpectedCall(
+                QUESTION_SAMPLE_PROMPT,
+                {ANSWER: row.answer},
+                GeneratedQuestion(question=question, noncommittal=False),
+                n=self.questions,
+            )
+        ]
+
+    def expected_embedding_inputs(self, row: Interaction) -> list[str | None]:
+        """The row's question, and the generated questions (not known before the judge)."""
+        return [row.question or "", *([None] * self.questions)]
 
     def __init__(self, questions: int = 3, strategy: QuestionStrategy = "list") -> None:
         if questions < 1:
@@ -273,3 +315,11 @@ def _share(usage: Usage, fraction: float) -> Usage:
         embedding_tokens=round(usage.embedding_tokens * fraction),
         cost_usd=None if usage.cost_usd is None else usage.cost_usd * fraction,
     )
+
+
+register_metric(
+    "answer_relevance",
+    AnswerRelevance,
+    lambda options: AnswerRelevance(options.questions, options.question_strategy),
+)
+register_prompts(QUESTIONS_PROMPT, QUESTION_SAMPLE_PROMPT)

@@ -1,13 +1,17 @@
-"""What every metric is: a name, versions, the fields it needs, its prompts and its formula."""
+"""What every metric is: a name, versions, the fields it needs, its prompts and its formula; and
+what the rest of the house needs to know of it, declared beside the formula: the calls a row
+would take (for the cost estimate) and how the report titles and explains its evidence."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel
 
 from ragas_ops.contract.inputs import Interaction
 from ragas_ops.contract.status import Status
@@ -15,6 +19,35 @@ from ragas_ops.judge.base import Judge, JudgeRowError, Usage
 from ragas_ops.prompts import Prompt
 
 StepT = TypeVar("StepT")
+
+ESTIMATED_EXPLANATION_TOKENS = 20
+"""Tokens the cost estimate assumes for each explanation a judge writes (a verdict's, a score's)."""
+
+Detail = tuple[str, str, str]
+"""A line of the report's evidence: (label, untrusted text, untrusted note, e.g. the judge's
+explanation)."""
+
+
+def as_text(value: Any) -> str:
+    """An evidence value as text ("" for a missing one): evidence is data, never trusted."""
+    return "" if value is None else str(value)
+
+
+def explanation_stand_in() -> str:
+    """A stand-in for a judge's explanation, as long as the estimate assumes (~4 characters a
+    token)."""
+    return "x" * (ESTIMATED_EXPLANATION_TOKENS * 4)
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    """One chat request a metric would send for a row: its prompt, its data, and a stand-in
+    for the reply (an instance of the prompt's output model, sized as the estimate assumes)."""
+
+    prompt: Prompt[Any]
+    data: Mapping[str, Any]
+    reply: BaseModel
+    n: int = 1
 
 
 @dataclass
@@ -43,6 +76,37 @@ class Metric(ABC):
     requires: ClassVar[tuple[str, ...]]
     """Contract fields the metric reads (question, contexts, answer)."""
     prompts: ClassVar[tuple[Prompt[Any], ...]]
+    title: ClassVar[str] = ""
+    """How the report names the metric (default: from its name)."""
+    worst_title: ClassVar[str] = ""
+    """The report's heading over the lowest-scored rows (default: "Lowest <title>")."""
+    estimate_assumption: ClassVar[str] = ""
+    """What `expected_calls` assumes of the judge's replies, said with every cost estimate."""
+
+    @classmethod
+    def display_title(cls, name: str) -> str:
+        return cls.title or name.replace("_", " ").capitalize()
+
+    @classmethod
+    def display_worst_title(cls, name: str) -> str:
+        return cls.worst_title or f"Lowest {cls.display_title(name).lower()}"
+
+    @classmethod
+    def explain(cls, evidence: Mapping[str, Any], contexts: Sequence[str]) -> list[Detail]:
+        """The lines that explain a low score from its evidence, for people to read."""
+        if "explanation" in evidence:
+            return [("Judge", str(evidence["explanation"]), "")]
+        return []
+
+    def expected_calls(self, row: Interaction) -> list[ExpectedCall]:
+        """The chat requests scoring `row` would send, with stand-ins for the replies (the
+        cost estimate's unit). A metric that does not declare them cannot be estimated."""
+        raise NotImplementedError(f"metric {self.name} declares no expected calls")
+
+    def expected_embedding_inputs(self, row: Interaction) -> list[str | None]:
+        """The texts scoring `row` would embed: known ones as text, ones the judge writes
+        first (generated questions) as None."""
+        return []
 
     @property
     def version_label(self) -> str:

@@ -17,17 +17,21 @@ the context are listed in the evidence and not counted: the paper asks for verba
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragas_ops.contract.inputs import CONTEXTS, QUESTION, Interaction
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.metrics.base import Detail, ExpectedCall, Metric, MetricResult, as_text
+from ragas_ops.metrics.registry import register_metric, register_prompts
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
 from ragas_ops.text import normalize, split_sentences
 
 INSUFFICIENT_INFORMATION = "Insufficient Information"
 FUZZY_MATCH_CUTOFF = 0.9
+ESTIMATED_EXTRACTED_SENTENCES = 2
+"""Context sentences the cost estimate assumes the judge copies out."""
 
 
 class ExtractedSentences(OutputModel):
@@ -73,6 +77,40 @@ class ContextRelevance(Metric):
     version = 1
     requires = (QUESTION, CONTEXTS)
     prompts = (EXTRACT_PROMPT,)
+    title = "Context relevance"
+    worst_title = "Least focused contexts"
+    estimate_assumption = (
+        f"context relevance: the judge copies out the first {ESTIMATED_EXTRACTED_SENTENCES} "
+        "sentences of the contexts (fewer when there are fewer)"
+    )
+
+    @classmethod
+    def explain(cls, evidence: Mapping[str, Any], contexts: Sequence[str]) -> list[Detail]:
+        extracted = evidence.get("extracted") or []
+        total = evidence.get("sentences_in_context", "?")
+        insufficient = evidence.get("insufficient_information")
+        note = f"the judge answered {INSUFFICIENT_INFORMATION}" if insufficient else ""
+        return [
+            ("Contexts", " ⏐ ".join(contexts), ""),
+            ("Extracted", f"{len(extracted)} of {total} context sentences", note),
+            *(("Needed sentence", as_text(sentence), "") for sentence in extracted),
+            *(
+                ("Not in the contexts", as_text(sentence), "")
+                for sentence in evidence.get("not_in_context") or []
+            ),
+        ]
+
+    def expected_calls(self, row: Interaction) -> list[ExpectedCall]:
+        if not any(split_sentences(context) for context in row.retrieved_contexts):
+            return []  # invalid_input: no sentence to count, no request
+        sentences = [s for context in row.contexts or [] for s in split_sentences(context)]
+        return [
+            ExpectedCall(
+                EXTRACT_PROMPT,
+                {QUESTION: row.question, CONTEXTS: row.contexts},
+                ExtractedSentences(sentences=sentences[:ESTIMATED_EXTRACTED_SENTENCES]),
+            )
+        ]
 
     async def score(self, row: Interaction, judge: Judge, usage: Usage) -> MetricResult:
         total = sum(len(split_sentences(context)) for context in row.retrieved_contexts)
@@ -132,3 +170,7 @@ def match_extracted(extracted: list[str], contexts: list[str]) -> ExtractionMatc
         found.setdefault(key)
     match.matched = [by_key[key] for key in found]
     return match
+
+
+register_metric("context_relevance", ContextRelevance)
+register_prompts(EXTRACT_PROMPT)

@@ -18,14 +18,24 @@ An answer with no statement to check (a refusal, "I don't know", a greeting) is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ragas_ops.contract.inputs import ANSWER, CONTEXTS, QUESTION, Interaction
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, JudgeOutputError, Usage
-from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.metrics.base import (
+    ESTIMATED_EXPLANATION_TOKENS,
+    Detail,
+    ExpectedCall,
+    Metric,
+    MetricResult,
+    as_text,
+    explanation_stand_in,
+)
+from ragas_ops.metrics.registry import register_metric, register_prompts
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
+from ragas_ops.text import split_sentences
 
 
 class Statements(OutputModel):
@@ -146,6 +156,46 @@ class Faithfulness(Metric):
     version = 2
     requires = (QUESTION, CONTEXTS, ANSWER)
     prompts = (STATEMENTS_PROMPT, VERDICTS_PROMPT)
+    title = "Faithfulness"
+    worst_title = "Least faithful answers"
+    estimate_assumption = (
+        "faithfulness: one statement per sentence of the answer (the row's sentences stand in "
+        "for the statements); a verdict per statement with a "
+        f"~{ESTIMATED_EXPLANATION_TOKENS}-token explanation; every answer with a sentence gets "
+        "a verdicts request (a refusal, which has no statement, skips it in reality)"
+    )
+
+    @classmethod
+    def explain(cls, evidence: Mapping[str, Any], contexts: Sequence[str]) -> list[Detail]:
+        statements = evidence.get("statements") or []
+        supported = f"{evidence.get('supported', '?')} of {evidence.get('total', '?')} statements"
+        return [("Supported", supported, "")] + [
+            ("Unsupported", as_text(item.get("statement")), as_text(item.get("explanation")))
+            for item in statements
+            if isinstance(item, dict) and item.get("verdict") != "yes"
+        ]
+
+    def expected_calls(self, row: Interaction) -> list[ExpectedCall]:
+        statements = list(dict.fromkeys(split_sentences(row.answer or "")))
+        calls = [
+            ExpectedCall(
+                STATEMENTS_PROMPT,
+                {QUESTION: row.question, ANSWER: row.answer},
+                Statements(statements=statements),
+            )
+        ]
+        if statements:
+            verdicts = [
+                Verdict(explanation=explanation_stand_in(), verdict="yes") for _ in statements
+            ]
+            calls.append(
+                ExpectedCall(
+                    VERDICTS_PROMPT,
+                    {CONTEXTS: row.contexts, "statements": statements},
+                    Verdicts(verdicts=verdicts),
+                )
+            )
+        return calls
 
     async def score(self, row: Interaction, judge: Judge, usage: Usage) -> MetricResult:
         extracted = await judge.complete(
@@ -210,3 +260,7 @@ def _degrees(confidences: list[list[float]] | None, count: int) -> list[float] |
 def _distinct_statements(statements: list[str]) -> list[str]:
     """Blank and repeated statements would weigh the ratio without adding a claim."""
     return list(dict.fromkeys(text.strip() for text in statements if text.strip()))
+
+
+register_metric("faithfulness", Faithfulness)
+register_prompts(STATEMENTS_PROMPT, VERDICTS_PROMPT)

@@ -14,6 +14,7 @@ from typing import Literal
 from ragas_ops.contract.inputs import CONTEXTS, QUESTION
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.metrics.gpt_score import DEFINITIONS
+from ragas_ops.metrics.registry import register_prompts
 from ragas_ops.prompts import OutputModel, Prompt
 
 
@@ -68,3 +69,6 @@ async def rank_pair(
         data[CONTEXTS] = list(contexts)
     reply = await judge.complete(RANKING_PROMPTS[dimension], data)
     return Ranking(reply.output.better, reply.output.explanation, reply.usage)
+
+
+register_prompts(*RANKING_PROMPTS.values())

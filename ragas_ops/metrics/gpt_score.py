@@ -11,7 +11,8 @@ from pydantic import field_validator
 from ragas_ops.contract.inputs import ANSWER, CONTEXTS, QUESTION, Interaction
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.metrics.base import Metric, MetricResult
+from ragas_ops.metrics.base import ExpectedCall, Metric, MetricResult, explanation_stand_in
+from ragas_ops.metrics.registry import MetricFactory, register_metric, register_prompts
 from ragas_ops.prompts import OutputModel, Prompt
 
 # The definitions of the three qualities, as the paper gives them to its baselines.
@@ -98,6 +99,12 @@ class GptScore(Metric):
     def prompts(self) -> tuple[Prompt[Any], ...]:  # type: ignore[override]
         return (self.prompt,)
 
+    def expected_calls(self, row: Interaction) -> list[ExpectedCall]:
+        data = {name: getattr(row, name) for name in self.requires}
+        return [
+            ExpectedCall(self.prompt, data, Rating(explanation=explanation_stand_in(), score=10))
+        ]
+
     async def score(self, row: Interaction, judge: Judge, usage: Usage) -> MetricResult:
         data = {name: getattr(row, name) for name in self.requires}
         reply = await judge.complete(self.prompt, data)
@@ -108,3 +115,12 @@ class GptScore(Metric):
             rating.score / 10,
             evidence={"score_0_10": rating.score, "explanation": rating.explanation},
         )
+
+
+def _factory(dimension: str) -> MetricFactory:
+    return lambda _options: GptScore(dimension)
+
+
+for _dimension in SCORE_PROMPTS:
+    register_metric(f"gpt_score_{_dimension}", GptScore, _factory(_dimension))
+register_prompts(*SCORE_PROMPTS.values())

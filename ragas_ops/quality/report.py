@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragas_ops.contract.status import Status
+from ragas_ops.metrics import Metric, metric_kind
 from ragas_ops.quality.aggregate import ALL, Outcome, RegressionFinding, RegressionReport
 
 TREND_DAYS = 30
@@ -31,16 +32,6 @@ ANSWER_CHARS = 600
 ITEM_CHARS = 300
 VERDICT_ITEMS = 6
 """Findings listed under the verdict; the segment table highlights all of them."""
-METRIC_TITLES = {
-    "faithfulness": "Faithfulness",
-    "answer_relevance": "Answer relevance",
-    "context_relevance": "Context relevance",
-}
-EXAMPLE_TITLES = {
-    "faithfulness": "Least faithful answers",
-    "answer_relevance": "Least relevant answers",
-    "context_relevance": "Least focused contexts",
-}
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -361,7 +352,11 @@ def _truncate(text: str, limit: int) -> str:
 
 
 def _title(metric: str) -> str:
-    return METRIC_TITLES.get(metric, metric.replace("_", " ").capitalize())
+    return (metric_kind(metric) or Metric).display_title(metric)
+
+
+def _worst_title(metric: str) -> str:
+    return (metric_kind(metric) or Metric).display_worst_title(metric)
 
 
 def _score(value: float | None) -> str:
@@ -389,40 +384,7 @@ def _example_details(metric: str, example: _Example) -> list[tuple[str, str, str
     """(label, untrusted text, untrusted note) that explain an example's low score, from its
     evidence; the note is the judge's explanation, when there is one."""
     evidence = example.evidence or {}
-    details: list[tuple[str, str, str]] = []
-    if metric == "faithfulness":
-        statements = evidence.get("statements") or []
-        details.append(
-            (
-                "Supported",
-                f"{evidence.get('supported', '?')} of {evidence.get('total', '?')} statements",
-                "",
-            )
-        )
-        details.extend(
-            ("Unsupported", _text(item.get("statement")), _text(item.get("explanation")))
-            for item in statements
-            if isinstance(item, dict) and item.get("verdict") != "yes"
-        )
-    elif metric == "answer_relevance":
-        similarities = evidence.get("similarities") or []
-        for index, question in enumerate(evidence.get("questions") or []):
-            similarity = f" (cosine {similarities[index]:.2f})" if index < len(similarities) else ""
-            details.append(("Generated question", f"{_text(question)}{similarity}", ""))
-    elif metric == "context_relevance":
-        extracted = evidence.get("extracted") or []
-        total = evidence.get("sentences_in_context", "?")
-        insufficient = evidence.get("insufficient_information")
-        note = "the judge answered Insufficient Information" if insufficient else ""
-        details.append(("Contexts", " ⏐ ".join(example.contexts), ""))
-        details.append(("Extracted", f"{len(extracted)} of {total} context sentences", note))
-        details.extend(("Needed sentence", _text(sentence), "") for sentence in extracted)
-        details.extend(
-            ("Not in the contexts", _text(sentence), "")
-            for sentence in evidence.get("not_in_context") or []
-        )
-    elif "explanation" in evidence:
-        details.append(("Judge", _text(evidence["explanation"]), ""))
+    details = (metric_kind(metric) or Metric).explain(evidence, example.contexts)
     if example.reason:
         details.append(("Note", example.reason, ""))
     return [
@@ -680,7 +642,7 @@ class _HtmlReport:
 
     def _examples(self, metric: str) -> str:
         examples = self.data.examples.get(metric, [])
-        title = EXAMPLE_TITLES.get(metric, f"Lowest {_title(metric).lower()}")
+        title = _worst_title(metric)
         if not examples:
             return f'<h3>{_e(title)}</h3><p class="empty">No scored row.</p>'
         return f"<h3>{_e(title)}</h3>" + "".join(
@@ -1087,7 +1049,7 @@ class _MarkdownReport:
     def _examples(self) -> list[str]:
         lines = ["## Examples to read", ""]
         for metric in self.data.metrics:
-            title = EXAMPLE_TITLES.get(metric, f"Lowest {_title(metric).lower()}")
+            title = _worst_title(metric)
             lines += [f"### {title}", ""]
             examples = self.data.examples.get(metric, [])
             if not examples:

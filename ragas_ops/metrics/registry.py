@@ -1,0 +1,83 @@
+"""Which metrics exist, by name. Each metric module registers its own metrics and prompts when it
+is imported (`ragas_ops.metrics` imports every module of the package), so adding a metric is
+adding a module: nothing else lists the metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragas_ops.config import QuestionStrategy
+from ragas_ops.metrics.base import Metric
+from ragas_ops.prompts import Prompt
+
+
+@dataclass(frozen=True)
+class MetricOptions:
+    """The settings a metric may be built with (`[metrics]` in the configuration)."""
+
+    questions: int = 3
+    question_strategy: QuestionStrategy = "list"
+
+
+MetricFactory = Callable[[MetricOptions], Metric]
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A metric's name, the class its instances have, and how to build one."""
+
+    name: str
+    kind: type[Metric]
+    factory: MetricFactory
+
+
+_METRICS: dict[str, Registration] = {}
+_PROMPTS: dict[str, Prompt[Any]] = {}
+
+
+def register_metric(name: str, kind: type[Metric], factory: MetricFactory | None = None) -> None:
+    """Make metric `name` known. `factory` builds it from the options (default: `kind()`)."""
+    known = _METRICS.get(name)
+    if known is not None and known.kind is not kind:
+        raise ValueError(f"metric {name!r} is already registered by {known.kind.__qualname__}")
+    _METRICS[name] = Registration(name, kind, factory or (lambda _options: kind()))
+
+
+def unregister_metric(name: str) -> None:
+    """Forget metric `name` (for tests and plug-ins that register a metric for a while)."""
+    _METRICS.pop(name, None)
+
+
+def register_prompts(*prompts: Prompt[Any]) -> None:
+    """Make prompts known to the judges that recognise prompts (the project's test judge)."""
+    for prompt in prompts:
+        _PROMPTS.setdefault(prompt.id, prompt)
+
+
+def registered_metrics() -> Mapping[str, Registration]:
+    return dict(_METRICS)
+
+
+def registered_prompts() -> tuple[Prompt[Any], ...]:
+    return tuple(_PROMPTS.values())
+
+
+def metric_kind(name: str) -> type[Metric] | None:
+    """The class of metric `name`, or None for a name no module registers (an old table's)."""
+    registration = _METRICS.get(name)
+    return registration.kind if registration else None
+
+
+def build_metrics(
+    names: Sequence[str], questions: int = 3, question_strategy: QuestionStrategy = "list"
+) -> list[Metric]:
+    """The metrics named, configured; an unknown name is an error that lists the known ones."""
+    unknown = [name for name in names if name not in _METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {sorted(_METRICS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"a metric is named twice in {list(names)}")
+    options = MetricOptions(questions, question_strategy)
+    return [_METRICS[name].factory(options) for name in names]
