@@ -36,6 +36,26 @@ class ConfigError(ValueError):
     """A setting is unknown or has a value of the wrong kind."""
 
 
+# A setting's range is declared on its field (dataclass metadata, also used by `contract`'s
+# SizeBudget) and checked whenever a value comes from a file, the environment or the command
+# line. Keys: `minimum` (inclusive), `exclusive_minimum`, `maximum` (inclusive).
+
+
+def at_least_one(default: Any) -> Any:
+    """A count that must be at least 1 (when set at all)."""
+    return field(default=default, metadata={"minimum": 1})
+
+
+def positive(default: Any) -> Any:
+    """A number that must be above 0 (when set at all)."""
+    return field(default=default, metadata={"exclusive_minimum": 0})
+
+
+def fraction(default: Any) -> Any:
+    """A share in (0, 1]."""
+    return field(default=default, metadata={"exclusive_minimum": 0, "maximum": 1})
+
+
 @dataclass
 class JudgeSettings:
     """The LLM judge: where it is, what it may spend, and how it recovers."""
@@ -49,48 +69,48 @@ class JudgeSettings:
     base_url: str | None = None
     """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL)."""
     api_key_env: str = "OPENAI_API_KEY"
-    rpm: int | None = 500
+    rpm: int | None = positive(500)
     """Requests per minute this run may send (OpenAI tier 1 for gpt-4o-mini); None: no limit."""
-    tpm: int | None = 200_000
+    tpm: int | None = positive(200_000)
     """Tokens per minute this run may use; None: no limit."""
-    max_concurrency: int = 32
+    max_concurrency: int = at_least_one(32)
     """Requests in flight at once."""
-    timeout_seconds: float = 60.0
-    max_attempts: int = 8
+    timeout_seconds: float = positive(60.0)
+    max_attempts: int = at_least_one(8)
     """Tries per request, counting the first, across 429s, 5xx errors and timeouts."""
     structured_output: StructuredOutput = "json_schema"
     """How to ask for JSON: OpenAI's strict json_schema, plain json_object, or the prompt only."""
-    embedding_batch_size: int = 512
+    embedding_batch_size: int = at_least_one(512)
     """Texts per embeddings request (OpenAI accepts up to 2048)."""
     cache_path: str | None = ".ragas-ops-cache/judge.sqlite"
     """SQLite file of cached judge responses; None keeps the cache in memory for one run."""
     mode: JudgeMode = "sync"
     """`sync`: one request at a time through the rate limiter; `batch`: the OpenAI Batch API
     (half the price, answers within `batch_completion_window`; the pipeline only)."""
-    batch_max_requests: int = 50_000
+    batch_max_requests: int = at_least_one(50_000)
     """Most requests per batch input file (OpenAI's limit); larger rounds are split."""
-    batch_max_bytes: int = 190_000_000
+    batch_max_bytes: int = at_least_one(190_000_000)
     """Most bytes per batch input file (OpenAI's limit is 200 MB); larger rounds are split."""
     batch_completion_window: str = "24h"
-    batch_poll_seconds: float = 60.0
+    batch_poll_seconds: float = positive(60.0)
     """How often the Airflow triggerer asks whether submitted batches are done."""
-    batch_wait_seconds: float = 26 * 3600
+    batch_wait_seconds: float = positive(26 * 3600)
     """How long a scoring task waits for its batches before failing (its retry re-attaches to
     them): a little more than the completion window."""
     on_batch_unanswered: OnBatchUnanswered = "sync"
     """Requests a batch did not answer (expired, failed, errors): `sync` sends them again in
     sync mode; `status` gives their rows `judge_unavailable` with the batch's reason."""
-    budget_usd: float | None = None
+    budget_usd: float | None = positive(None)
     """Most money one run may spend on the judge (a DAG run: shared between its chunks in
     proportion to their rows); rows past it get `budget_exhausted`. None: no limit."""
-    budget_tokens: int | None = None
+    budget_tokens: int | None = at_least_one(None)
     """Most tokens (prompt + completion + embedding) one run may spend; None: no limit."""
 
 
 @dataclass
 class MetricSettings:
     names: tuple[str, ...] = DEFAULT_METRICS
-    answer_relevance_questions: int = 3
+    answer_relevance_questions: int = at_least_one(3)
     question_strategy: QuestionStrategy = "list"
 
 
@@ -107,34 +127,34 @@ class PipelineSettings:
     """Where scored tables, daily metrics, manifests and reports are written."""
     aws_conn_id: str | None = None
     """Airflow aws connection for s3:// locations; none: the standard AWS credential chain."""
-    chunk_rows: int = 2000
+    chunk_rows: int = at_least_one(2000)
     """Rows per mapped scoring task (grown when a day would need more than max_chunks)."""
-    max_chunks: int = 512
+    max_chunks: int = at_least_one(512)
     """Most mapped tasks per day (Airflow's max_map_length is 1024 by default)."""
     pool: str = "ragas_ops_judge"
     """Airflow pool of the scoring tasks of nightly and manual runs."""
-    pool_slots: int = 4
+    pool_slots: int = at_least_one(4)
     """Size of that pool (`airflow pools set ragas_ops_judge 4 ...`, see the README)."""
     backfill_pool: str = "ragas_ops_backfill"
     """Airflow pool of the scoring tasks of backfill runs: backfills never take the nightly
     run's slots."""
-    backfill_pool_slots: int = 2
+    backfill_pool_slots: int = at_least_one(2)
     """Size of that pool. Every scoring task uses 1/(pool_slots + backfill_pool_slots) of the
     judge's rpm and tpm, so both pools running full stay within the account's limits."""
     task_retries: int = 2
     """Retries of a failed scoring task (a retry in batch mode re-attaches to its batches)."""
-    retry_delay_seconds: float = 30.0
+    retry_delay_seconds: float = positive(30.0)
     """Wait before the first retry; it doubles with each retry."""
     segments: tuple[str, ...] = ()
     """Columns the daily metrics are broken down by (e.g. app, model_version)."""
-    regression_window_days: int = 7
-    regression_threshold: float = 0.05
+    regression_window_days: int = at_least_one(7)
+    regression_threshold: float = positive(0.05)
     """A drop of the daily mean below the trailing mean by more than this is a regression."""
     on_regression: OnProblem = "warn"
     on_bad_input: OnProblem = "fail"
     """What a corrupt or contract-breaking input file does to the run (after the rest is
     scored and published): fail it, or only report it."""
-    sample_fraction: float = 1.0
+    sample_fraction: float = fraction(1.0)
     """Share of rows to score, chosen by a hash of the row id (the same rows on every rerun);
     the others come out with the status `not_sampled`."""
 
@@ -147,11 +167,12 @@ class Settings:
     size_budget: SizeBudget = field(default_factory=SizeBudget)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
-    batch_rows: int = 256
+    batch_rows: int = at_least_one(256)
     """Rows scored together: the unit of streaming, progress and embeddings batching."""
 
 
-_SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline")
+SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline")
+_BATCH_ROWS = next(f for f in dataclasses.fields(Settings) if f.name == "batch_rows")
 
 
 def load_settings(
@@ -169,13 +190,15 @@ def load_settings(
 def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) -> None:
     """Apply a nested mapping shaped like the config file (sections, `prices`, `batch_rows`)."""
     for key, value in values.items():
-        if key in _SECTIONS:
+        if key in SECTIONS:
             section = getattr(settings, key)
             setattr(settings, key, _updated(section, value, f"{source} [{key}]"))
         elif key == "prices":
             settings.prices.update(_prices(value, source))
         elif key == "batch_rows":
-            settings.batch_rows = _in_range(key, _coerce(int, value, f"{source} {key}"), source)
+            settings.batch_rows = _in_range(
+                _BATCH_ROWS, _coerce(int, value, f"{source} {key}"), source
+            )
         else:
             raise ConfigError(f"{source}: unknown setting {key!r}")
 
@@ -187,9 +210,9 @@ def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
             continue
         key = name.removeprefix(ENV_PREFIX).lower()
         if key == "batch_rows":
-            settings.batch_rows = _in_range(key, _coerce(int, raw, name), name)
+            settings.batch_rows = _in_range(_BATCH_ROWS, _coerce(int, raw, name), name)
             continue
-        section_name = next((s for s in _SECTIONS if key.startswith(s + "_")), None)
+        section_name = next((s for s in SECTIONS if key.startswith(s + "_")), None)
         if section_name is None:
             raise ConfigError(f"unknown environment setting {name}")
         section = getattr(settings, section_name)
@@ -215,12 +238,13 @@ def _updated(section: Any, values: Any, source: str) -> Any:
     if not isinstance(values, Mapping):
         raise ConfigError(f"{source}: expected a table of settings")
     hints = get_type_hints(type(section))
-    known = {f.name for f in dataclasses.fields(section)}
+    known = {f.name: f for f in dataclasses.fields(section)}
     changes = {}
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"{source}: unknown setting {key!r}; known: {sorted(known)}")
-        changes[key] = _in_range(key, _coerce(hints[key], value, f"{source} {key}"), source)
+        coerced = _coerce(hints[key], value, f"{source} {key}")
+        changes[key] = _in_range(known[key], coerced, source)
     return dataclasses.replace(section, **changes)
 
 
@@ -245,48 +269,17 @@ def _coerce(kind: Any, value: Any, source: str) -> Any:
     return _number_or_text(kind, value, source)
 
 
-# Settings that must be at least 1, and those that must be positive (when set at all).
-_AT_LEAST_ONE = frozenset(
-    {
-        "max_concurrency",
-        "max_attempts",
-        "embedding_batch_size",
-        "answer_relevance_questions",
-        "batch_rows",
-        "question_chars",
-        "answer_chars",
-        "contexts_chars",
-        "chunk_rows",
-        "max_chunks",
-        "pool_slots",
-        "backfill_pool_slots",
-        "regression_window_days",
-        "batch_max_requests",
-        "batch_max_bytes",
-        "budget_tokens",
-    }
-)
-_POSITIVE = frozenset(
-    {
-        "rpm",
-        "tpm",
-        "timeout_seconds",
-        "regression_threshold",
-        "batch_poll_seconds",
-        "batch_wait_seconds",
-        "retry_delay_seconds",
-        "budget_usd",
-        "sample_fraction",
-    }
-)
-
-
-def _in_range(key: str, value: Any, source: str) -> Any:
-    if key == "sample_fraction" and not 0 < value <= 1:
-        raise ConfigError(f"{source}: sample_fraction must be in (0, 1], got {value!r}")
-    if key in _AT_LEAST_ONE and value is not None and value < 1:
-        raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
-    if key in _POSITIVE and value is not None and value <= 0:
+def _in_range(declared: dataclasses.Field[Any], value: Any, source: str) -> Any:
+    """`value`, if it is within the range declared on the setting's field (see `at_least_one`)."""
+    if value is None:
+        return value
+    key, bounds = declared.name, declared.metadata
+    low, above, high = bounds.get("minimum"), bounds.get("exclusive_minimum"), bounds.get("maximum")
+    if above is not None and high is not None and not above < value <= high:
+        raise ConfigError(f"{source}: {key} must be in ({above:g}, {high:g}], got {value!r}")
+    if low is not None and value < low:
+        raise ConfigError(f"{source}: {key} must be at least {low}, got {value!r}")
+    if above is not None and value <= above:
         raise ConfigError(f"{source}: {key} must be positive (or none for no limit), got {value!r}")
     return value
 

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragas_ops.config import ConfigError, Settings, apply_mapping, load_settings
+from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_from_options
+from ragas_ops.config import ConfigError
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.evaluation.cli import add_benchmark_parser
 from ragas_ops.judge.base import JudgeFatalError
@@ -26,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragas_ops.testing.judge_server import main as test_judge_main
 
         return int(test_judge_main(arguments[1:]))
-    parser = _parser()
+    parser = build_parser()
     options = parser.parse_args(arguments)
     logging.basicConfig(
         level=logging.DEBUG if options.verbose else logging.WARNING,
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragas-ops",
         description="Reference-free evaluation of RAG interactions (the RAGAS metrics).",
@@ -59,33 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     score.add_argument("input", metavar="INPUT")
     score.add_argument("output", metavar="OUTPUT", help="the scored Parquet file to write")
-    score.add_argument("--config", type=Path, help="TOML config file (see README, Configuration)")
-    score.add_argument("--metrics", help="comma-separated, e.g. faithfulness,answer_relevance")
-    score.add_argument("--model", help="judge chat model")
-    score.add_argument("--embedding-model", help="embedding model for answer relevance")
-    score.add_argument(
-        "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8787/v1"
-    )
-    score.add_argument("--api-key-env", help="environment variable holding the API key")
-    score.add_argument("--rpm", help="requests per minute budget ('none': no limit)")
-    score.add_argument("--tpm", help="tokens per minute budget ('none': no limit)")
-    score.add_argument("--concurrency", type=int, help="requests in flight at once")
-    score.add_argument("--timeout", type=float, help="seconds before a request is retried")
-    score.add_argument("--max-attempts", type=int, help="tries per request")
-    score.add_argument("--structured-output", choices=["json_schema", "json_object", "none"])
-    score.add_argument("--questions", type=int, help="questions generated for answer relevance")
-    score.add_argument("--question-strategy", choices=["list", "sample"])
-    score.add_argument(
-        "--column",
-        action="append",
-        default=[],
-        metavar="FIELD=COLUMN",
-        help="map a contract field to your column, e.g. --column question=query (repeatable)",
-    )
-    score.add_argument("--cache", help="judge cache file ('none': in memory for this run only)")
-    score.add_argument("--judge", choices=["openai", "local"], help="judge kind (judge.kind)")
-    score.add_argument("--batch-rows", type=int, help="rows scored together")
-    score.add_argument("--sample-fraction", help=_SAMPLE_FRACTION_HELP)
+    add_setting_flags(score, SCORE)
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     score.set_defaults(run=_run_score)
@@ -111,11 +86,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_SAMPLE_FRACTION_HELP = (
-    "share of rows to score, in (0, 1], chosen by a hash of the row id (pipeline.sample_fraction)"
-)
-
-
 def _add_estimate_parser(commands: Any) -> None:
     estimate = commands.add_parser(
         "estimate",
@@ -130,70 +100,10 @@ def _add_estimate_parser(commands: Any) -> None:
     days.add_argument("--day", help="one day of the raw lake, YYYY-MM-DD")
     days.add_argument("--from", dest="first", metavar="DAY", help="first day of a range")
     estimate.add_argument("--to", dest="last", metavar="DAY", help="last day of the range")
-    estimate.add_argument("--raw-uri", help="the raw lake (pipeline.raw_uri)")
-    estimate.add_argument("--config", type=Path, help="TOML config file")
-    estimate.add_argument("--metrics", help="comma-separated, e.g. faithfulness,answer_relevance")
-    estimate.add_argument("--model", help="judge chat model (for its price)")
-    estimate.add_argument("--embedding-model", help="embedding model (for its price)")
-    estimate.add_argument("--questions", type=int, help="questions generated for answer relevance")
-    estimate.add_argument("--question-strategy", choices=["list", "sample"])
-    estimate.add_argument(
-        "--column", action="append", default=[], metavar="FIELD=COLUMN", help="as for score"
-    )
-    estimate.add_argument("--batch-rows", type=int, help="rows scored together")
-    estimate.add_argument("--sample-fraction", help=_SAMPLE_FRACTION_HELP)
+    add_setting_flags(estimate, ESTIMATE)
     estimate.add_argument("--json", type=Path, metavar="PATH", help="also write it as JSON")
     estimate.add_argument("-v", "--verbose", action="store_true")
     estimate.set_defaults(run=_run_estimate)
-
-
-def settings_from_options(options: argparse.Namespace) -> Settings:
-    """Defaults < config file < environment < command-line options."""
-    settings = load_settings(options.config)
-    given = vars(options)
-    judge = {
-        "model": given.get("model"),
-        "embedding_model": given.get("embedding_model"),
-        "base_url": given.get("base_url"),
-        "api_key_env": given.get("api_key_env"),
-        "max_concurrency": given.get("concurrency"),
-        "timeout_seconds": given.get("timeout"),
-        "max_attempts": given.get("max_attempts"),
-        "structured_output": given.get("structured_output"),
-        "rpm": given.get("rpm"),
-        "tpm": given.get("tpm"),
-        "cache_path": given.get("cache"),
-        "kind": given.get("judge"),
-    }
-    pipeline = {
-        "sample_fraction": given.get("sample_fraction"),
-        "raw_uri": given.get("raw_uri"),
-    }
-    overrides: dict[str, Any] = {
-        "judge": {key: value for key, value in judge.items() if value is not None},
-        "metrics": {
-            key: value
-            for key, value in {
-                "names": options.metrics,
-                "answer_relevance_questions": options.questions,
-                "question_strategy": options.question_strategy,
-            }.items()
-            if value is not None
-        },
-        "columns": dict(_column_pair(pair) for pair in options.column),
-        "pipeline": {key: value for key, value in pipeline.items() if value is not None},
-    }
-    if options.batch_rows is not None:
-        overrides["batch_rows"] = options.batch_rows
-    apply_mapping(settings, overrides, source="command line")
-    return settings
-
-
-def _column_pair(pair: str) -> tuple[str, str]:
-    field, separator, column = pair.partition("=")
-    if not separator or not field or not column:
-        raise ConfigError(f"--column expects FIELD=COLUMN, got {pair!r}")
-    return field, column
 
 
 def _run_score(options: argparse.Namespace) -> int:

@@ -51,9 +51,9 @@ class ColumnMapping:
 class SizeBudget:
     """Largest texts sent to the judge, in characters; a larger field is an `invalid_input`."""
 
-    question_chars: int = 4_000
-    answer_chars: int = 16_000
-    contexts_chars: int = 120_000
+    question_chars: int = field(default=4_000, metadata={"minimum": 1})
+    answer_chars: int = field(default=16_000, metadata={"minimum": 1})
+    contexts_chars: int = field(default=120_000, metadata={"minimum": 1})
 
 
 @dataclass

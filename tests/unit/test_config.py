@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from ragas_ops.config import ConfigError, Settings, load_settings
+from ragas_ops.config import SECTIONS, ConfigError, Settings, apply_mapping, load_settings
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -276,3 +277,29 @@ def test_a_price_that_is_not_a_number_is_an_error(tmp_path):
 def test_a_count_or_limit_below_one_is_an_error(tmp_path, text):
     with pytest.raises(ConfigError):
         load_settings(_file(tmp_path, text), environ={})
+
+
+def _ranged_fields() -> list[tuple[str, str, float]]:
+    """(section, setting, a value just outside its declared range)."""
+    settings = Settings()
+    found = []
+    for section in SECTIONS:
+        for item in dataclasses.fields(getattr(settings, section)):
+            if "minimum" in item.metadata:
+                found.append((section, item.name, item.metadata["minimum"] - 1))
+            elif "exclusive_minimum" in item.metadata:
+                found.append((section, item.name, item.metadata["exclusive_minimum"]))
+    return found
+
+
+@pytest.mark.parametrize(("section", "name", "outside"), _ranged_fields())
+def test_a_value_outside_a_declared_range_is_refused(
+    section: str, name: str, outside: float
+) -> None:
+    with pytest.raises(ConfigError, match=name):
+        apply_mapping(Settings(), {section: {name: outside}}, source="test")
+
+
+def test_ranges_are_declared_on_the_fields_that_need_them() -> None:
+    ranged = {name for _, name, _ in _ranged_fields()}
+    assert {"max_concurrency", "rpm", "sample_fraction", "question_chars", "chunk_rows"} <= ranged

@@ -1,0 +1,167 @@
+"""The command line's options that set a setting: one table, from which the parsers get their
+flags and `settings_from_options` its overrides (defaults < config file < environment < flags)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from ragas_ops.config import (
+    ConfigError,
+    JudgeKind,
+    QuestionStrategy,
+    Settings,
+    StructuredOutput,
+    apply_mapping,
+    load_settings,
+)
+
+SCORE, ESTIMATE = "score", "estimate"
+BOTH = frozenset({SCORE, ESTIMATE})
+
+
+@dataclass(frozen=True)
+class SettingFlag:
+    """A flag that sets `setting` (`section.name`, or a top-level name such as `batch_rows`)."""
+
+    flag: str
+    setting: str
+    help: str
+    commands: frozenset[str] = BOTH
+    type: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def dest(self) -> str:
+        return "setting:" + self.setting
+
+
+SETTING_FLAGS: tuple[SettingFlag, ...] = (
+    SettingFlag(
+        "--metrics", "metrics.names", "comma-separated, e.g. faithfulness,answer_relevance"
+    ),
+    SettingFlag(
+        "--judge", "judge.kind", "judge kind", frozenset({SCORE}), choices=get_args(JudgeKind)
+    ),
+    SettingFlag("--model", "judge.model", "judge chat model (estimate: for its price)"),
+    SettingFlag(
+        "--embedding-model", "judge.embedding_model", "embedding model for answer relevance"
+    ),
+    SettingFlag(
+        "--base-url",
+        "judge.base_url",
+        "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8787/v1",
+        frozenset({SCORE}),
+    ),
+    SettingFlag(
+        "--api-key-env",
+        "judge.api_key_env",
+        "environment variable holding the API key",
+        frozenset({SCORE}),
+    ),
+    SettingFlag(
+        "--rpm", "judge.rpm", "requests per minute budget ('none': no limit)", frozenset({SCORE})
+    ),
+    SettingFlag(
+        "--tpm", "judge.tpm", "tokens per minute budget ('none': no limit)", frozenset({SCORE})
+    ),
+    SettingFlag(
+        "--concurrency",
+        "judge.max_concurrency",
+        "requests in flight at once",
+        frozenset({SCORE}),
+        int,
+    ),
+    SettingFlag(
+        "--timeout",
+        "judge.timeout_seconds",
+        "seconds before a request is retried",
+        frozenset({SCORE}),
+        float,
+    ),
+    SettingFlag(
+        "--max-attempts", "judge.max_attempts", "tries per request", frozenset({SCORE}), int
+    ),
+    SettingFlag(
+        "--structured-output",
+        "judge.structured_output",
+        "how to ask for JSON",
+        frozenset({SCORE}),
+        choices=get_args(StructuredOutput),
+    ),
+    SettingFlag(
+        "--cache",
+        "judge.cache_path",
+        "judge cache file ('none': in memory for this run only)",
+        frozenset({SCORE}),
+    ),
+    SettingFlag(
+        "--questions",
+        "metrics.answer_relevance_questions",
+        "questions generated for answer relevance",
+        type=int,
+    ),
+    SettingFlag(
+        "--question-strategy",
+        "metrics.question_strategy",
+        "one request for all questions, or n samples",
+        choices=get_args(QuestionStrategy),
+    ),
+    SettingFlag("--raw-uri", "pipeline.raw_uri", "the raw lake", frozenset({ESTIMATE})),
+    SettingFlag("--batch-rows", "batch_rows", "rows scored together", type=int),
+    SettingFlag(
+        "--sample-fraction",
+        "pipeline.sample_fraction",
+        "share of rows to score, in (0, 1], chosen by a hash of the row id",
+    ),
+)
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The config file, the column mapping, and the table's flags that `command` takes."""
+    parser.add_argument("--config", type=Path, help="TOML config file (see docs: configuration)")
+    for option in SETTING_FLAGS:
+        if command in option.commands:
+            parser.add_argument(
+                option.flag,
+                dest=option.dest,
+                type=option.type or str,
+                choices=option.choices,
+                metavar=None if option.choices else option.flag.lstrip("-").upper(),
+                help=f"{option.help} ({option.setting})",
+            )
+    parser.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="map a contract field to your column, e.g. --column question=query (repeatable)",
+    )
+
+
+def settings_from_options(options: argparse.Namespace) -> Settings:
+    """Defaults < config file < environment < command-line options."""
+    settings = load_settings(options.config)
+    given = vars(options)
+    overrides: dict[str, Any] = {"columns": dict(_column_pair(pair) for pair in options.column)}
+    for option in SETTING_FLAGS:
+        value = given.get(option.dest)
+        if value is None:
+            continue
+        section, _, name = option.setting.rpartition(".")
+        if section:
+            overrides.setdefault(section, {})[name] = value
+        else:
+            overrides[name] = value
+    apply_mapping(settings, overrides, source="command line")
+    return settings
+
+
+def _column_pair(pair: str) -> tuple[str, str]:
+    field, separator, column = pair.partition("=")
+    if not separator or not field or not column:
+        raise ConfigError(f"--column expects FIELD=COLUMN, got {pair!r}")
+    return field, column
