@@ -21,8 +21,6 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 log = logging.getLogger(__name__)
 
-_TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
-
 
 def _event(payload: dict[str, Any]) -> TriggerEvent:
     return TriggerEvent(payload)  # type: ignore[no-untyped-call]
@@ -61,6 +59,7 @@ class BatchesFinishedTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         import openai
 
+        from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES
         from ragas_ops.secrets import Secret, redact
 
         key = Secret(os.environ.get(self.api_key_env, ""))
@@ -85,7 +84,7 @@ class BatchesFinishedTrigger(BaseTrigger):
                 except openai.APIConnectionError:
                     log.warning("checking batches failed (connection); will ask again")
                     statuses = {}
-                if statuses and all(status in _TERMINAL for status in statuses.values()):
+                if statuses and all(status in TERMINAL_STATUSES for status in statuses.values()):
                     yield _event({"state": "finished", "statuses": statuses})
                     return
                 if time.time() >= self.deadline:
