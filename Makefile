@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint typecheck unit demo bench bench-reference clean
+.PHONY: install test lint typecheck unit integration demo bench bench-reference clean
 
 $(BIN)/ragas-ops: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,15 @@ lint: install  ## ruff (lint and format check)
 typecheck: install  ## mypy, strict
 	$(BIN)/mypy
 
-unit: install  ## the test suite only
-	$(BIN)/pytest
+unit: install  ## the unit tests only: fast, no servers (tests/unit)
+	$(BIN)/pytest -q tests/unit
 
-test: lint typecheck unit  ## everything CI runs
+integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (tests/integration)
+	$(BIN)/pytest -q tests/integration
 
-demo: install  ## score a generated sample end to end (OpenAI if OPENAI_API_KEY is set, else the local test double)
+test: lint typecheck unit integration  ## everything CI runs: lint, types, all the tests
+
+demo: install  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)
 	$(BIN)/ragas-ops demo
 
 bench: install  ## the benchmarks of benchmarks/, printing their figures

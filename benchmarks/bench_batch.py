@@ -1,6 +1,6 @@
 """Batch mode against sync mode: the same rows, the same test judge server, OpenAI's list prices.
 
-Prints, for the README, for each mode: chat requests (sync) and batch requests, rounds of
+Prints, for docs/benchmarks.md, for each mode: chat requests (sync) and batch requests, rounds of
 batches, prompt and completion tokens, and cost in USD priced as gpt-4o-mini (batch requests
 at the Batch API's half price), then the ratio batch / sync. A third run shows what a batch
 that fails 10% of its requests costs when those are retried in sync mode.

@@ -1,6 +1,6 @@
 """Pipeline benchmarks: the nightly DAG end to end, planning a big day, parsing the DAG folder.
 
-Prints, for the README:
+Prints, for docs/benchmarks.md:
 1. a day of generated logs run through the real DAG (Airflow's `dag.test()`, SQLite metadata
    in a throwaway AIRFLOW_HOME, a local lake in a temp folder) against the project's test
    judge server in a process of its own (no latency, no limits, a fresh cache): wall time,

@@ -1,6 +1,6 @@
 """Scoring benchmarks against the project's test judge server, run in its own process.
 
-Prints, for the README:
+Prints, for docs/benchmarks.md:
 1. requests and tokens per row, per metric;
 2. throughput in rows/s with no latency and no limits;
 3. with 400 ms latency and RPM/TPM limits on the server (and the same budget in the client):

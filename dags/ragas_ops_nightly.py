@@ -13,7 +13,7 @@ the days A to B. A manual run takes the day as the `day` parameter.
 
 This file only wires tasks: the work is in `ragas_ops.pipeline`, imported inside the tasks so
 that parsing the DAG folder stays fast. Settings come from RAGAS_OPS_* variables and the
-config file named by RAGAS_OPS_CONFIG (see the README, Configuration).
+config file named by RAGAS_OPS_CONFIG (see docs/configuration.md).
 """
 
 from __future__ import annotations

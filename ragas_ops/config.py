@@ -134,7 +134,7 @@ class PipelineSettings:
     pool: str = "ragas_ops_judge"
     """Airflow pool of the scoring tasks of nightly and manual runs."""
     pool_slots: int = at_least_one(4)
-    """Size of that pool (`airflow pools set ragas_ops_judge 4 ...`, see the README)."""
+    """Size of that pool (`airflow pools set ragas_ops_judge 4 ...`, see docs/pipeline.md)."""
     backfill_pool: str = "ragas_ops_backfill"
     """Airflow pool of the scoring tasks of backfill runs: backfills never take the nightly
     run's slots."""

@@ -1,7 +1,7 @@
 """Plain-text helpers shared by the metrics, the judges and the test server.
 
 The sentence rule here is the one that defines the denominator of context relevance, so it is
-deliberately simple and documented in the README ("How sentences are counted").
+deliberately simple and documented in docs/metrics.md ("How sentences are counted").
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ test; `local_judge.py` owns the model and the dispatch on prompts. Each rule say
 generalises: the rules encode what makes a claim checkable (names, numbers, negation) and what
 an answer that addresses a question looks like, never facts about one data set.
 
-The thresholds were tuned on the BEGIN dev files only (see `benchmarks/` and the README), and
-the answer-relevance and context-relevance rules on the ten WikiEval sample rows.
+The thresholds were tuned on the BEGIN dev files only (see `benchmarks/` and
+docs/evaluation.md), and the answer-relevance and context-relevance rules on the ten WikiEval
+sample rows.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ragas_ops.text import STOPWORDS, content_words, normalize, split_sentences,
 Vector = npt.NDArray[np.float32]
 Vectors = Mapping[str, Vector]
 
-# -- thresholds (tuned on BEGIN dev; see the README, "The local judge") ----------------------
+# -- thresholds (tuned on BEGIN dev; see docs/evaluation.md, "The local judge") -------------
 
 SUPPORT_THRESHOLD = 0.6
 """A statement is supported when its support score reaches this."""

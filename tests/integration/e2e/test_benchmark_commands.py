@@ -139,7 +139,8 @@ def test_on_the_shared_data(
     sample = SHARED / "wikieval-sample" / "wikieval_sample.jsonl"
     payload = _run(["benchmark", "wikieval", str(sample), *options], tmp_path / "w", capsys)
     assert payload["rows"] == 10
-    # A sample of every BEGIN dev file keeps this test quick; the full figures are the README's.
+    # A sample of every BEGIN dev file keeps this test quick; the full figures are in
+    # docs/evaluation.md.
     begin = []
     for path in sorted((SHARED / "begin").glob("begin_v2_*_dev.jsonl")):
         begin.append(tmp_path / path.name)

@@ -39,7 +39,7 @@ DAY = "2026-11-29"
 
 
 def spec(row_id: str, fraction: float) -> bool:
-    """The rule as the README states it."""
+    """The rule as docs/cost.md ("Sampling") states it."""
     return int.from_bytes(hashlib.sha256(row_id.encode()).digest()[:8], "big") / 2**64 < fraction
 
 
