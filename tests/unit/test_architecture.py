@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "ragas_ops"
 # Rooms from the bottom up; a room may import its own floor and the floors below it.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"contract", "text", "secrets", "sampling", "samples", "pricing", "storage"}),
-    frozenset({"prompts", "config"}),
+    frozenset({"prompts", "config", "tables"}),
     frozenset({"judge"}),
     frozenset({"metrics"}),
     frozenset({"scoring", "quality", "capture"}),

@@ -1,0 +1,285 @@
+"""The warehouse as Apache Iceberg tables: `scored`, `daily_metrics` and `runs`, partitioned by
+day (`dt`), in a SQL catalog (SQLite beside a local lake by default; any SQLAlchemy URL, e.g.
+Postgres, for a deployment whose workers share it).
+
+Why Iceberg rather than Delta: its catalog makes a commit a compare-and-swap of one row in a
+database, so concurrent writers on S3 are safe without a lock service (Delta needs DynamoDB or
+conditional writes for that), and Athena, Trino, Spark, Snowflake, BigQuery and DuckDB all read
+it. Publishing a day is one commit that deletes the day's old files and adds the new ones:
+readers see the old day or the new day, never a mix; writers of other days retry on a conflict
+and both succeed; two writers of the same day end with the later one's rows, whole.
+
+pyiceberg is imported inside the functions that use it: this module is light to import.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from ragas_ops.config import ConfigError
+from ragas_ops.contract.layout import parse_day
+from ragas_ops.storage import S3Options
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+NAMESPACE = "ragas_ops"
+DAY_COLUMN = "dt"
+TABLES = ("scored", "daily_metrics", "runs")
+COMMIT_ATTEMPTS = 10
+"""Tries of a commit that lost a race with another writer (each re-applied on the new state)."""
+DAY_PROPERTY = "ragas-ops.day"
+RUN_PROPERTY = "ragas-ops.run-id"
+INSTALL_HINT = (
+    "the iceberg table format needs the [iceberg] extra: pip install 'ragas-ops[iceberg]'"
+)
+
+
+class IcebergError(RuntimeError):
+    """A table could not be read or written (the message says which and why)."""
+
+
+@dataclass(frozen=True)
+class DayVersion:
+    """One publish of a day: the snapshot it made, when, by which run, with how many rows."""
+
+    snapshot_id: int
+    committed_at: datetime
+    run_id: str
+    rows: int
+
+
+def default_catalog_uri(warehouse_uri: str) -> str:
+    """SQLite beside a local lake; an S3 lake needs a catalog every worker reaches."""
+    parsed = urlparse(warehouse_uri)
+    if parsed.scheme in ("", "file"):
+        folder = Path(parsed.path if parsed.scheme else warehouse_uri).resolve()
+        return f"sqlite:///{folder / '_iceberg_catalog.sqlite'}"
+    raise ConfigError(
+        f"warehouse.catalog_uri is needed for an Iceberg warehouse at {warehouse_uri}: a "
+        "SQLAlchemy URL every worker reaches (e.g. postgresql+psycopg2://...), or sqlite:///PATH "
+        "on a single machine"
+    )
+
+
+def _warehouse_location(warehouse_uri: str) -> str:
+    parsed = urlparse(warehouse_uri)
+    if parsed.scheme in ("", "file"):
+        folder = Path(parsed.path if parsed.scheme else warehouse_uri).resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+        return f"file://{folder}"
+    return warehouse_uri.rstrip("/")
+
+
+def _s3_properties(s3: S3Options | None) -> dict[str, str]:
+    if s3 is None:
+        return {}
+    properties = {
+        "s3.endpoint": s3.endpoint_url,
+        "s3.region": s3.region,
+        "s3.access-key-id": s3.access_key.reveal() if s3.access_key else None,
+        "s3.secret-access-key": s3.secret_key.reveal() if s3.secret_key else None,
+        "s3.session-token": s3.session_token.reveal() if s3.session_token else None,
+    }
+    return {key: value for key, value in properties.items() if value}
+
+
+class IcebergTables:
+    """The warehouse's tables in one Iceberg catalog."""
+
+    def __init__(
+        self, warehouse_uri: str, catalog_uri: str | None = None, s3: S3Options | None = None
+    ) -> None:
+        try:
+            from pyiceberg.catalog.sql import SqlCatalog
+        except ImportError:
+            raise ConfigError(INSTALL_HINT) from None
+        self.warehouse_uri = warehouse_uri
+        self.catalog = SqlCatalog(
+            NAMESPACE,
+            uri=catalog_uri or default_catalog_uri(warehouse_uri),
+            warehouse=_warehouse_location(warehouse_uri),
+            **_s3_properties(s3),
+        )
+        self.catalog.create_namespace_if_not_exists(NAMESPACE)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def publish_day(self, name: str, day: str, rows: pa.Table, run_id: str) -> int:
+        """Replace `day` of table `name` with `rows` in one commit; returns its snapshot id."""
+        from pyiceberg.exceptions import CommitFailedException, ValidationException
+
+        day = parse_day(day)
+        rows = _with_day(rows, day)
+        properties = {DAY_PROPERTY: day, RUN_PROPERTY: run_id}
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            table = self._table_for(name, rows.schema)
+            try:
+                with warnings.catch_warnings():  # a first publish of a day deletes nothing
+                    warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                    table.overwrite(
+                        rows, overwrite_filter=_on_day(day), snapshot_properties=properties
+                    )
+            except (CommitFailedException, ValidationException):
+                # Another writer committed first (pyiceberg's own retries and conflict check
+                # gave up): load its state and apply this day's overwrite on top of it.
+                if attempt == COMMIT_ATTEMPTS:
+                    raise IcebergError(
+                        f"{name} {day}: {COMMIT_ATTEMPTS} commits lost a race with other writers"
+                    ) from None
+                time.sleep(random.uniform(0.05, 0.2) * attempt)
+                continue
+            snapshot = table.current_snapshot()
+            assert snapshot is not None
+            return int(snapshot.snapshot_id)
+        raise AssertionError("unreachable")
+
+    def _table_for(self, name: str, schema: pa.Schema) -> Any:
+        """Table `name`, created partitioned by day, its schema widened to hold `schema`'s
+        columns (schema evolution: a new metric's columns are added, old days read as null)."""
+        from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
+
+        identifier = f"{NAMESPACE}.{_checked(name)}"
+        if not self.catalog.table_exists(identifier):
+            try:
+                table = self.catalog.create_table(identifier, schema=schema)
+                with table.update_spec() as spec:
+                    spec.add_identity(DAY_COLUMN)
+            except (TableAlreadyExistsError, CommitFailedException):
+                pass  # another writer created it first
+        table = self.catalog.load_table(identifier)
+        known = {field.name for field in table.schema().fields}
+        missing = [name for name in schema.names if name not in known]
+        if missing:
+            try:
+                with table.update_schema() as update:
+                    update.union_by_name(schema)
+            except CommitFailedException:
+                pass  # another writer evolved it at the same time; the next attempt sees it
+            table = self.catalog.load_table(identifier)
+        return table
+
+    def expire_snapshots(self, older_than: timedelta) -> dict[str, int]:
+        """Drop snapshots older than `older_than` (the current one is always kept): time travel
+        reaches back that far, and the files only they used can be deleted. Per table, the
+        snapshots expired."""
+        expired: dict[str, int] = {}
+        cutoff = int((datetime.now(UTC) - older_than).timestamp() * 1000)
+        for name in self.table_names():
+            table = self._load(name)
+            current = table.current_snapshot()
+            old = [
+                snapshot.snapshot_id
+                for snapshot in table.snapshots()
+                if snapshot.timestamp_ms < cutoff
+                and (current is None or snapshot.snapshot_id != current.snapshot_id)
+            ]
+            if old:
+                table.maintenance.expire_snapshots().by_ids(old).commit()
+            expired[name] = len(old)
+        return expired
+
+    def compact_day(self, name: str, day: str) -> int:
+        """Rewrite `day` of table `name` as one file (small files from many reruns)."""
+        rows = self.read_day(name, day)
+        if rows is None:
+            return 0
+        self.publish_day(name, day, rows, run_id="compaction")
+        return int(rows.num_rows)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def table_names(self) -> list[str]:
+        return [identifier[-1] for identifier in self.catalog.list_tables(NAMESPACE)]
+
+    def metadata_location(self, name: str) -> str:
+        """The table's current metadata file: what DuckDB's `iceberg_scan` reads."""
+        return str(self._load(name).metadata_location)
+
+    def read_day(self, name: str, day: str, snapshot_id: int | None = None) -> pa.Table | None:
+        """`day` of table `name` (as of `snapshot_id`, else now); None if the table or the day
+        has no rows."""
+        table = self._load(name, missing_ok=True)
+        if table is None:
+            return None
+        scan = table.scan(row_filter=_on_day(day), snapshot_id=snapshot_id)
+        rows = scan.to_arrow()
+        return rows if rows.num_rows else None
+
+    def day_versions(self, name: str, day: str) -> list[DayVersion]:
+        """Every publish of `day` still in the table's history, oldest first."""
+        table = self._load(name, missing_ok=True)
+        if table is None:
+            return []
+        versions = []
+        for snapshot in table.snapshots():
+            summary = snapshot.summary
+            # An overwrite commits a delete snapshot, then an append snapshot with the rows.
+            if summary is None or summary.get(DAY_PROPERTY) != day:
+                continue
+            if summary.operation.value == "delete":
+                continue
+            versions.append(
+                DayVersion(
+                    snapshot_id=int(snapshot.snapshot_id),
+                    committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
+                    run_id=str(summary.get(RUN_PROPERTY, "")),
+                    rows=int(summary.get("added-records", "0") or 0),
+                )
+            )
+        return versions
+
+    def previous_day(self, name: str, day: str) -> tuple[DayVersion, pa.Table | None] | None:
+        """The day as it was before its latest publish (its version and rows), or None when
+        the day was published once (or its earlier snapshots expired)."""
+        versions = self.day_versions(name, day)
+        if len(versions) < 2:
+            return None
+        previous = versions[-2]
+        return previous, self.read_day(name, day, snapshot_id=previous.snapshot_id)
+
+    def _load(self, name: str, missing_ok: bool = False) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.catalog.load_table(f"{NAMESPACE}.{_checked(name)}")
+        except NoSuchTableError:
+            if missing_ok:
+                return None
+            raise IcebergError(f"no Iceberg table {name!r} in {self.warehouse_uri}") from None
+
+
+def _on_day(day: str) -> str:
+    """The row filter of one day (`parse_day` admits nothing but YYYY-MM-DD into it)."""
+    return f"{DAY_COLUMN} == '{parse_day(day)}'"
+
+
+def _checked(name: str) -> str:
+    if name not in TABLES:
+        raise ValueError(f"unknown table {name!r}; one of {list(TABLES)}")
+    return name
+
+
+def _with_day(rows: pa.Table, day: str) -> pa.Table:
+    """`rows` with the partition column set to `day` (replacing one the rows carry)."""
+    import pyarrow as pa
+
+    if DAY_COLUMN in rows.schema.names:
+        rows = rows.drop_columns([DAY_COLUMN])
+    return rows.append_column(DAY_COLUMN, pa.array([day] * rows.num_rows, pa.string()))
+
+
+def iter_days(first: str, last: str) -> Iterator[str]:
+    """Every day from `first` to `last`, inclusive."""
+    day, end = datetime.fromisoformat(parse_day(first)), datetime.fromisoformat(parse_day(last))
+    while day <= end:
+        yield day.date().isoformat()
+        day += timedelta(days=1)

@@ -1,0 +1,218 @@
+"""The Iceberg table format (`ragas_ops.tables.iceberg`) on a local folder and on S3 (moto over
+HTTP): one atomic overwrite per day, writers in other processes, a killed writer, schema
+evolution, time travel, snapshot expiry, and DuckDB reading the table through its extension."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import boto3
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+from ragas_ops.storage import S3Options
+from ragas_ops.tables.iceberg import DAY_COLUMN, IcebergTables
+
+PROJECT = Path(__file__).resolve().parents[3]
+
+
+def rows(run: str, count: int, *, extra: bool = False) -> pa.Table:
+    columns: dict[str, pa.Array] = {
+        "id": pa.array([f"{run}-{i}" for i in range(count)]),
+        "run": pa.array([run] * count),
+        "contexts": pa.array([["a", "b"]] * count, pa.list_(pa.string())),
+        "faithfulness_score": pa.array([0.5] * count, pa.float64()),
+        "scored_at": pa.array([0] * count, pa.timestamp("us", tz="UTC")),
+    }
+    if extra:
+        columns["toy_score"] = pa.array([1.0] * count)
+    return pa.table(columns)
+
+
+def test_a_republished_day_is_replaced_whole_and_its_previous_version_is_kept(
+    tmp_path: Path,
+) -> None:
+    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
+    tables.publish_day("scored", "2026-11-02", rows("other", 4), run_id="other")
+
+    tables.publish_day("scored", "2026-11-01", rows("rerun", 5), run_id="rerun")
+
+    day = tables.read_day("scored", "2026-11-01")
+    assert day is not None
+    assert set(day["run"].to_pylist()) == {"rerun"}
+    assert day.num_rows == 5
+    assert set(day[DAY_COLUMN].to_pylist()) == {"2026-11-01"}
+    other = tables.read_day("scored", "2026-11-02")
+    assert other is not None
+    assert other.num_rows == 4
+    versions = tables.day_versions("scored", "2026-11-01")
+    assert [(v.run_id, v.rows) for v in versions] == [("first", 3), ("rerun", 5)]
+    previous = tables.previous_day("scored", "2026-11-01")
+    assert previous is not None
+    version, before = previous
+    assert version.run_id == "first"
+    assert before is not None
+    assert set(before["run"].to_pylist()) == {"first"}
+
+
+def test_a_new_metric_adds_columns_and_old_days_stay_readable(tmp_path: Path) -> None:
+    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables.publish_day("scored", "2026-11-01", rows("old", 2), run_id="old")
+
+    tables.publish_day("scored", "2026-11-02", rows("new", 2, extra=True), run_id="new")
+
+    old = tables.read_day("scored", "2026-11-01")
+    new = tables.read_day("scored", "2026-11-02")
+    assert old is not None
+    assert new is not None
+    assert old["toy_score"].to_pylist() == [None, None]
+    assert new["toy_score"].to_pylist() == [1.0, 1.0]
+
+
+def test_expired_snapshots_end_time_travel_but_not_the_table(tmp_path: Path) -> None:
+    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
+    tables.publish_day("scored", "2026-11-01", rows("second", 2), run_id="second")
+    time.sleep(0.01)
+
+    expired = tables.expire_snapshots(older_than=timedelta(0))
+
+    assert expired["scored"] >= 1
+    assert tables.previous_day("scored", "2026-11-01") is None
+    day = tables.read_day("scored", "2026-11-01")
+    assert day is not None
+    assert set(day["run"].to_pylist()) == {"second"}
+
+
+def test_compaction_keeps_the_days_rows(tmp_path: Path) -> None:
+    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
+
+    assert tables.compact_day("scored", "2026-11-01") == 3
+
+    day = tables.read_day("scored", "2026-11-01")
+    assert day is not None
+    assert sorted(day["id"].to_pylist()) == ["first-0", "first-1", "first-2"]
+
+
+WRITER = """
+import sys, pyarrow as pa
+from ragas_ops.tables.iceberg import IcebergTables
+warehouse, day, run, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+table = pa.table({"id": [f"{run}-{i}" for i in range(count)], "run": [run] * count})
+IcebergTables(warehouse).publish_day("scored", day, table, run_id=run)
+"""
+
+
+def start_writer(warehouse: Path, day: str, run: str, count: int) -> subprocess.Popen[bytes]:
+    environment = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(warehouse), day, run, str(count)],
+        env=environment,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_writers_in_other_processes_of_two_days_both_succeed_and_of_one_day_never_mix(
+    tmp_path: Path,
+) -> None:
+    warehouse = tmp_path / "warehouse"
+    IcebergTables(str(warehouse)).publish_day(
+        "scored", "2026-10-31", pa.table({"id": ["seed"], "run": ["seed"]}), run_id="seed"
+    )
+    writers = [
+        start_writer(warehouse, "2026-11-01", "a", 500),
+        start_writer(warehouse, "2026-11-02", "b", 500),
+        start_writer(warehouse, "2026-11-03", "c1", 300),
+        start_writer(warehouse, "2026-11-03", "c2", 400),
+    ]
+    for writer in writers:
+        _, stderr = writer.communicate(timeout=120)
+        assert writer.returncode == 0, stderr.decode()
+
+    tables = IcebergTables(str(warehouse))
+    first, second, third = (tables.read_day("scored", f"2026-11-0{n}") for n in (1, 2, 3))
+    assert first is not None
+    assert set(first["run"].to_pylist()) == {"a"}
+    assert second is not None
+    assert set(second["run"].to_pylist()) == {"b"}
+    assert third is not None
+    (winner,) = set(third["run"].to_pylist())
+    assert third.num_rows == {"c1": 300, "c2": 400}[winner]
+
+
+def test_a_writer_killed_mid_publish_leaves_the_table_readable_at_its_last_snapshot(
+    tmp_path: Path,
+) -> None:
+    warehouse = tmp_path / "warehouse"
+    tables = IcebergTables(str(warehouse))
+    tables.publish_day("scored", "2026-11-01", pa.table({"id": ["old"], "run": ["old"]}), "old")
+    writer = start_writer(warehouse, "2026-11-01", "killed", 2_000_000)
+    time.sleep(3.0)  # past start-up, inside the write of two million rows
+    writer.kill()
+    writer.wait(timeout=30)
+
+    day = IcebergTables(str(warehouse)).read_day("scored", "2026-11-01")
+
+    assert day is not None
+    runs = set(day["run"].to_pylist())
+    assert runs in ({"old"}, {"killed"})
+    assert day.num_rows == (1 if runs == {"old"} else 2_000_000)
+
+
+def test_duckdb_reads_the_table_through_its_extension(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    from ragas_ops.quality.bi import connect, load_extension_sql
+
+    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
+    tables.publish_day("scored", "2026-11-02", rows("second", 4), run_id="second")
+    connection = connect()
+    for extension in ("avro", "iceberg"):
+        connection.execute(load_extension_sql(extension, duckdb.__version__))
+
+    counts = connection.execute(
+        "SELECT dt, count(*) FROM iceberg_scan(?) GROUP BY dt ORDER BY dt",
+        [tables.metadata_location("scored")],
+    ).fetchall()
+
+    assert counts == [("2026-11-01", 3), ("2026-11-02", 4)]
+
+
+def test_on_s3_through_moto(start_s3: Callable[[], str], tmp_path: Path) -> None:
+    endpoint = start_s3()
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="lake")
+    s3 = S3Options.from_environ()
+    catalog = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
+    tables = IcebergTables("s3://lake/warehouse", catalog_uri=catalog, s3=s3)
+    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
+    tables.publish_day("scored", "2026-11-01", rows("rerun", 2), run_id="rerun")
+
+    again = IcebergTables("s3://lake/warehouse", catalog_uri=catalog, s3=s3)
+    day = again.read_day("scored", "2026-11-01")
+
+    assert day is not None
+
+    assert set(day["run"].to_pylist()) == {"rerun"}
+    assert again.metadata_location("scored").startswith("s3://lake/warehouse/")
+    previous = again.previous_day("scored", "2026-11-01")
+    assert previous is not None
+    _, before = previous
+    assert before is not None
+    assert before.num_rows == 3
+
+
+def test_an_s3_lake_without_a_catalog_uri_is_a_configuration_error() -> None:
+    from ragas_ops.config import ConfigError
+
+    with pytest.raises(ConfigError, match="catalog_uri"):
+        IcebergTables("s3://lake/warehouse")
