@@ -7,8 +7,8 @@ BIN := $(VENV)/bin
 
 $(BIN)/ragas-ops: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet torch==2.13.0  # CPU build; before [local] so no CUDA torch is pulled
-	$(BIN)/pip install --quiet -e ".[dev,local,airflow]"
+	$(BIN)/pip install --quiet torch==2.13.0  # CPU build; before [local-torch] so no CUDA torch is pulled
+	$(BIN)/pip install --quiet -e ".[dev,local,local-torch,airflow]"
 	touch $@
 
 install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
@@ -28,8 +28,17 @@ integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (
 
 test: lint typecheck unit integration  ## everything CI runs: lint, types, all the tests
 
-demo: install  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)
-	$(BIN)/ragas-ops demo
+# The demo installs only what it runs (Airflow and the ONNX local judge, no PyTorch, no
+# development tools) in a venv of its own.
+DEMO_VENV := .venv-demo
+
+$(DEMO_VENV)/bin/ragas-ops: pyproject.toml
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install --quiet -e ".[airflow,local]"
+	touch $@
+
+demo: $(DEMO_VENV)/bin/ragas-ops  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)
+	$(DEMO_VENV)/bin/ragas-ops demo
 
 bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_scoring.py
@@ -50,4 +59,4 @@ bench-reference: install $(RAGAS_VENV)/.installed  ## ragas-ops side by side wit
 	RAGAS_DO_NOT_TRACK=true $(BIN)/python benchmarks/bench_vs_ragas.py --json benchmarks/results/vs_ragas.json
 
 clean:
-	rm -rf $(VENV) $(RAGAS_VENV) .pytest_cache .mypy_cache .ruff_cache demo
+	rm -rf $(VENV) $(DEMO_VENV) $(RAGAS_VENV) .pytest_cache .mypy_cache .ruff_cache demo

@@ -27,6 +27,7 @@ DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 QuestionStrategy = Literal["list", "sample"]
 StructuredOutput = Literal["json_schema", "json_object", "none"]
 JudgeKind = Literal["openai", "local"]
+LocalBackend = Literal["auto", "onnx", "torch"]
 JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
 ENV_PREFIX = "RAGAS_OPS_"
@@ -64,6 +65,10 @@ class JudgeSettings:
     """`openai`: an OpenAI-compatible LLM; `local`: the local judge (no network; `[local]`)."""
     local_model: str = "all-MiniLM-L6-v2"
     """The local judge's sentence-transformers model: the packaged default, a name, or a path."""
+    local_backend: LocalBackend = "auto"
+    """How the local judge runs its model: `onnx`, the packaged default as int8 ONNX (no
+    PyTorch, the `[local]` extra); `torch`, sentence-transformers (`[local-torch]`, any model);
+    `auto`, ONNX for the packaged default when it is installed, else torch."""
     model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
     base_url: str | None = None

@@ -21,7 +21,11 @@ def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) ->
     if settings.judge.kind == "local":
         from ragas_ops.judge.local.judge import LocalJudge  # heavy: only when asked for
 
-        return LocalJudge(settings.judge.local_model, cache=open_cache(settings.judge))
+        return LocalJudge(
+            settings.judge.local_model,
+            cache=open_cache(settings.judge),
+            backend=settings.judge.local_backend,
+        )
     environ = os.environ if environ is None else environ
     key = Secret(environ.get(settings.judge.api_key_env, ""))
     if not key and settings.judge.base_url is None:

@@ -31,10 +31,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from ragas_ops.config import ConfigError, LocalBackend
 from ragas_ops.contract.inputs import ANSWER, CONTEXTS, QUESTION
 from ragas_ops.judge.base import (
     Completion,
@@ -57,6 +58,7 @@ from ragas_ops.judge.local.evidence import (
     strip_prefix,
     support,
 )
+from ragas_ops.judge.local.onnx_embedder import OnnxEmbedder, onnx_available
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.text import split_sentences
 
@@ -82,6 +84,30 @@ class Reply:
 
 
 Answer = Callable[["LocalJudge", Mapping[str, Any], int], Awaitable[Reply]]
+
+
+class Embedder(Protocol):
+    """What the local judge needs of a model: its name and L2-normalised sentence vectors."""
+
+    @property
+    def name(self) -> str: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
+
+
+def embedder_for(model: str, backend: LocalBackend = "auto") -> Embedder:
+    """The model to run: the packaged default as int8 ONNX (no PyTorch) when that is installed
+    and `backend` allows it, else sentence-transformers (any model name or path)."""
+    if backend == "onnx" and model != DEFAULT_LOCAL_MODEL:
+        raise ConfigError(
+            f"judge.local_backend = onnx runs the packaged {DEFAULT_LOCAL_MODEL} only, not "
+            f"{model!r}; use local_backend = torch for other models"
+        )
+    if backend == "onnx" or (
+        backend == "auto" and model == DEFAULT_LOCAL_MODEL and onnx_available()
+    ):
+        return OnnxEmbedder()
+    return SentenceEmbedder(model)
 
 
 class SentenceEmbedder:
@@ -140,7 +166,7 @@ class _EmbeddingBatcher:
     Vectors are kept (bounded) because one row's context sentences serve several prompts.
     """
 
-    def __init__(self, embedder: SentenceEmbedder) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._known: dict[str, np.ndarray[Any, np.dtype[np.float32]]] = {}
         self._pending: dict[str, asyncio.Future[np.ndarray[Any, np.dtype[np.float32]]]] = {}
@@ -194,9 +220,10 @@ class LocalJudge:
         self,
         model: str = DEFAULT_LOCAL_MODEL,
         cache: ResponseCache | None = None,
-        embedder: SentenceEmbedder | None = None,
+        embedder: Embedder | None = None,
+        backend: LocalBackend = "auto",
     ) -> None:
-        self._embedder = embedder or SentenceEmbedder(model)
+        self._embedder = embedder or embedder_for(model, backend)
         self._batcher = _EmbeddingBatcher(self._embedder)
         self._cache = cache or ResponseCache(None)
         self.total = Usage()

@@ -136,7 +136,7 @@ def test_the_manifest_names_the_model_that_ran_not_an_unused_setting() -> None:
     settings.judge.kind = "local"
     manifest = manifest_base("2026-01-01", "r", settings)
     assert manifest["judge_kind"] == "local"
-    assert manifest["judge_model"] == manifest["embedding_model"] == "local:all-MiniLM-L6-v2"
+    assert manifest["judge_model"] == manifest["embedding_model"] == "local:all-MiniLM-L6-v2-onnx-int8"
 
 
 def test_a_day_is_scored_published_aggregated_and_reported(
