@@ -281,6 +281,7 @@ def aggregate_day(lake: Lake, day: str, settings: Settings) -> dict[str, Any]:
         *TOKEN_COLUMNS,
         "cost_usd",
         "judge",
+        "embedding_model",
     ]
     scored = read_table(lake.scored(day), columns=wanted)  # not the evidence: half the bytes
     table = daily_metrics(day, scored, metrics, segments)
