@@ -278,8 +278,10 @@ def _documents(outputs: Any) -> list[Document]:
     one `Document`; anything else (text, a dict of several values) holds none."""
     if isinstance(outputs, Document):
         return [outputs]
-    if isinstance(outputs, list | tuple) and outputs and all(
-        isinstance(item, Document) for item in outputs
+    if (
+        isinstance(outputs, list | tuple)
+        and outputs
+        and all(isinstance(item, Document) for item in outputs)
     ):
         return list(outputs)
     return []
