@@ -180,7 +180,7 @@ def chunk_summary(result: dict[str, Any]) -> str:
     )
 
 
-HTTP_LOGGERS = ("httpx", "httpcore", "openai")
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai")
 """Loggers that write a line per HTTP request at INFO: ~90 lines per chunk."""
 
 

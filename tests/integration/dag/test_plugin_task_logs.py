@@ -1,0 +1,65 @@
+"""What a scoring task writes to its log: one summary line per chunk, not a line per HTTP
+request (a real chunk against the test judge over HTTP, with a rate limit that makes it wait)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from ragas_ops.contract.layout import Lake
+from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.samples import sample_interactions
+from ragas_ops.testing.judge_server import JudgeServer
+from tests.support import TEST_KEY, settings_for
+
+DAY = "2026-11-28"
+
+
+def test_a_chunk_logs_one_summary_line_and_no_request_lines(
+    tmp_path: Path,
+    judge_server: JudgeServer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    for name in steps.HTTP_LOGGERS:  # as a fresh task process finds them
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
+    settings = settings_for(judge_server, tmp_path, rpm=600.0)
+    settings.pipeline.raw_uri = str(tmp_path / "raw")
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    (tmp_path / "raw" / f"dt={DAY}").mkdir(parents=True)
+    pq.write_table(
+        sample_interactions(12, seed=1, day=DAY), tmp_path / "raw" / f"dt={DAY}" / "p.parquet"
+    )
+    chunk = plan_day(lake, DAY, settings).chunks[0]
+
+    with caplog.at_level(logging.INFO):
+        result = asyncio.run(
+            steps.score_chunk(lake, DAY, "manual__x", chunk=chunk, settings=settings)
+        )
+
+    summaries = [r for r in caplog.records if r.name == "ragas_ops.pipeline.steps"]
+    assert len(summaries) == 1
+    line = summaries[0].getMessage()
+    usage = result["usage"]
+    assert summaries[0].levelno == logging.INFO
+    assert line.startswith(f"chunk 0 scored: {result['rows']} rows in ")
+    assert (
+        f"requests {usage['requests']:,} chat + {usage['embedding_requests']:,} embeddings" in line
+    )
+    assert f"tokens {usage['prompt_tokens']:,} prompt + {usage['completion_tokens']:,}" in line
+    for metric, counts in result["statuses"].items():
+        assert f"{metric} " + ", ".join(f"{s} {n:,}" for s, n in sorted(counts.items())) in line
+    assert usage["requests"] > 10, "enough requests for the 600 rpm budget to make it wait"
+    assert result["rate_limit_wait_seconds"] > 0
+    assert f"waited {result['rate_limit_wait_seconds']:.1f} s for the rate limit" in line
+    assert [r.name for r in caplog.records if r.name.startswith(("httpx", "openai"))] == []
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    assert TEST_KEY not in caplog.text
