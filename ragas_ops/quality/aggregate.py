@@ -683,19 +683,24 @@ class RegressionReport:
                 for f in dropped
                 if f.delta is not None
             )
-            return text + "." + self._segment_note(dropped) + self._skipped_note()
+            return text + "." + self._segment_note(dropped) + self._skipped_note() + self._since()
         if self.verdict is Verdict.WARN:
             count = len(self.of(Outcome.REGRESSION))
             return (
                 f"Warning on {self.day}: {count} segment(s) dropped below their baseline; the "
-                f"overall means held.{self._skipped_note()}"
+                f"overall means held.{self._skipped_note()}{self._since()}"
             )
         if self.verdict is Verdict.NOT_CHECKED:
             return f"Not checked on {self.day}: {self._skipped_reasons()}." + self._held_note()
         return (
             f"No regression on {self.day}: all {len(self.checked)} check(s) against the "
-            f"baseline held."
+            f"baseline held.{self._since()}"
         )
+
+    def _since(self) -> str:
+        """The changes that shortened the baselines of checks that were made."""
+        changes = dict.fromkeys(f.change for f in self.checked if f.change)
+        return "".join(f" Baselines count only the days since {change}." for change in changes)
 
     def _segment_note(self, overall: Sequence[RegressionFinding]) -> str:
         segments = len(self.of(Outcome.REGRESSION)) - len(overall)

@@ -440,6 +440,7 @@ tr.sel td{background:#fffbea}
 border:1px dashed #7b8794}
 td.regression,td.improved{font-weight:600}
 td.skipped{color:#7b8794;font-style:italic}
+td.run{white-space:normal;max-width:290px;overflow-wrap:anywhere;font-size:12px}
 td.change{box-shadow:inset 3px 0 0 #8250df}
 .change-mark{color:#8250df;font-weight:700}
 .banner{border-radius:6px;padding:10px 14px;margin:10px 0}
@@ -530,7 +531,7 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
             f"</td><td class='l'>{_verdict_badge(verdict.report.verdict.value)}</td>"
             f"<td>{'{:,}'.format(any_row['rows']) if any_row else '–'}</td>"
             f"{''.join(cells)}<td class='l'><code>{_esc(', '.join(judges) or '–')}</code></td>"
-            f"<td class='l'>{_runs_cell(verdict.runs)}</td><td class='l'>{links}</td></tr>"
+            f"<td class='l run'>{_runs_cell(verdict.runs)}</td><td class='l'>{links}</td></tr>"
         )
     return (
         "<h2>Days</h2><div class='muted small'>Overall mean per metric; the verdict compares "

@@ -433,6 +433,10 @@ def test_enough_matching_days_are_compared_and_the_others_left_out() -> None:
     assert overall.baseline == pytest.approx(0.85, abs=0.02)
     assert "3 day(s) before the change" in overall.message
     assert report.verdict is Verdict.OK
+    assert report.summary.endswith(
+        f"Baselines count only the days since the judge changed from local:bge to "
+        f"openai:gpt-4o-mini on {days[3]}."
+    )
 
 
 def test_a_metric_or_prompt_version_change_is_not_compared() -> None:
