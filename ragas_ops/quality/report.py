@@ -648,7 +648,9 @@ class _HtmlReport:
 
     def _chart(self, metric: str) -> str:
         finding = self.data.finding(ALL, ALL, metric)
-        baseline = finding.baseline if finding else None
+        # A baseline the check could not use (too few days) is not drawn as one.
+        checked = finding is not None and finding in self.data.regression.checked
+        baseline = finding.baseline if finding and checked else None
         changes = (self.data.changes or {}).get(metric, [])
         svg = trend_svg(
             _title(metric), self.data.days, self.data.overall[metric], baseline, changes
@@ -781,12 +783,13 @@ class _HtmlReport:
 
 
 def verdict_findings(regression: RegressionReport) -> list[RegressionFinding]:
-    """The findings listed under the headline, overall first: what regressed or improved,
+    """The findings listed under the headline, overall first: what regressed, what improved,
     then the overall checks that could not be made (the headline counts the same ones)."""
     marked = (Outcome.REGRESSION, Outcome.IMPROVED)
     changed = [f for f in regression.findings if f.outcome in marked]
     skipped = [f for f in regression.skipped if f.is_overall]
-    return sorted([*changed, *skipped], key=lambda f: not f.is_overall)
+    rank = {Outcome.REGRESSION: 0, Outcome.IMPROVED: 1}
+    return sorted([*changed, *skipped], key=lambda f: (not f.is_overall, rank.get(f.outcome, 2)))
 
 
 def baseline_rule(regression: RegressionReport) -> str:

@@ -275,6 +275,7 @@ def test_too_few_baseline_days_is_its_own_verdict_and_counts_agree() -> None:
     bullets = re.findall(r"<li>([^<]*)</li>", result.html[: result.html.index("<svg")])
     assert len(bullets) == 3
     assert all("not checked: 2 of 3 baseline days" in bullet for bullet in bullets)
+    assert ">baseline " not in result.html, "a 2-day mean is not drawn as a baseline"
 
 
 def test_worst_examples_are_distinct_interactions() -> None:
