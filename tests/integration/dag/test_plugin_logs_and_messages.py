@@ -1,5 +1,6 @@
-"""What a scoring task writes to its log: one summary line per chunk, not a line per HTTP
-request (a real chunk against the test judge over HTTP, with a rate limit that makes it wait)."""
+"""What people read while the pipeline runs: a scoring task's log (one summary line per chunk,
+not a line per HTTP request: a real chunk against the test judge over HTTP, with a rate limit
+that makes it wait), the CLI's advice without a key, and the demo's verdict per day."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from ragas_ops.airflow.demo import day_verdict
+from ragas_ops.cli.main import EXIT_JUDGE, main
+from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
 from ragas_ops.pipeline import steps
 from ragas_ops.pipeline.plan import plan_day
@@ -63,3 +67,38 @@ def test_a_chunk_logs_one_summary_line_and_no_request_lines(
     assert [r.name for r in caplog.records if r.name.startswith(("httpx", "openai"))] == []
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
     assert TEST_KEY not in caplog.text
+
+
+def test_score_without_a_key_suggests_the_local_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    source = tmp_path / "in.parquet"
+    pq.write_table(sample_interactions(3, seed=1, day=DAY), source)
+
+    code = main(["score", str(source), str(tmp_path / "out.parquet")])
+
+    error = capsys.readouterr().err
+    assert code == EXIT_JUDGE
+    assert "no API key: set $OPENAI_API_KEY" in error
+    assert "`--judge local`" in error
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_the_demo_says_each_days_verdict_beside_its_state(tmp_path: Path) -> None:
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    run_id = "manual__2026-12-01T09:03:55+00:00"
+    manifest = steps.manifest_base(DAY, run_id, settings)
+    steps.write_manifest(lake, DAY, run_id, manifest)
+    assert day_verdict(tmp_path / "warehouse", DAY, run_id) == (
+        "no verdict (the run stopped before the regression check)"
+    )
+    manifest["regression"] = {"verdict": "not_checked", "summary": "Not checked on ..."}
+    steps.write_manifest(lake, DAY, run_id, manifest)
+
+    assert day_verdict(tmp_path / "warehouse", DAY, run_id) == (
+        "verdict NOT CHECKED: Not checked on ..."
+    )
+    assert day_verdict(tmp_path / "warehouse", DAY, "manual__other").startswith("no verdict")
