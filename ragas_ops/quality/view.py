@@ -576,7 +576,7 @@ def _runs_cell(runs: Sequence[DayRun]) -> str:
     latest = runs[0]
     earlier = f" <span class='muted small'>(+{len(runs) - 1} earlier)</span>" if runs[1:] else ""
     return (
-        f"<code>{_esc(latest.run_id)}</code> <span class='muted small'>scored "
+        f"<code>{_esc(latest.run_id)}</code><br><span class='muted small'>scored "
         f"{_esc(latest.day)}</span>{earlier}"
     )
 

@@ -125,7 +125,7 @@ def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
     assert "<th class='l'>judge</th>" in page
     assert f"<code>{overview.verdicts[LAST].report.findings[0].scored_with.judge}</code>" in page
     assert (
-        f"<code>scheduled__{LAST}T00:00:00+00:00</code> <span class='muted small'>scored {LAST}"
+        f"<code>scheduled__{LAST}T00:00:00+00:00</code><br><span class='muted small'>scored {LAST}"
         in page
     )
     assert "/rag-quality/reports/dt=2026-11-28/report.html" in page
@@ -191,7 +191,7 @@ def test_a_judge_change_shows_as_not_checked_with_the_judge_and_the_change_marke
     assert "<code>openai:gpt-4o-mini@api.openai.com</code>" in page
     assert "<code>local:bge-small</code>" in page
     assert page.count(f"title='{change}") >= len(METRICS)
-    assert f"<code>{backfill}</code> <span class='muted small'>scored {LAST}</span>" in page
+    assert f"<code>{backfill}</code><br><span class='muted small'>scored {LAST}</span>" in page
 
 
 def test_an_older_day_can_be_selected(local_warehouse: tuple[Settings, Path]) -> None:
