@@ -115,6 +115,7 @@ def chunk_settings(settings: Settings, chunk_rows: int, day_rows: int) -> Settin
 
 def chunk_scorer(settings: Settings, judge: Judge) -> Scorer:
     """The scorer of the pipeline's chunks, in sync and in batch mode."""
+    quiet_libraries()
     metrics = build_metrics(
         settings.metrics.names,
         settings.metrics.answer_relevance_questions,
