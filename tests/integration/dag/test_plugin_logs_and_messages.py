@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -102,3 +104,32 @@ def test_the_demo_says_each_days_verdict_beside_its_state(tmp_path: Path) -> Non
         "verdict NOT CHECKED: Not checked on ..."
     )
     assert day_verdict(tmp_path / "warehouse", DAY, "manual__other").startswith("no verdict")
+
+
+LOAD_LOCAL_JUDGE = """
+import asyncio, sys
+from ragas_ops.config import Settings
+from ragas_ops.pipeline import steps
+if sys.argv[1] == "quiet":
+    steps.quiet_libraries()
+from ragas_ops.judge.factory import build_judge
+settings = Settings()
+settings.judge.kind, settings.judge.cache_path = "local", None
+asyncio.run(build_judge(settings).embed(["hello"]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["quiet", "as-is"])
+def test_loading_the_local_model_writes_no_progress_bar_in_a_task(mode: str) -> None:
+    pytest.importorskip("sentence_transformers")
+    environment = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    finished = subprocess.run(
+        [sys.executable, "-c", LOAD_LOCAL_JUDGE, mode],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    # stderr is what Airflow logs at error level; as-is shows the check can see the bar
+    assert ("Loading weights" in finished.stderr) is (mode == "as-is")
