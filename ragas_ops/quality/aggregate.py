@@ -727,7 +727,7 @@ class RegressionReport:
                 matching = min(f.baseline_days for f in covered)
                 parts.append(
                     f"{_names(covered)} not compared: {change}, and only {matching} of the "
-                    f"{self.min_days} baseline days needed were scored the same way"
+                    f"{self.min_days} baseline days needed {_was(matching)} scored the same way"
                 )
         short = self.of(Outcome.INSUFFICIENT_HISTORY)
         for days in sorted({f.baseline_days for f in short}, reverse=True):
@@ -753,6 +753,10 @@ class RegressionReport:
             "changes": self.changes,
             "findings": [finding.to_dict() for finding in self.findings],
         }
+
+
+def _was(count: int) -> str:
+    return "was" if count == 1 else "were"
 
 
 def _names(findings: Sequence[RegressionFinding]) -> str:
@@ -1020,7 +1024,7 @@ class _Comparison:
         if self.excluded:
             return (
                 f"not compared: {self.change}, and only {self.days} of the {min_days} "
-                "baseline days needed were scored the same way"
+                f"baseline days needed {_was(self.days)} scored the same way"
             )
         return (
             f"not checked: {self.days} of {min_days} baseline days (days with a mean in the "

@@ -948,11 +948,17 @@ def _change_marks(
             continue
         at = x(index_of[change.day]) - step / 2
         what = "judge" if any("judge" in c for c in change.changes) else "version"
+        # Near the right edge the label goes left of the line, so that it is not cut off.
+        left = at > _LEFT + (_W - _LEFT - _RIGHT) / 2
+        label = (
+            f'<text x="{at - 3 if left else at + 3:.1f}" y="{y(1.0) + 11:.1f}" '
+            f'text-anchor="{"end" if left else "start"}" font-size="10" fill="#8250df">'
+            f"{what} changed</text>"
+        )
         marks.append(
             f'<g><title>{_e(change.sentence)}</title><line x1="{at:.1f}" x2="{at:.1f}" '
             f'y1="{y(1.0):.1f}" y2="{y(0.0):.1f}" stroke="#8250df" stroke-width="1.5" '
-            f'stroke-dasharray="3 3" /><text x="{at + 3:.1f}" y="{y(1.0) + 11:.1f}" '
-            f'font-size="10" fill="#8250df">{what} changed</text></g>'
+            f'stroke-dasharray="3 3" />{label}</g>'
         )
     return marks
 
