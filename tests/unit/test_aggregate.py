@@ -455,7 +455,7 @@ def test_a_metric_or_prompt_version_change_is_not_compared() -> None:
     )
 
 
-def test_an_embedding_model_change_is_not_compared() -> None:
+def test_a_day_with_another_embedding_model_is_left_out_of_the_baseline() -> None:
     days = fake_history_days(DAY, 8)
     before = {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
     today = day_of(steady(0.60, 300, 99))
