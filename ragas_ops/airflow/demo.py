@@ -8,6 +8,7 @@ checked against the baseline of the days before it; the last day is a bad one on
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ragas_ops.contract.layout import run_folder_name
 from ragas_ops.samples import sample_interactions
 
 DAG_ID = "ragas_ops_nightly"
@@ -80,13 +82,13 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
 
     dag = DagBag(str(PROJECT_DAGS)).dags[DAG_ID]
     failed = []
+    warehouse = folder / "lake" / "warehouse"
     for day in scored_days:
         run = dag.test(run_conf={"day": day})
         outcome = str(getattr(run.state, "value", run.state))
-        say(f"  {DAG_ID} {day}: {outcome}")
+        say(f"  {DAG_ID} {day}: {outcome} · {day_verdict(warehouse, day, run.run_id)}")
         if outcome != "success":
             failed.append(day)
-    warehouse = folder / "lake" / "warehouse"
     say(f"scored tables:  {warehouse / 'scored'}/dt=*/scored.parquet")
     say(f"daily metrics:  {warehouse / 'daily_metrics'}/dt=*/daily_metrics.parquet")
     say(f"run manifests:  {warehouse / 'runs'}/dt=*/")
@@ -95,6 +97,20 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
         say(f"runs that failed: {failed} (see the Airflow logs under {folder / 'airflow'})")
         return 1
     return 0
+
+
+def day_verdict(warehouse: Path, day: str, run_id: str) -> str:
+    """The verdict the run stored in its manifest, with its headline: a run's state says only
+    that the pipeline worked, not whether the day's scores held."""
+    manifest = warehouse / "runs" / f"dt={day}" / f"{run_folder_name(run_id)}.json"
+    try:
+        regression = json.loads(manifest.read_text()).get("regression") or {}
+    except (OSError, ValueError):
+        return "no verdict (the run wrote no manifest)"
+    if not regression:
+        return "no verdict (the run stopped before the regression check)"
+    verdict = str(regression.get("verdict", "unknown")).replace("_", " ").upper()
+    return f"verdict {verdict}: {regression.get('summary', '')}"
 
 
 def say(line: str) -> None:

@@ -8,12 +8,17 @@
 For each top-level run (a run without a parent), it logs the question (the run's input: a
 string, or the `question`/`query`/`input` key of a dict), the text of every document that a
 retriever returned inside the run (in retrieval order; their ids and metadata go in the
-`context_ids` and `context_metadata` columns, as JSON), and the run's final output as the
+`context_ids` and `context_metadata` columns, as JSON) or, when no `BaseRetriever` ran, of
+the documents that any step of the run returned (a `RunnableLambda(search)`, a tool, a
+custom runnable: any step whose output is a list of LangChain `Document`s; a document
+returned by several steps is logged once), and the run's final output as the
 answer (a string, a message's content, or the `answer`/`output`/`result` key of a dict). The
 interaction's id is the run id. Nested runs are attached to their top-level run through their
 parent run ids, so concurrent runs (threads, `abatch`, `ainvoke`) never mix. The run's
 `metadata` (from the invoke config, e.g. `{"tenant": "acme"}`) and the chat model's name are
-logged as segment columns. A run that fails is not logged.
+logged as segment columns. A run that fails is not logged. A chain in which no step
+returned a document is logged with no contexts (its rows will score `invalid_input`), and
+the handler says so once per chain name, as a warning.
 
 Needs the `langchain` extra (langchain-core).
 """
@@ -21,6 +26,7 @@ Needs the `langchain` extra (langchain-core).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,11 +34,13 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
 
 from ragas_ops.capture.writer import RESERVED, LogWriter, check_metadata_names, default_writer
 
 QUESTION_KEYS = ("question", "query", "input", "user_input", "q")
 ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -44,6 +52,27 @@ class _Run:
     context_metadata: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
+    name: str = "chain"
+    step_documents: list[Document] = field(default_factory=list)
+    """Documents returned by steps that are not retrievers, in the order the steps ended."""
+
+    def add_documents(self, documents: Sequence[Any]) -> None:
+        for document in documents:
+            self.contexts.append(str(getattr(document, "page_content", document)))
+            document_id = getattr(document, "id", None)
+            self.context_ids.append(None if document_id is None else str(document_id))
+            self.context_metadata.append(dict(getattr(document, "metadata", None) or {}))
+
+    def use_step_documents(self) -> None:
+        """Without a retriever, the steps' documents are the contexts, each once."""
+        if self.contexts:
+            return
+        seen: set[tuple[str | None, str]] = set()
+        for document in self.step_documents:
+            key = (None if document.id is None else str(document.id), document.page_content)
+            if key not in seen:
+                seen.add(key)
+                self.add_documents([document])
 
 
 class RagasOpsCallbackHandler(BaseCallbackHandler):
@@ -62,6 +91,7 @@ class RagasOpsCallbackHandler(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._runs: dict[UUID, _Run] = {}
         self._root_of: dict[UUID, UUID] = {}
+        self._warned: set[str] = set()
 
     # -- run bookkeeping -----------------------------------------------------------------------
 
@@ -89,7 +119,11 @@ class RagasOpsCallbackHandler(BaseCallbackHandler):
         if parent_run_id is not None:
             self._root(run_id, parent_run_id)
             return
-        run = _Run(question=_question(inputs), metadata=_segment_metadata(metadata))
+        run = _Run(
+            question=_question(inputs),
+            metadata=_segment_metadata(metadata),
+            name=_chain_name(serialized, kwargs),
+        )
         with self._lock:
             self._runs[run_id] = run
 
@@ -122,11 +156,7 @@ class RagasOpsCallbackHandler(BaseCallbackHandler):
             run = self._runs.get(root) if root is not None else None
             if run is None:
                 return
-            for document in documents:
-                run.contexts.append(str(getattr(document, "page_content", document)))
-                document_id = getattr(document, "id", None)
-                run.context_ids.append(None if document_id is None else str(document_id))
-                run.context_metadata.append(dict(getattr(document, "metadata", None) or {}))
+            run.add_documents(documents)
 
     def on_chat_model_start(
         self,
@@ -172,10 +202,14 @@ class RagasOpsCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         if parent_run_id is not None:
+            self._step_ended(run_id, outputs)
             return
         run = self._finish(run_id)
         if run is None:
             return
+        run.use_step_documents()
+        if not run.contexts:
+            self._warn_no_documents(run.name)
         metadata: dict[str, Any] = {**self.metadata, **run.metadata}
         if run.model is not None:
             metadata.setdefault("model", run.model)
@@ -192,6 +226,31 @@ class RagasOpsCallbackHandler(BaseCallbackHandler):
             _answer(outputs),
             id=str(run_id),
             **metadata,
+        )
+
+    def _step_ended(self, run_id: UUID, outputs: Any) -> None:
+        """Keep the documents a nested step returned (a list of `Document`s, or one)."""
+        documents = _documents(outputs)
+        if not documents:
+            return
+        with self._lock:
+            root = self._root_of.get(run_id)
+            run = self._runs.get(root) if root is not None else None
+            if run is not None:
+                run.step_documents.extend(documents)
+
+    def _warn_no_documents(self, name: str) -> None:
+        with self._lock:
+            if name in self._warned:
+                return
+            self._warned.add(name)
+        logger.warning(
+            "ragas-ops capture: no step of the LangChain chain %r returned LangChain "
+            "Documents (no retriever, no runnable returning a list of Document), so its "
+            "interactions are logged with contexts=[] and will score invalid_input. Return "
+            "Documents from the retrieval step, or log with LogWriter.append(question, "
+            "contexts, answer). Said once per chain.",
+            name,
         )
 
     def on_chain_error(
@@ -212,6 +271,29 @@ class RagasOpsCallbackHandler(BaseCallbackHandler):
                 for child in [child for child, of in self._root_of.items() if of == root]:
                     del self._root_of[child]
             return run
+
+
+def _documents(outputs: Any) -> list[Document]:
+    """`outputs` as documents when it is a non-empty list (or tuple) of `Document`s only, or
+    one `Document`; anything else (text, a dict of several values) holds none."""
+    if isinstance(outputs, Document):
+        return [outputs]
+    if (
+        isinstance(outputs, list | tuple)
+        and outputs
+        and all(isinstance(item, Document) for item in outputs)
+    ):
+        return list(outputs)
+    return []
+
+
+def _chain_name(serialized: Mapping[str, Any] | None, extra: Mapping[str, Any]) -> str:
+    """The run's name as LangChain gives it (`name`, or the serialized class name)."""
+    name = extra.get("name") or (serialized or {}).get("name")
+    if not name and serialized:
+        ids = serialized.get("id") or []
+        name = ids[-1] if ids else None
+    return str(name or "chain")
 
 
 def _question(inputs: Any) -> str | None:

@@ -6,13 +6,14 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_from_options
-from ragas_ops.config import ConfigError
+from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.evaluation.cli import add_benchmark_parser
 from ragas_ops.judge.base import JudgeFatalError
@@ -110,11 +111,25 @@ def _run_score(options: argparse.Namespace) -> int:
     from ragas_ops.scoring.jobs import score_file
 
     settings = settings_from_options(options)
+    _check_key_or_local(settings)
     outcome = asyncio.run(
         score_file(options.input, options.output, settings, progress=not options.no_progress)
     )
     print("\n".join(outcome.summary_lines()))
     return EXIT_OK
+
+
+def _check_key_or_local(settings: Settings) -> None:
+    """Without an API key, say every way to score: the key, the local judge, an endpoint."""
+    judge = settings.judge
+    if judge.kind != "openai" or judge.base_url is not None or os.environ.get(judge.api_key_env):
+        return
+    raise JudgeFatalError(
+        f"no API key: set ${judge.api_key_env} to score with OpenAI; or score on this "
+        "machine, with no key and no network, with `--judge local` (the local judge: "
+        "sentence embeddings and lexical evidence, not an LLM); or point --base-url at an "
+        "OpenAI-compatible endpoint (a local test double: `ragas-ops test-judge`)"
+    )
 
 
 def _run_estimate(options: argparse.Namespace) -> int:

@@ -60,6 +60,8 @@ class RateLimiter:
         self.tokens = _bucket(tpm, burst_seconds, now, minimum=1.0)
         self._paused_until = 0.0
         self._lock = asyncio.Lock()  # FIFO: requests are admitted in arrival order
+        self.waited_seconds = 0.0
+        """Time spent sleeping for the budget or a Retry-After, summed over requests."""
 
     async def acquire(self, tokens: int) -> None:
         """Wait until one request with `tokens` estimated tokens fits the budget, and take it."""
@@ -73,6 +75,7 @@ class RateLimiter:
                         wait = max(wait, bucket.wait_for(amount))
                 if wait <= _CLOCK_TOLERANCE_SECONDS:
                     break
+                self.waited_seconds += wait
                 await self._sleep(wait)
             if self.requests is not None:
                 self.requests.level -= 1

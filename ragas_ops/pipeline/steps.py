@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
+import os
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -29,6 +32,8 @@ from ragas_ops.metrics import build_metrics
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.scoring.scorer import Scorer, package_version
 from ragas_ops.storage import ParquetOutput
+
+log = logging.getLogger(__name__)
 
 READ_BATCH_ROWS = 1024
 
@@ -110,6 +115,7 @@ def chunk_settings(settings: Settings, chunk_rows: int, day_rows: int) -> Settin
 
 def chunk_scorer(settings: Settings, judge: Judge) -> Scorer:
     """The scorer of the pipeline's chunks, in sync and in batch mode."""
+    quiet_libraries()
     metrics = build_metrics(
         settings.metrics.names,
         settings.metrics.answer_relevance_questions,
@@ -139,8 +145,8 @@ def check_chunk_rows(chunk: Chunk, scorer: Scorer) -> None:
 def chunk_result(
     chunk: Chunk, scorer: Scorer, judge: Judge, started: float, **extra: Any
 ) -> dict[str, Any]:
-    """What the manifest records of a scored chunk."""
-    return {
+    """What the manifest records of a scored chunk; also logged, as one INFO line."""
+    result = {
         "index": chunk.index,
         "rows": scorer.summary.rows,
         "statuses": {metric: dict(counts) for metric, counts in scorer.summary.statuses.items()},
@@ -148,8 +154,52 @@ def chunk_result(
         "events": dict(judge.events),
         "judge": judge.description,
         "seconds": round(time.monotonic() - started, 3),
+        # A judge without a rate limiter (the local one) never waits for one.
+        "rate_limit_wait_seconds": round(float(getattr(judge, "rate_limit_wait_seconds", 0.0)), 3),
         **extra,
     }
+    log.info("%s", chunk_summary(result))
+    return result
+
+
+def chunk_summary(result: dict[str, Any]) -> str:
+    """A chunk's result as the one line its task logs: rows, statuses per metric, requests,
+    tokens, cost and the time spent waiting for the rate limit."""
+    usage = result["usage"]
+    statuses = "; ".join(
+        f"{metric} " + ", ".join(f"{status} {count:,}" for status, count in sorted(counts.items()))
+        for metric, counts in result["statuses"].items()
+    )
+    cost = "unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+    return (
+        f"chunk {result['index']} scored: {result['rows']:,} rows in {result['seconds']:.1f} s "
+        f"({result['judge']}); {statuses or 'no metric'}; requests {usage['requests']:,} chat "
+        f"+ {usage['embedding_requests']:,} embeddings, {usage['cache_hits']:,} cache hits; "
+        f"tokens {usage['prompt_tokens']:,} prompt + {usage['completion_tokens']:,} completion "
+        f"+ {usage['embedding_tokens']:,} embedding; cost {cost}; waited "
+        f"{result['rate_limit_wait_seconds']:.1f} s for the rate limit"
+    )
+
+
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai")
+"""Loggers that write a line per HTTP request at INFO: ~90 lines per chunk."""
+
+
+def quiet_libraries() -> None:
+    """Keep a scoring task's log about the task: HTTP clients' request lines at WARNING and
+    no model-loading progress bars (written to stderr, which Airflow logs at error level),
+    unless debug logging is on (`-v`) or a level was set for them on purpose."""
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        return
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+    # Read by huggingface_hub, and by transformers when it is first imported.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    transformers = sys.modules.get("transformers")
+    if transformers is not None:  # imported before: its progress bars are already on
+        transformers.utils.logging.disable_progress_bar()
 
 
 async def score_chunk(
@@ -163,6 +213,7 @@ async def score_chunk(
 ) -> dict[str, Any]:
     """Score one chunk into its staging file (sync mode); returns what the manifest records."""
     started = time.monotonic()
+    quiet_libraries()
     judge = judge or build_judge(settings)
     scorer = chunk_scorer(settings, judge)
     target = lake.chunk_file(day, run_id, chunk.index)
@@ -281,6 +332,7 @@ def aggregate_day(lake: Lake, day: str, settings: Settings) -> dict[str, Any]:
         *TOKEN_COLUMNS,
         "cost_usd",
         "judge",
+        "embedding_model",
     ]
     scored = read_table(lake.scored(day), columns=wanted)  # not the evidence: half the bytes
     table = daily_metrics(day, scored, metrics, segments)

@@ -58,6 +58,7 @@ DAILY_METRICS_SCHEMA = pa.schema(
         ("embedding_tokens", pa.int64()),
         ("cost_usd", pa.float64()),
         ("judge", pa.string()),
+        ("embedding_model", pa.string()),
         ("metric_version", pa.string()),
     ]
 )
@@ -114,7 +115,12 @@ def daily_metrics(
       rows is unknown (a model without a price), never a partial sum. 0 for a day without rows.
     - `judge` (string): the distinct judge descriptions of the grouping's rows, sorted and
       joined with ", " (e.g. `openai:gpt-4o-mini`); null without rows.
-    - `metric_version` (string): the distinct `<metric>_version` values, joined likewise.
+    - `embedding_model` (string): the distinct embedding models of the rows, joined likewise.
+    - `metric_version` (string): the distinct `<metric>_version` values (the metric's version
+      and its prompts' versions), joined likewise.
+
+    `judge`, `embedding_model` and `metric_version` say what the day was scored with: the
+    regression check compares a day only with days scored the same way.
     """
     _check_arguments(
         day, scored, metrics, segments, confidence=confidence, bootstrap_samples=bootstrap_samples
@@ -209,6 +215,7 @@ class _Accounting:
     tokens: dict[str, list[int]]
     cost: list[float | None]
     judge: list[str | None]
+    embedding_model: list[str | None]
 
     @classmethod
     def of(cls, table: pa.Table, grouping: _Grouping) -> _Accounting:
@@ -228,16 +235,20 @@ class _Accounting:
             ]
         else:
             cost = [None] * groups
-        judge: list[str | None] = [None] * groups
-        if "judge" in table.column_names:
-            judge = _distinct_per_group(table.column("judge"), grouping.codes, groups)
-        return cls(tokens, cost, judge)
+        described: dict[str, list[str | None]] = {
+            name: _distinct_per_group(table.column(name), grouping.codes, groups)
+            if name in table.column_names
+            else [None] * groups
+            for name in ("judge", "embedding_model")
+        }
+        return cls(tokens, cost, described["judge"], described["embedding_model"])
 
     def row(self, index: int) -> dict[str, Any]:
         return {
             **{name: sums[index] for name, sums in self.tokens.items()},
             "cost_usd": self.cost[index],
             "judge": self.judge[index],
+            "embedding_model": self.embedding_model[index],
         }
 
 
@@ -484,15 +495,81 @@ class Outcome(StrEnum):
     REGRESSION = "regression"
     IMPROVED = "improved"
     INSUFFICIENT_HISTORY = "insufficient_history"
+    """Too few days in the window have a mean: not checked."""
+    NOT_COMPARED = "not_compared"
+    """Enough days, but too few of them scored with today's judge and versions: not checked."""
     NO_DATA = "no_data"
 
 
+SKIPPED = (Outcome.INSUFFICIENT_HISTORY, Outcome.NOT_COMPARED)
+"""Outcomes of a check that was not made although there were scores today."""
+
+
 class Verdict(StrEnum):
-    """The day's verdict: a regression overall, a regression in a segment only, or fine."""
+    """The day's verdict, the first that applies: a regression overall, a regression in a
+    segment only, a check that could not be made, or every check made and held."""
 
     OK = "ok"
     WARN = "warn"
     REGRESSION = "regression"
+    NOT_CHECKED = "not_checked"
+
+    @property
+    def label(self) -> str:
+        """As a badge shows it: `not checked`."""
+        return self.value.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class ScoredWith:
+    """What a day's scores of one (segment, metric) were produced with, from its
+    `daily_metrics` row. Scores are compared only between days scored the same way; a part
+    that is unknown (null: a table written before it was recorded) matches anything."""
+
+    judge: str | None
+    embedding_model: str | None
+    version: str | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> ScoredWith:
+        return cls(row.get("judge"), row.get("embedding_model"), row.get("metric_version"))
+
+    def matches(self, other: ScoredWith) -> bool:
+        return not self.differences(other, "")
+
+    def differences(self, later: ScoredWith, metric: str) -> list[str]:
+        """What changed from `self` to `later`, as phrases ("the judge changed from ...")."""
+        parts = (
+            ("the judge", self.judge, later.judge),
+            ("the embedding model", self.embedding_model, later.embedding_model),
+            (f"the {metric} version" if metric else "the version", self.version, later.version),
+        )
+        return [
+            f"{name} changed from {before} to {after}"
+            for name, before, after in parts
+            if before is not None and after is not None and before != after
+        ]
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {
+            "judge": self.judge,
+            "embedding_model": self.embedding_model,
+            "metric_version": self.version,
+        }
+
+
+@dataclass(frozen=True)
+class ScoringChange:
+    """A day whose scores of a metric were produced differently from the day before (another
+    judge, embedding model, metric or prompt version): the trend charts mark it."""
+
+    day: str
+    metric: str
+    changes: list[str]
+
+    @property
+    def sentence(self) -> str:
+        return f"{' and '.join(self.changes)} on {self.day}"
 
 
 @dataclass(frozen=True)
@@ -509,12 +586,24 @@ class RegressionFinding:
     rows_scored: int
     baseline: float | None
     baseline_days: int
+    """Days the baseline is the mean of: days in the window with a mean, scored like today."""
     delta: float | None
     message: str
+    scored_with: ScoredWith | None = None
+    """What today's scores were produced with (None: no row today)."""
+    excluded_days: int = 0
+    """Days of the window left out of the baseline because they were scored differently."""
+    change: str | None = None
+    """Why days were left out: "the judge changed from X to Y on D"."""
 
     @property
     def is_overall(self) -> bool:
         return self.segment_column == ALL
+
+    @property
+    def skipped(self) -> bool:
+        """There were scores today but the check could not be made."""
+        return self.outcome in SKIPPED or (self.outcome is Outcome.NO_DATA and self.is_overall)
 
     @property
     def label(self) -> str:
@@ -533,7 +622,10 @@ class RegressionFinding:
             "rows_scored": self.rows_scored,
             "baseline": self.baseline,
             "baseline_days": self.baseline_days,
+            "excluded_days": self.excluded_days,
             "delta": self.delta,
+            "scored_with": self.scored_with.to_dict() if self.scored_with else None,
+            "change": self.change,
             "message": self.message,
         }
 
@@ -565,24 +657,86 @@ class RegressionReport:
         return None
 
     @property
+    def skipped(self) -> list[RegressionFinding]:
+        """The checks that could not be made (see `RegressionFinding.skipped`)."""
+        return [finding for finding in self.findings if finding.skipped]
+
+    @property
+    def checked(self) -> list[RegressionFinding]:
+        """The checks made: today's mean against a baseline."""
+        made = (Outcome.OK, Outcome.REGRESSION, Outcome.IMPROVED)
+        return [finding for finding in self.findings if finding.outcome in made]
+
+    @property
+    def changes(self) -> list[str]:
+        """The distinct changes of judge or version that kept days out of a baseline."""
+        return list(dict.fromkeys(f.change for f in self.findings if f.change))
+
+    @property
     def summary(self) -> str:
-        """One sentence for the top of a report or an alert."""
-        regressions = self.of(Outcome.REGRESSION)
-        overall = [finding for finding in regressions if finding.is_overall]
+        """One sentence (or two) for the top of a report or an alert; every count in it is
+        the count of the findings listed under it."""
         if self.verdict is Verdict.REGRESSION:
-            names = ", ".join(finding.metric for finding in overall)
-            return (
-                f"Regression on {self.day}: {names} dropped below the "
-                f"{self.window_days}-day baseline."
+            dropped = [f for f in self.of(Outcome.REGRESSION) if f.is_overall]
+            text = f"Regression on {self.day}: " + "; ".join(
+                f"{f.metric} {f.delta:+.3f} vs its {f.baseline_days}-day baseline"
+                for f in dropped
+                if f.delta is not None
             )
+            return text + "." + self._segment_note(dropped) + self._skipped_note() + self._since()
         if self.verdict is Verdict.WARN:
+            count = len(self.of(Outcome.REGRESSION))
             return (
-                f"Warning on {self.day}: {len(regressions)} segment(s) dropped below their "
-                f"{self.window_days}-day baseline; the overall means held."
+                f"Warning on {self.day}: {count} segment(s) dropped below their baseline; the "
+                f"overall means held.{self._skipped_note()}{self._since()}"
             )
-        unchecked = len(self.of(Outcome.INSUFFICIENT_HISTORY)) + len(self.of(Outcome.NO_DATA))
-        note = f" ({unchecked} could not be checked)" if unchecked else ""
-        return f"No regression on {self.day}{note}."
+        if self.verdict is Verdict.NOT_CHECKED:
+            return f"Not checked on {self.day}: {self._skipped_reasons()}." + self._held_note()
+        return (
+            f"No regression on {self.day}: all {len(self.checked)} check(s) against the "
+            f"baseline held.{self._since()}"
+        )
+
+    def _since(self) -> str:
+        """The changes that shortened the baselines of checks that were made."""
+        changes = dict.fromkeys(f.change for f in self.checked if f.change)
+        return "".join(f" Baselines count only the days since {change}." for change in changes)
+
+    def _segment_note(self, overall: Sequence[RegressionFinding]) -> str:
+        segments = len(self.of(Outcome.REGRESSION)) - len(overall)
+        return f" {segments} segment(s) dropped too." if segments else ""
+
+    def _skipped_note(self) -> str:
+        skipped = self.skipped
+        return f" Not checked: {self._skipped_reasons()}." if skipped else ""
+
+    def _held_note(self) -> str:
+        checked = self.checked
+        if not checked:
+            return ""
+        return f" The {len(checked)} check(s) that could be made held."
+
+    def _skipped_reasons(self) -> str:
+        """Why checks were skipped, grouped: a change of judge or version, too few days,
+        no scores; each with the findings it covers."""
+        skipped = self.skipped
+        parts = []
+        for change in self.changes:
+            covered = [f for f in skipped if f.change == change and f.outcome in SKIPPED]
+            if covered:
+                matching = min(f.baseline_days for f in covered)
+                parts.append(
+                    f"{_names(covered)} not compared: {change}, and only {matching} of the "
+                    f"{self.min_days} baseline days needed {_was(matching)} scored the same way"
+                )
+        short = self.of(Outcome.INSUFFICIENT_HISTORY)
+        for days in sorted({f.baseline_days for f in short}, reverse=True):
+            covered = [f for f in short if f.baseline_days == days]
+            parts.append(f"{_names(covered)} {days} of {self.min_days} baseline days")
+        empty = [f for f in skipped if f.outcome is Outcome.NO_DATA]
+        if empty:
+            parts.append(f"{_names(empty)} no scored row today")
+        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, for the run manifest."""
@@ -594,11 +748,34 @@ class RegressionReport:
             "threshold": self.threshold,
             "min_days": self.min_days,
             "counts": {outcome.value: len(self.of(outcome)) for outcome in Outcome},
+            "checked": len(self.checked),
+            "not_checked": len(self.skipped),
+            "changes": self.changes,
             "findings": [finding.to_dict() for finding in self.findings],
         }
 
 
+def _was(count: int) -> str:
+    return "was" if count == 1 else "were"
+
+
+def _names(findings: Sequence[RegressionFinding]) -> str:
+    """`faithfulness, answer_relevance` for overall findings, then `3 segment(s)`."""
+    overall = list(dict.fromkeys(f.metric for f in findings if f.is_overall))
+    segments = sum(not f.is_overall for f in findings)
+    parts = [", ".join(overall)] if overall else []
+    if segments:
+        parts.append(f"{segments} segment finding(s)")
+    return " and ".join(parts) + ":"
+
+
 _Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class _PastDay:
+    mean: float
+    scored_with: ScoredWith
 
 
 def check_regression(
@@ -613,10 +790,14 @@ def check_regression(
 
     `history` holds `daily_metrics` rows of many days, `day` included. The baseline of a
     (segment_column, segment_value, metric) is the mean of its daily means over the
-    `window_days` days before `day`, counting only days that have a mean. Outcomes:
+    `window_days` days before `day`, counting only days that have a mean and that were scored
+    like `day` (same `judge`, `embedding_model` and `metric_version`, which holds the prompt
+    versions): a new judge or prompt moves every score, which is not a regression. Outcomes:
 
     - `no_data`: no scored row today (the grouping existed today or in the window);
     - `insufficient_history`: fewer than `min_days` days in the window have a mean;
+    - `not_compared`: enough days have a mean, but fewer than `min_days` of them were scored
+      like today (the finding's `change` says what changed, and on which day);
     - `regression`: today's mean is more than `threshold` (absolute) below the baseline AND
       the upper bound of today's confidence interval is below the baseline too, so that a
       small, noisy sample does not trip it (no interval, i.e. one scored row: no regression);
@@ -624,17 +805,16 @@ def check_regression(
     - `ok`: otherwise.
 
     The verdict is `regression` when an overall ("all") row regresses, else `warn` when a
-    segment regresses, else `ok`.
+    segment regresses, else `not_checked` when a check was skipped (`insufficient_history`,
+    `not_compared`, or no scored row overall), else `ok`.
     """
     if window_days < 1 or min_days < 1:
         raise ValueError("window_days and min_days must be at least 1")
     today = date.fromisoformat(day)
     first = (today - timedelta(days=window_days)).isoformat()
-    columns = ["dt", "segment_column", "segment_value", "metric", "mean", "ci_low", "ci_high"]
-    rows = history.select([*columns, "rows_scored"]).to_pylist()
     current: dict[_Key, dict[str, Any]] = {}
-    window: dict[_Key, dict[str, float]] = {}
-    for row in rows:
+    window: dict[_Key, dict[str, _PastDay]] = {}
+    for row in _history_rows(history):
         key: _Key = (row["segment_column"], row["segment_value"], row["metric"])
         if row["dt"] == day:
             if key in current:
@@ -645,13 +825,14 @@ def check_regression(
             if row["dt"] in days:
                 raise ValueError(f"history holds {key} twice for {row['dt']}")
             if row["mean"] is not None:
-                days[row["dt"]] = row["mean"]
+                days[row["dt"]] = _PastDay(row["mean"], ScoredWith.of(row))
     keys = sorted(set(current) | set(window), key=lambda k: (k[0] != ALL, k))
     findings = [
         _finding(
             key,
             current.get(key),
             window.get(key, {}),
+            day=day,
             threshold=threshold,
             min_days=min_days,
             window_days=window_days,
@@ -663,28 +844,75 @@ def check_regression(
         verdict = Verdict.REGRESSION
     elif regressions:
         verdict = Verdict.WARN
+    elif any(finding.skipped for finding in findings):
+        verdict = Verdict.NOT_CHECKED
     else:
         verdict = Verdict.OK
     return RegressionReport(day, verdict, window_days, threshold, min_days, findings)
 
 
+_DESCRIBED = ("judge", "embedding_model", "metric_version")
+
+
+def _history_rows(history: pa.Table) -> list[dict[str, Any]]:
+    """The columns the check reads; what a day was scored with is null in tables written
+    before it was recorded."""
+    columns = ["dt", "segment_column", "segment_value", "metric", "mean", "ci_low", "ci_high"]
+    present = [name for name in _DESCRIBED if name in history.column_names]
+    rows: list[dict[str, Any]] = history.select([*columns, "rows_scored", *present]).to_pylist()
+    for row in rows:
+        for name in _DESCRIBED:
+            row.setdefault(name, None)
+    return rows
+
+
+def scoring_changes(history: pa.Table, metrics: Sequence[str]) -> list[ScoringChange]:
+    """The days on which a metric's overall scores were produced differently from the
+    previous day that had scores (judge, embedding model, metric or prompt version)."""
+    found: list[ScoringChange] = []
+    by_metric: dict[str, list[dict[str, Any]]] = {metric: [] for metric in metrics}
+    for row in _history_rows(history):
+        if row["segment_column"] == ALL and row["metric"] in by_metric and row["mean"] is not None:
+            by_metric[row["metric"]].append(row)
+    for metric, rows in by_metric.items():
+        previous: ScoredWith | None = None
+        for row in sorted(rows, key=lambda r: str(r["dt"])):
+            scored_with = ScoredWith.of(row)
+            changes = previous.differences(scored_with, metric) if previous else []
+            if changes:
+                found.append(ScoringChange(str(row["dt"]), metric, changes))
+            previous = scored_with
+    return found
+
+
 def _finding(
     key: _Key,
     today: Mapping[str, Any] | None,
-    baseline_means: Mapping[str, float],
+    past: Mapping[str, _PastDay],
     *,
+    day: str,
     threshold: float,
     min_days: int,
     window_days: int,
 ) -> RegressionFinding:
-    days = len(baseline_means)
+    scored_with = ScoredWith.of(today) if today else None
+    matching = {
+        dt: past_day.mean
+        for dt, past_day in past.items()
+        if scored_with is None or past_day.scored_with.matches(scored_with)
+    }
+    excluded = sorted(dt for dt in past if dt not in matching)
+    change = _change(key[2], past, matching, excluded, scored_with=scored_with, day=day)
+    days = len(matching)
     comparison = _Comparison(
         mean=today["mean"] if today else None,
         ci_low=today["ci_low"] if today else None,
         ci_high=today["ci_high"] if today else None,
         scored=int(today["rows_scored"] or 0) if today else 0,
-        baseline=sum(baseline_means.values()) / days if days else None,
+        baseline=sum(matching.values()) / days if days else None,
         days=days,
+        excluded=len(excluded),
+        change=change,
     )
     outcome = comparison.outcome(threshold, min_days)
     return RegressionFinding(
@@ -699,8 +927,32 @@ def _finding(
         baseline=comparison.baseline,
         baseline_days=days,
         delta=comparison.delta,
-        message=comparison.message(_label(key), outcome, window_days, threshold),
+        message=comparison.message(
+            _label(key), outcome, window_days=window_days, min_days=min_days, threshold=threshold
+        ),
+        scored_with=scored_with,
+        excluded_days=len(excluded),
+        change=change,
     )
+
+
+def _change(
+    metric: str,
+    past: Mapping[str, _PastDay],
+    matching: Mapping[str, float],
+    excluded: Sequence[str],
+    *,
+    scored_with: ScoredWith | None,
+    day: str,
+) -> str | None:
+    """ "the judge changed from X to Y on D": from the last day scored differently to the
+    first day scored like today after it (or today)."""
+    if not excluded or scored_with is None:
+        return None
+    last_different = excluded[-1]
+    since = min((dt for dt in matching if dt > last_different), default=day)
+    changes = past[last_different].scored_with.differences(scored_with, metric)
+    return ScoringChange(since, metric, changes).sentence
 
 
 def _label(key: _Key) -> str:
@@ -718,6 +970,8 @@ class _Comparison:
     scored: int
     baseline: float | None
     days: int
+    excluded: int
+    change: str | None
 
     @property
     def delta(self) -> float | None:
@@ -730,14 +984,16 @@ class _Comparison:
         if self.mean is None:
             return Outcome.NO_DATA
         if self.days < min_days or self.baseline is None or delta is None:
-            return Outcome.INSUFFICIENT_HISTORY
+            return Outcome.NOT_COMPARED if self.excluded else Outcome.INSUFFICIENT_HISTORY
         if delta < -threshold and self.ci_high is not None and self.ci_high < self.baseline:
             return Outcome.REGRESSION
         if delta > threshold and self.ci_low is not None and self.ci_low > self.baseline:
             return Outcome.IMPROVED
         return Outcome.OK
 
-    def message(self, label: str, outcome: Outcome, window_days: int, threshold: float) -> str:
+    def message(
+        self, label: str, outcome: Outcome, *, window_days: int, min_days: int, threshold: float
+    ) -> str:
         """The finding as a sentence a person can act on."""
         if outcome is Outcome.NO_DATA or self.mean is None:
             return f"{label}: no scored row today, nothing to compare."
@@ -748,12 +1004,14 @@ class _Comparison:
         )
         today = f"{self.mean:.3f} ({interval}, {self.scored} scored)"
         delta = self.delta
-        if outcome is Outcome.INSUFFICIENT_HISTORY or self.baseline is None or delta is None:
-            return (
-                f"{label}: {today}; only {self.days} of the previous {window_days} days have a "
-                "mean, too few for a baseline."
-            )
+        if outcome in SKIPPED or self.baseline is None or delta is None:
+            return f"{label}: {today}; {self._why_not_checked(window_days, min_days)}."
         versus = f"{today} vs a {self.days}-day baseline of {self.baseline:.3f} ({delta:+.3f})"
+        if self.excluded:
+            versus += (
+                f" (only days scored like today: {self.excluded} day(s) before the change, "
+                f"{self.change}, left out)"
+            )
         if outcome is Outcome.REGRESSION:
             return f"{label} regressed: {versus}."
         if outcome is Outcome.IMPROVED:
@@ -761,3 +1019,14 @@ class _Comparison:
         if delta < -threshold:  # a drop that the confidence interval does not confirm
             return f"{label}: {versus}; within the noise of today's sample."
         return f"{label}: {versus}."
+
+    def _why_not_checked(self, window_days: int, min_days: int) -> str:
+        if self.excluded:
+            return (
+                f"not compared: {self.change}, and only {self.days} of the {min_days} "
+                f"baseline days needed {_was(self.days)} scored the same way"
+            )
+        return (
+            f"not checked: {self.days} of {min_days} baseline days (days with a mean in the "
+            f"previous {window_days})"
+        )

@@ -80,12 +80,13 @@ _TREND_METRIC_COLUMNS = """\
 
 METRIC_TREND_SQL = """\
 SELECT dt, metric, rows, rows_scored, rows_not_applicable, rows_failed,
-       mean, ci_low, ci_high, median, p10, p90, cost_usd
+       mean, ci_low, ci_high, median, p10, p90, cost_usd, judge, metric_version
 FROM {daily_metrics}
 WHERE segment_column = 'all'{filters}
 ORDER BY dt, metric"""
 """The daily metrics over every row of each day, one row per (day, metric), with the
-confidence interval of the mean: the trend chart's table."""
+confidence interval of the mean: the trend chart's table. `judge` and `metric_version` say
+what each day was scored with: a change of either moves the scores (mark it on the chart)."""
 
 WORST_ROWS_SQL = """\
 SELECT dt, file_row_number, {columns}{score} AS score, {reason} AS reason,

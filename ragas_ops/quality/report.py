@@ -9,6 +9,7 @@ and is escaped before it is written into either format.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 from collections import Counter
@@ -22,7 +23,14 @@ import pyarrow.compute as pc
 
 from ragas_ops.contract.status import Status
 from ragas_ops.metrics import Metric, metric_kind
-from ragas_ops.quality.aggregate import ALL, Outcome, RegressionFinding, RegressionReport
+from ragas_ops.quality.aggregate import (
+    ALL,
+    Outcome,
+    RegressionFinding,
+    RegressionReport,
+    ScoringChange,
+    scoring_changes,
+)
 
 TREND_DAYS = 30
 TEST_DOUBLE_PREFIXES = ("openai:test-judge", "local:")
@@ -88,6 +96,8 @@ class _Example:
     contexts: list[str]
     reason: str | None
     evidence: dict[str, Any] | None
+    repeats: int = 0
+    """Other low-scored rows of the day with the same question, not listed again."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,8 @@ class _ReportData:
     """metric -> the most common reasons of failed rows."""
     sampling: _Sampling | None = None
     """How many of the day's rows were sampled, when some were left out."""
+    changes: dict[str, list[ScoringChange]] | None = None
+    """metric -> the charted days on which its judge or versions changed."""
 
     @classmethod
     def gather(
@@ -151,6 +163,7 @@ class _ReportData:
             },
             reasons={metric: _failure_reasons(scored, metric) for metric in metrics},
             sampling=_Sampling.of(today, scored, metrics),
+            changes=_changes_by_metric(history, first, day, metrics),
         )
 
     @property
@@ -277,6 +290,18 @@ def _not_sampled_note(row: Mapping[str, Any]) -> str:
     return f" · {left_out:,} not sampled" if left_out else ""
 
 
+def _changes_by_metric(
+    history: pa.Table, first: str, day: str, metrics: Sequence[str]
+) -> dict[str, list[ScoringChange]]:
+    """The changes of judge or version inside the charted days (the day before the first
+    charted day is read too, so a change on the first day is seen)."""
+    found: dict[str, list[ScoringChange]] = {metric: [] for metric in metrics}
+    for change in scoring_changes(history.filter(pc.less_equal(history["dt"], day)), metrics):
+        if first <= change.day <= day:
+            found[change.metric].append(change)
+    return found
+
+
 def _judges(today: Sequence[Mapping[str, Any]], scored: pa.Table) -> list[str]:
     found: set[str] = set()
     for row in today:
@@ -300,9 +325,39 @@ def _worst(
     )
     candidates = pa.table({"score": scored[score_column], "index": indices}).filter(ok)
     order = candidates.sort_by([("score", "ascending"), ("index", "ascending")])
-    wanted = order["index"].to_pylist()[:count]
+    ranked = order["index"].to_pylist()
+    questions = (
+        scored["question"].take(pa.array(ranked, pa.int64())).to_pylist()
+        if "question" in scored.column_names
+        else [None] * len(ranked)
+    )
+    wanted, repeats = distinct_interactions(ranked, questions, count)
     rows = scored.take(pa.array(wanted, pa.int64())).to_pylist()
-    return [_example(row, metric, segment_columns) for row in rows]
+    return [
+        dataclasses.replace(_example(row, metric, segment_columns), repeats=repeat)
+        for row, repeat in zip(rows, repeats, strict=True)
+    ]
+
+
+def distinct_interactions(
+    ranked: Sequence[int], questions: Sequence[Any], count: int
+) -> tuple[list[int], list[int]]:
+    """The first `count` of `ranked` (row positions, worst first) that ask different
+    questions (compared without case or spacing), and for each how many other ranked rows
+    ask the same: five logged repeats of one question are one example, not five."""
+    chosen: list[int] = []
+    keys: dict[str, int] = {}
+    counts: Counter[str] = Counter()
+    for position, question in zip(ranked, questions, strict=True):
+        key = " ".join(str(question).casefold().split()) if question else f"#{position}"
+        counts[key] += 1
+        if key not in keys and len(chosen) < count:
+            keys[key] = len(chosen)
+            chosen.append(position)
+    repeats = [0] * len(chosen)
+    for key, index in keys.items():
+        repeats[index] = counts[key] - 1
+    return chosen, repeats
 
 
 def _example(row: Mapping[str, Any], metric: str, segment_columns: Sequence[str]) -> _Example:
@@ -326,6 +381,10 @@ def _example(row: Mapping[str, Any], metric: str, segment_columns: Sequence[str]
         reason=row.get(f"{metric}_reason"),
         evidence=evidence,
     )
+
+
+def _repeats(example: _Example) -> str:
+    return f"same question in {example.repeats:,} other scored row(s), not listed again"
 
 
 def _failure_reasons(scored: pa.Table, metric: str, top: int = 3) -> list[tuple[str, int]]:
@@ -421,6 +480,8 @@ h3 { font-size: 15px; margin: 20px 0 8px; }
 .verdict-warn .label { background: var(--warn); }
 .verdict-regression { background: var(--bad-bg); border-color: #ff8182; }
 .verdict-regression .label { background: var(--bad); }
+.verdict-not_checked { background: #eef1f4; border-color: #8c959f; border-style: dashed; }
+.verdict-not_checked .label { background: #57606a; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 16px; }
 .card { border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px; background: #fff; }
 .card .name { color: var(--muted); font-weight: 600; }
@@ -512,11 +573,7 @@ class _HtmlReport:
 
     def _verdict(self) -> str:
         regression = self.data.regression
-        shown = [
-            finding
-            for finding in regression.findings
-            if finding.outcome in (Outcome.REGRESSION, Outcome.IMPROVED)
-        ]
+        shown = verdict_findings(regression)
         items = "".join(f"<li>{_e(finding.message)}</li>" for finding in shown[:VERDICT_ITEMS])
         if len(shown) > VERDICT_ITEMS:
             items += (
@@ -525,9 +582,10 @@ class _HtmlReport:
             )
         return (
             f'<section class="verdict verdict-{regression.verdict.value}">'
-            f'<span class="label">{_e(regression.verdict.value)}</span>'
+            f'<span class="label">{_e(regression.verdict.label)}</span>'
             f"<strong>{_e(regression.summary)}</strong>"
-            f"{f'<ul>{items}</ul>' if items else ''}</section>"
+            f"{f'<ul>{items}</ul>' if items else ''}"
+            f'<div class="sub">{_e(baseline_rule(regression))}</div></section>'
         )
 
     def _cards(self) -> str:
@@ -552,8 +610,13 @@ class _HtmlReport:
 
     def _chart(self, metric: str) -> str:
         finding = self.data.finding(ALL, ALL, metric)
-        baseline = finding.baseline if finding else None
-        svg = trend_svg(_title(metric), self.data.days, self.data.overall[metric], baseline)
+        # A baseline the check could not use (too few days) is not drawn as one.
+        checked = finding is not None and finding in self.data.regression.checked
+        baseline = finding.baseline if finding and checked else None
+        changes = (self.data.changes or {}).get(metric, [])
+        svg = trend_svg(
+            _title(metric), self.data.days, self.data.overall[metric], baseline, changes
+        )
         return f'<div class="card chart"><h3>{_e(_title(metric))}</h3>{svg}</div>'
 
     def _segments(self) -> str:
@@ -652,6 +715,8 @@ class _HtmlReport:
     def _example(self, metric: str, example: _Example) -> str:
         tags = [f"id <code>{_e(example.row_id)}</code>"] if example.row_id else []
         tags.extend(f"{_e(column)}={_e(value)}" for column, value in example.segments)
+        if example.repeats:
+            tags.append(_e(_repeats(example)))
         fields = [
             ("Question", _truncate(example.question, QUESTION_CHARS), ""),
             ("Answer", _truncate(example.answer, ANSWER_CHARS), ""),
@@ -679,6 +744,27 @@ class _HtmlReport:
         return f"<h2>Run</h2><table><tbody>{rows}</tbody></table>"
 
 
+def verdict_findings(regression: RegressionReport) -> list[RegressionFinding]:
+    """The findings listed under the headline, overall first: what regressed, what improved,
+    then the overall checks that could not be made (the headline counts the same ones)."""
+    marked = (Outcome.REGRESSION, Outcome.IMPROVED)
+    changed = [f for f in regression.findings if f.outcome in marked]
+    skipped = [f for f in regression.skipped if f.is_overall]
+    rank = {Outcome.REGRESSION: 0, Outcome.IMPROVED: 1}
+    return sorted([*changed, *skipped], key=lambda f: (not f.is_overall, rank.get(f.outcome, 2)))
+
+
+def baseline_rule(regression: RegressionReport) -> str:
+    """How the baseline was made, in one sentence under the headline."""
+    return (
+        f"Baseline: the mean of the daily means of the previous {regression.window_days} days, "
+        f"counting only days scored with the same judge, embedding model and metric and prompt "
+        f"versions as {regression.day}; at least {regression.min_days} such days are needed. "
+        f"A regression is a drop of more than {regression.threshold:g} that today's "
+        "confidence interval confirms."
+    )
+
+
 def judge_notice(judges: Sequence[str]) -> tuple[str, str] | None:
     """What a reader must know about judges that are not LLMs: a title and a sentence."""
     doubles = [judge for judge in judges if judge.startswith("openai:test-judge")]
@@ -693,12 +779,16 @@ def judge_notice(judges: Sequence[str]) -> tuple[str, str] | None:
         return (
             "Scored by the local judge, not an LLM.",
             f"{', '.join(local)} uses sentence embeddings and lexical evidence on this machine; "
-            "see the README's 'How good are the scores?' for how far to trust it.",
+            "see docs/evaluation.md and docs/local-judge.md for how far to trust it.",
         )
     return None
 
 
 def _delta_html(finding: RegressionFinding | None) -> str:
+    if finding is not None and finding.outcome is Outcome.NOT_COMPARED:
+        return f"not compared: {_e(finding.change or '')}"
+    if finding is not None and finding.outcome is Outcome.INSUFFICIENT_HISTORY:
+        return f"not checked: {finding.baseline_days} baseline day(s), too few"
     if finding is None or finding.delta is None or finding.baseline is None:
         return "no baseline yet"
     css = "down" if finding.delta < 0 else "up"
@@ -753,9 +843,12 @@ def trend_svg(
     days: Sequence[str],
     rows: Mapping[str, Mapping[str, Any]],
     baseline: float | None = None,
+    changes: Sequence[ScoringChange] = (),
 ) -> str:
     """A line chart of the daily means on a 0..1 scale with their CI band; a day without a
-    mean breaks the line rather than being drawn as 0."""
+    mean breaks the line rather than being drawn as 0. A day on which the judge or a version
+    changed is marked with a vertical line (its sentence in a tooltip): scores on either side
+    of it are not comparable."""
     plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
     step = plot_w / max(len(days) - 1, 1)
 
@@ -776,6 +869,7 @@ def trend_svg(
             f'<line x1="{_LEFT}" x2="{_W - _RIGHT}" y1="{y(baseline):.1f}" '
             f'y2="{y(baseline):.1f}" stroke="#8c959f" stroke-dasharray="4 4" />'
         )
+    parts.extend(_change_marks(days, changes, x, y))
     for run in _runs(days, rows):
         parts.append(_band(run, rows, days, x, y))
         points = " ".join(f"{x(i):.1f},{y(rows[days[i]]['mean']):.1f}" for i in run)
@@ -801,6 +895,34 @@ def trend_svg(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _change_marks(
+    days: Sequence[str], changes: Sequence[ScoringChange], x: Any, y: Any
+) -> list[str]:
+    """A dashed purple line before each day scored differently from the one before, labelled
+    with what changed."""
+    index_of = {day: index for index, day in enumerate(days)}
+    step = (x(1) - x(0)) if len(days) > 1 else 0.0
+    marks = []
+    for change in changes:
+        if change.day not in index_of:
+            continue
+        at = x(index_of[change.day]) - step / 2
+        what = "judge" if any("judge" in c for c in change.changes) else "version"
+        # Near the right edge the label goes left of the line, so that it is not cut off.
+        left = at > _LEFT + (_W - _LEFT - _RIGHT) / 2
+        label = (
+            f'<text x="{at - 3 if left else at + 3:.1f}" y="{y(1.0) + 11:.1f}" '
+            f'text-anchor="{"end" if left else "start"}" font-size="10" fill="#8250df">'
+            f"{what} changed</text>"
+        )
+        marks.append(
+            f'<g><title>{_e(change.sentence)}</title><line x1="{at:.1f}" x2="{at:.1f}" '
+            f'y1="{y(1.0):.1f}" y2="{y(0.0):.1f}" stroke="#8250df" stroke-width="1.5" '
+            f'stroke-dasharray="3 3" />{label}</g>'
+        )
+    return marks
 
 
 def _legend(baseline: float | None) -> str:
@@ -935,13 +1057,18 @@ class _MarkdownReport:
 
     def _verdict(self) -> list[str]:
         regression = self.data.regression
-        lines = [f"**Verdict: {regression.verdict.value.upper()}** · {regression.summary}", ""]
-        lines += [
-            f"- {_md(finding.message)}"
-            for finding in regression.findings
-            if finding.outcome in (Outcome.REGRESSION, Outcome.IMPROVED)
+        lines = [f"**Verdict: {regression.verdict.label.upper()}** · {regression.summary}", ""]
+        lines += [f"- {_md(finding.message)}" for finding in verdict_findings(regression)]
+        if len(lines) > 2:
+            lines.append("")
+        changes = [
+            f"- {_md(_title(metric))}: {_md(change.sentence)}"
+            for metric, found in (self.data.changes or {}).items()
+            for change in found
         ]
-        return [*lines, ""] if len(lines) > 2 else lines
+        if changes:
+            lines += [f"Scoring changed in the last {TREND_DAYS} days:", "", *changes, ""]
+        return [*lines, _md(baseline_rule(regression)), ""]
 
     def _metrics(self) -> list[str]:
         data = self.data
@@ -1057,6 +1184,8 @@ class _MarkdownReport:
             for number, example in enumerate(examples, start=1):
                 tags = [f"id `{_md(example.row_id)}`"] if example.row_id else []
                 tags += [f"{_md(column)}={_md(value)}" for column, value in example.segments]
+                if example.repeats:
+                    tags.append(_repeats(example))
                 lines.append(f"{number}. **{example.score:.3f}** {' · '.join(tags)}")
                 fields = [
                     ("Question", _truncate(example.question, QUESTION_CHARS), ""),

@@ -30,7 +30,16 @@ import pyarrow.parquet as pq
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import parse_day
 from ragas_ops.contract.status import Status
-from ragas_ops.quality.aggregate import ALL, Outcome, RegressionReport, check_regression
+from ragas_ops.quality.aggregate import (
+    ALL,
+    SKIPPED,
+    Outcome,
+    RegressionReport,
+    ScoringChange,
+    check_regression,
+    scoring_changes,
+)
+from ragas_ops.quality.report import distinct_interactions
 from ragas_ops.storage import Location
 
 DEFAULT_DAYS = 14
@@ -129,6 +138,18 @@ class Example:
     answer: str
     reason: str | None
     evidence: list[str]
+    repeats: int = 0
+    """Other low-scored rows of the day asking the same question, not listed again."""
+
+
+@dataclass(frozen=True)
+class DayRun:
+    """A run that wrote a day: its Airflow run id and the day it scored (a backfill's or a
+    scheduled run's id names the end of its data interval, the day after)."""
+
+    run_id: str
+    day: str
+    created_at: str
 
 
 @dataclass(frozen=True)
@@ -136,6 +157,8 @@ class DayVerdict:
     day: str
     report: RegressionReport
     has_report: bool
+    runs: list[DayRun] = field(default_factory=list)
+    """The runs that wrote the day, latest first."""
 
 
 @dataclass
@@ -153,6 +176,8 @@ class QualityOverview:
     """(segment_column, segment_value) seen in the shown days, overall first."""
     verdicts: dict[str, DayVerdict]
     examples: dict[str, list[Example]] = field(default_factory=dict)
+    changes: list[ScoringChange] = field(default_factory=list)
+    """The shown days on which a metric's judge or versions changed."""
 
     def row(self, day: str, column: str, value: str, metric: str) -> dict[str, Any] | None:
         return self.rows.get((day, column, value, metric))
@@ -212,7 +237,11 @@ def load_overview(
                 threshold=settings.pipeline.regression_threshold,
             ),
             has_report=warehouse.child("reports", f"dt={day}", "report.html").exists(),
+            runs=day_runs(warehouse, day),
         )
+    overview.changes = [
+        change for change in scoring_changes(history, overview.metrics) if change.day in shown
+    ]
     if overview.selected is not None and worst > 0:
         overview.examples = worst_examples(
             warehouse.child("scored", f"dt={overview.selected}", "scored.parquet"),
@@ -222,6 +251,30 @@ def load_overview(
             worst,
         )
     return overview
+
+
+def day_runs(warehouse: Location, day: str) -> list[DayRun]:
+    """The runs whose manifests are under `runs/dt=<day>/`, latest first (a manifest that
+    cannot be read is skipped: the page shows what it can)."""
+    selector = pafs.FileSelector(f"{warehouse.path}/runs/dt={day}", allow_not_found=True)
+    runs = []
+    for entry in warehouse.filesystem.get_file_info(selector):
+        if entry.type != pafs.FileType.File or not entry.base_name.endswith(".json"):
+            continue
+        try:
+            with warehouse.filesystem.open_input_stream(entry.path) as stream:
+                manifest = json.loads(stream.read())
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("run_id"):
+            runs.append(
+                DayRun(
+                    str(manifest["run_id"]),
+                    str(manifest.get("day") or day),
+                    str(manifest.get("created_at") or ""),
+                )
+            )
+    return sorted(runs, key=lambda run: run.created_at, reverse=True)
 
 
 def _with_window(days: Sequence[str], window: int) -> list[str]:
@@ -248,8 +301,12 @@ def worst_examples(
         parquet = pq.ParquetFile(handle)
         names = set(parquet.schema_arrow.names)
         metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
+        question = settings.columns.question
+        ranking = [f"{question}"] if question in names else []
         wanted = {
-            metric: _lowest(parquet.read(columns=[f"{metric}_score", f"{metric}_status"]), count)
+            metric: _lowest(
+                parquet.read(columns=[f"{metric}_score", f"{metric}_status", *ranking]), count
+            )
             for metric in metrics
         }
         text_columns = [
@@ -265,26 +322,32 @@ def worst_examples(
         detail = [f"{m}_{part}" for m in metrics for part in ("reason", "evidence")]
         rows = _rows_at(
             parquet,
-            sorted({i for indices in wanted.values() for i, _ in indices}),
+            sorted({i for indices in wanted.values() for i, _, _ in indices}),
             text_columns + [c for c in detail if c in names],
         )
     return {
         metric: [
-            _example(metric, score, rows[index], settings, segment_columns)
-            for index, score in wanted[metric]
+            _example(metric, score, rows[index], settings, segment_columns, repeats=repeats)
+            for index, score, repeats in wanted[metric]
         ]
         for metric in metrics
     }
 
 
-def _lowest(table: pa.Table, count: int) -> list[tuple[int, float]]:
+def _lowest(table: pa.Table, count: int) -> list[tuple[int, float, int]]:
+    """(row, score, other rows with its question) of the `count` lowest scores of distinct
+    questions; the table holds the score, the status and, when known, the question."""
     scores, statuses = table.column(0).to_pylist(), table.column(1).to_pylist()
-    candidates = [
+    questions = table.column(2).to_pylist() if table.num_columns > 2 else [None] * len(scores)
+    candidates = sorted(
         (score, index)
         for index, (score, status) in enumerate(zip(scores, statuses, strict=True))
         if status == Status.OK.value and score is not None
-    ]
-    return [(index, score) for score, index in sorted(candidates)[:count]]
+    )
+    ranked = [index for _, index in candidates]
+    chosen, repeats = distinct_interactions(ranked, [questions[i] for i in ranked], count)
+    score_of = {index: score for score, index in candidates}
+    return [(i, score_of[i], r) for i, r in zip(chosen, repeats, strict=True)]
 
 
 def _rows_at(
@@ -310,6 +373,8 @@ def _example(
     row: Mapping[str, Any],
     settings: Settings,
     segment_columns: Sequence[str],
+    *,
+    repeats: int = 0,
 ) -> Example:
     return Example(
         metric=metric,
@@ -324,6 +389,7 @@ def _example(
         answer=str(row.get(settings.columns.answer) or ""),
         reason=row.get(f"{metric}_reason"),
         evidence=_evidence_lines(metric, row.get(f"{metric}_evidence")),
+        repeats=repeats,
     )
 
 
@@ -370,7 +436,13 @@ tr.sel td{background:#fffbea}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12px;font-weight:600}
 .ok{background:#e3f9e5;color:#196c2e}.warn{background:#fff3c4;color:#8d5b00}
 .regression{background:#ffe3e3;color:#a61b1b}.improved{background:#e0f2ff;color:#0b5394}
+.not_checked,.not_compared,.insufficient_history{background:#eceff3;color:#3e4c59;
+border:1px dashed #7b8794}
 td.regression,td.improved{font-weight:600}
+td.skipped{color:#7b8794;font-style:italic}
+td.run{white-space:normal;max-width:290px;overflow-wrap:anywhere;font-size:12px}
+td.change{box-shadow:inset 3px 0 0 #8250df}
+.change-mark{color:#8250df;font-weight:700}
 .banner{border-radius:6px;padding:10px 14px;margin:10px 0}
 .example{border:1px solid #d9e2ec;border-radius:6px;padding:8px 12px;margin:8px 0;max-width:1100px}
 .example p{margin:3px 0;white-space:normal}.example ul{margin:3px 0 0 18px;padding:0}
@@ -416,7 +488,7 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
 
 
 def _verdict_badge(verdict: str) -> str:
-    return f"<span class='badge {_esc(verdict)}'>{_esc(verdict)}</span>"
+    return f"<span class='badge {_esc(verdict)}'>{_esc(verdict.replace('_', ' '))}</span>"
 
 
 def _selected_banner(overview: QualityOverview) -> str:
@@ -438,8 +510,7 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
         for metric in overview.metrics:
             row = overview.row(day, ALL, ALL, metric)
             finding = verdict.report.finding(ALL, ALL, metric)
-            css = finding.outcome.value if finding and finding.outcome in _MARKED else ""
-            cells.append(f"<td class='{css}'>{_num(row['mean'] if row else None)}</td>")
+            cells.append(_mean_cell(overview, day, metric, row, finding))
         any_row = next((r for m in overview.metrics if (r := overview.row(day, ALL, ALL, m))), None)
         links = (
             f"<a href='{base}/reports/dt={day}/report.html' {_NEW_TAB}>HTML</a> · "
@@ -448,17 +519,65 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
             else "<span class='muted'>no report</span>"
         )
         selected = " class='sel'" if day == overview.selected else ""
+        judges = sorted(
+            {
+                row["judge"]
+                for metric in overview.metrics
+                if (row := overview.row(day, ALL, ALL, metric)) and row.get("judge")
+            }
+        )
         body.append(
             f"<tr{selected}><td class='l'><a href='{base}/?day={day}&amp;days={days}'>{day}</a>"
             f"</td><td class='l'>{_verdict_badge(verdict.report.verdict.value)}</td>"
             f"<td>{'{:,}'.format(any_row['rows']) if any_row else '–'}</td>"
-            f"{''.join(cells)}<td class='l'>{links}</td></tr>"
+            f"{''.join(cells)}<td class='l'><code>{_esc(', '.join(judges) or '–')}</code></td>"
+            f"<td class='l run'>{_runs_cell(verdict.runs)}</td><td class='l'>{links}</td></tr>"
         )
     return (
         "<h2>Days</h2><div class='muted small'>Overall mean per metric; the verdict compares "
-        "each day with its trailing baseline. Pick a day for its segments and worst examples."
-        "</div><table><tr><th class='l'>day</th><th class='l'>verdict</th><th>rows</th>"
-        f"{head}<th class='l'>report</th></tr>{''.join(body)}</table>"
+        "each day with the trailing days scored by the same judge, embedding model and metric "
+        "and prompt versions (grey: not checked, hover for why; a purple edge: the judge or a "
+        "version changed that day). Pick a day for its segments and worst examples.</div>"
+        "<table><tr><th class='l'>day</th><th class='l'>verdict</th><th>rows</th>"
+        f"{head}<th class='l'>judge</th><th class='l'>run</th><th class='l'>report</th></tr>"
+        f"{''.join(body)}</table>"
+    )
+
+
+def _mean_cell(
+    overview: QualityOverview,
+    day: str,
+    metric: str,
+    row: Mapping[str, Any] | None,
+    finding: Any,
+) -> str:
+    """A mean, coloured by its finding, with the finding's message (and the day's change of
+    judge or version) as its tooltip."""
+    classes = []
+    if finding is not None and finding.outcome in _MARKED:
+        classes.append(finding.outcome.value)
+    elif finding is not None and finding.outcome in SKIPPED:
+        classes.append("skipped")
+    notes = [finding.message] if finding is not None and classes else []
+    changed = [c.sentence for c in overview.changes if c.day == day and c.metric == metric]
+    if changed:
+        classes.append("change")
+        notes = [*changed, *notes]
+    title = f" title='{_esc(' · '.join(notes))}'" if notes else ""
+    mark = "<span class='change-mark'>◆</span> " if changed else ""
+    return f"<td class='{' '.join(classes)}'{title}>{mark}{_num(row['mean'] if row else None)}</td>"
+
+
+def _runs_cell(runs: Sequence[DayRun]) -> str:
+    """The latest run id with the day it scored beside it (`backfill__2026-11-26...` scores
+    2026-11-25), and how many earlier runs wrote the day."""
+    if not runs:
+        return "<span class='muted'>–</span>"
+    latest = runs[0]
+    earlier = f" <span class='muted small'>(+{len(runs) - 1} earlier)</span>" if runs[1:] else ""
+    return (
+        f"<code>{_esc(latest.run_id)}</code><br><span class='muted small'>scored "
+        f"{_esc(latest.day)}</span>{earlier}"
     )
 
 
@@ -480,16 +599,15 @@ def _trend_table(overview: QualityOverview) -> str:
             for day in overview.days:
                 row = overview.row(day, column, value, metric)
                 finding = overview.verdicts[day].report.finding(column, value, metric)
-                css = finding.outcome.value if finding and finding.outcome in _MARKED else ""
-                title = f" title='{_esc(finding.message)}'" if finding and css else ""
-                cells.append(f"<td class='{css}'{title}>{_num(row['mean'] if row else None)}</td>")
+                cells.append(_mean_cell(overview, day, metric, row, finding))
             body.append(
                 f"<tr><td class='l'>{_esc(_grouping_label(column, value))}</td>"
                 f"<td class='l'>{_esc(metric)}</td>{''.join(cells)}</tr>"
             )
     return (
         "<h2>Daily mean per metric and segment</h2><div class='muted small'>Red: a regression "
-        "against the baseline; blue: an improvement (hover for the numbers).</div>"
+        "against the baseline; blue: an improvement; grey: not checked; ◆: the judge or a "
+        "version changed that day (hover for the numbers).</div>"
         f"<table><tr><th class='l'>segment</th><th class='l'>metric</th>{head}</tr>"
         f"{''.join(body)}</table>"
     )
@@ -497,7 +615,7 @@ def _trend_table(overview: QualityOverview) -> str:
 
 def _day_detail(overview: QualityOverview, day: str) -> str:
     report = overview.verdicts[day].report
-    notable = [f for f in report.findings if f.outcome in _MARKED]
+    notable = [f for f in report.findings if f.outcome in _MARKED or (f.skipped and f.is_overall)]
     findings = "".join(
         f"<li>{_verdict_badge(f.outcome.value)} {_esc(f.message)}</li>" for f in notable
     )
@@ -545,7 +663,12 @@ def _examples_html(overview: QualityOverview) -> str:
                 "<div class='example'>"
                 f"<p><b>{example.score:.3f}</b> <span class='muted small'>id "
                 f"{_esc(example.row_id or '–')}{' · ' + _esc(segments) if segments else ''}"
-                "</span></p>"
+                + (
+                    f" · same question in {example.repeats:,} other scored row(s)"
+                    if example.repeats
+                    else ""
+                )
+                + "</span></p>"
                 f"<p><b>Q:</b> {_esc(_truncate(example.question, 400))}</p>"
                 f"<p><b>A:</b> {_esc(_truncate(example.answer, 600))}</p>"
                 + (f"<p class='muted'>{_esc(example.reason)}</p>" if example.reason else "")

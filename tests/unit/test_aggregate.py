@@ -17,6 +17,7 @@ from ragas_ops.quality.aggregate import (
     Verdict,
     check_regression,
     daily_metrics,
+    scoring_changes,
 )
 from tests.fixtures.scored_tables import fake_history_days
 
@@ -42,7 +43,9 @@ def scored_table(
             pa.float64(),
         )
         columns[f"{metric}_status"] = pa.array(statuses, pa.string())
-        columns[f"{metric}_version"] = pa.array([f"{metric}/v1"] * len(rows), pa.string())
+        columns[f"{metric}_version"] = pa.array(
+            [row.get("version", f"{metric}/v1") for row in rows], pa.string()
+        )
     columns["judge"] = pa.array([row.get("judge", "openai:gpt-4o-mini") for row in rows])
     for name in ("prompt_tokens", "completion_tokens", "embedding_tokens"):
         columns[name] = pa.array([row.get("tokens", 10) for row in rows], pa.int64())
@@ -262,8 +265,8 @@ def test_a_large_day_aggregates_every_grouping() -> None:
 # --- regression --------------------------------------------------------------------------------
 
 
-def day_of(scores: Sequence[float], app: str = "a") -> list[dict[str, Any]]:
-    return ok_rows(scores, app=app)
+def day_of(scores: Sequence[float], app: str = "a", **extra: Any) -> list[dict[str, Any]]:
+    return ok_rows(scores, app=app, **extra)
 
 
 def history_of(days: dict[str, list[dict[str, Any]]]) -> pa.Table:
@@ -324,7 +327,8 @@ def test_insufficient_history_and_the_window() -> None:
     overall = next(f for f in report.findings if f.segment_column == "all")
     assert overall.outcome is Outcome.INSUFFICIENT_HISTORY
     assert overall.baseline_days == 2
-    assert report.verdict is Verdict.OK
+    assert report.verdict is Verdict.NOT_CHECKED  # never "ok" over a check not made
+    assert "not checked: 2 of 3 baseline days" in overall.message
     assert check_regression(history, DAY, min_days=2).verdict is Verdict.REGRESSION
 
 
@@ -362,8 +366,8 @@ def test_no_scored_row_today_is_no_data() -> None:
     )
     report = check_regression(history, DAY)
     assert {f.outcome for f in report.findings} == {Outcome.NO_DATA}
-    assert report.verdict is Verdict.OK
-    assert "could not be checked" in report.summary
+    assert report.verdict is Verdict.NOT_CHECKED
+    assert report.summary == ("Not checked on 2026-11-29: faithfulness: no scored row today.")
 
 
 def test_an_empty_table_with_untyped_columns_is_an_empty_day() -> None:
@@ -371,3 +375,154 @@ def test_an_empty_table_with_untyped_columns_is_an_empty_day() -> None:
     untyped = pa.table({name: pa.array([]) for name in names})  # pa.null() columns
     row = only(daily_metrics(DAY, untyped, ["faithfulness"], ["app"]))
     assert (row["rows"], row["mean"], row["prompt_tokens"]) == (0, None, 0)
+
+
+# --- baselines compare like with like ---------------------------------------------------------
+
+
+def test_a_judge_change_is_not_compared_and_says_what_changed_and_when() -> None:
+    days = fake_history_days(DAY, 8)
+    old = {day: day_of(steady(0.45, 300, i), judge="local:bge") for i, day in enumerate(days[:5])}
+    new = {day: day_of(steady(0.85, 300, 10 + i)) for i, day in enumerate(days[5:7])}
+    history = history_of(old | new | {DAY: day_of(steady(0.85, 300, 99))})
+    report = check_regression(history, DAY)
+    overall = report.finding("all", "all", "faithfulness")
+    assert overall is not None
+    assert overall.outcome is Outcome.NOT_COMPARED
+    assert (overall.baseline_days, overall.excluded_days) == (2, 5)
+    assert overall.change == (
+        f"the judge changed from local:bge to openai:gpt-4o-mini on {days[5]}"
+    )
+    assert report.verdict is Verdict.NOT_CHECKED
+    assert report.summary.startswith(
+        f"Not checked on {DAY}: faithfulness and 1 segment finding(s): not compared: "
+        f"the judge changed from local:bge to openai:gpt-4o-mini on {days[5]}, and only 2 of "
+        "the 3 baseline days needed were scored the same way"
+    )
+    manifest = report.to_dict()
+    assert manifest["verdict"] == "not_checked"
+    assert manifest["counts"]["not_compared"] == 2
+    assert manifest["changes"] == [overall.change]
+    assert manifest["findings"][0]["scored_with"]["judge"] == "openai:gpt-4o-mini"
+
+
+def test_a_judge_change_today_is_named_with_today() -> None:
+    days = fake_history_days(DAY, 8)
+    history = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of(steady(0.40, 300, 99), judge="local:bge")}
+    )
+    report = check_regression(history, DAY)
+    overall = report.finding("all", "all", "faithfulness")
+    assert overall is not None
+    assert overall.outcome is Outcome.NOT_COMPARED, "a new judge's -0.45 is not a regression"
+    assert overall.change == f"the judge changed from openai:gpt-4o-mini to local:bge on {DAY}"
+    assert report.verdict is Verdict.NOT_CHECKED
+
+
+def test_enough_matching_days_are_compared_and_the_others_left_out() -> None:
+    days = fake_history_days(DAY, 8)
+    old = {day: day_of(steady(0.30, 300, i), judge="local:bge") for i, day in enumerate(days[:3])}
+    new = {day: day_of(steady(0.85, 300, 10 + i)) for i, day in enumerate(days[3:7])}
+    history = history_of(old | new | {DAY: day_of(steady(0.84, 300, 99))})
+    report = check_regression(history, DAY)
+    overall = report.finding("all", "all", "faithfulness")
+    assert overall is not None
+    assert overall.outcome is Outcome.OK  # against 0.85, not a mix with the old judge's 0.30
+    assert (overall.baseline_days, overall.excluded_days) == (4, 3)
+    assert overall.baseline == pytest.approx(0.85, abs=0.02)
+    assert "3 day(s) before the change" in overall.message
+    assert report.verdict is Verdict.OK
+    assert report.summary.endswith(
+        f"Baselines count only the days since the judge changed from local:bge to "
+        f"openai:gpt-4o-mini on {days[3]}."
+    )
+
+
+def test_a_metric_or_prompt_version_change_is_not_compared() -> None:
+    days = fake_history_days(DAY, 8)
+    history = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of(steady(0.60, 300, 99), version="faithfulness/v2 (statements/v2)")}
+    )
+    report = check_regression(history, DAY)
+    overall = report.finding("all", "all", "faithfulness")
+    assert overall is not None
+    assert overall.outcome is Outcome.NOT_COMPARED
+    assert overall.change == (
+        "the faithfulness version changed from faithfulness/v1 to "
+        f"faithfulness/v2 (statements/v2) on {DAY}"
+    )
+
+
+def test_a_day_with_another_embedding_model_is_left_out_of_the_baseline() -> None:
+    days = fake_history_days(DAY, 8)
+    before = {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+    today = day_of(steady(0.60, 300, 99))
+    tables = [
+        daily_metrics(day, scored_table(rows), ["faithfulness"], ["app"])
+        for day, rows in before.items()
+    ]
+    scored = scored_table(today)
+    scored = scored.append_column("embedding_model", pa.array(["local:e5"] * scored.num_rows))
+    earlier = scored_table(before[days[0]])
+    earlier = earlier.append_column("embedding_model", pa.array(["openai:t3"] * earlier.num_rows))
+    tables[0] = daily_metrics(days[0], earlier, ["faithfulness"], ["app"])
+    history = pa.concat_tables(
+        [*tables, daily_metrics(DAY, scored, ["faithfulness"], ["app"])],
+        promote_options="permissive",
+    )
+    overall = check_regression(history, DAY).finding("all", "all", "faithfulness")
+    assert overall is not None
+    # one day known to differ is left out; six days whose model was not recorded still count
+    assert (overall.baseline_days, overall.excluded_days) == (6, 1)
+    assert overall.outcome is Outcome.REGRESSION
+
+
+def test_ok_only_when_every_check_was_made_and_counts_agree() -> None:
+    days = fake_history_days(DAY, 8)
+    history = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[1:-1])}
+        | {DAY: day_of(steady(0.70, 300, 99))}
+    )
+    report = check_regression(history, DAY)
+    assert report.verdict is Verdict.REGRESSION
+    overall = report.finding("all", "all", "faithfulness")
+    assert overall is not None
+    assert overall.baseline_days == 6
+    assert "6-day baseline" in report.summary
+    assert "6-day baseline" in overall.message
+    assert "7-day" not in report.summary
+    steady_day = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of(steady(0.85, 300, 99))}
+    )
+    fine = check_regression(steady_day, DAY)
+    assert fine.verdict is Verdict.OK
+    assert fine.summary == f"No regression on {DAY}: all 2 check(s) against the baseline held."
+
+
+def test_a_regression_also_says_what_was_not_checked() -> None:
+    days = fake_history_days(DAY, 8)
+    history = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of(steady(0.60, 300, 99)) + day_of(steady(0.6, 50, 98), app="new")}
+    )
+    report = check_regression(history, DAY)
+    assert report.verdict is Verdict.REGRESSION
+    assert report.summary.endswith("Not checked: 1 segment finding(s): 0 of 3 baseline days.")
+
+
+def test_scoring_changes_mark_the_day_a_judge_or_version_changed() -> None:
+    days = fake_history_days(DAY, 6)
+    history = history_of(
+        {day: day_of(steady(0.5, 30, i), judge="local:bge") for i, day in enumerate(days[:2])}
+        | {day: day_of(steady(0.8, 30, 9 + i)) for i, day in enumerate(days[2:4])}
+        | {days[4]: day_of(steady(0.8, 30, 20), version="faithfulness/v2")}
+        | {DAY: day_of(steady(0.8, 30, 21), version="faithfulness/v2")}
+    )
+    changes = scoring_changes(history, ["faithfulness"])
+    assert [(change.day, change.changes) for change in changes] == [
+        (days[2], ["the judge changed from local:bge to openai:gpt-4o-mini"]),
+        (days[4], ["the faithfulness version changed from faithfulness/v1 to faithfulness/v2"]),
+    ]

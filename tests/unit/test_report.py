@@ -204,7 +204,8 @@ def test_an_empty_day_still_reports() -> None:
     empty = fake_scored_day(DAY, 0)
     history = daily_metrics(DAY, empty, METRICS, SEGMENTS)
     result = build_report(DAY, history, empty, check_regression(history, DAY), metrics=METRICS)
-    assert "No regression on 2026-11-29" in result.html
+    assert "Not checked on 2026-11-29" in result.html  # nothing scored: never "ok"
+    assert "verdict verdict-not_checked" in result.html
     assert "no scored rows in this window" in result.html
     assert result.html.count("No scored row.") == len(METRICS)
 
@@ -221,3 +222,73 @@ def test_the_regression_check_must_be_for_the_same_day() -> None:
 def test_sparkline() -> None:
     assert sparkline([0.5, None, 1.0, 0.75]) == "▁·█▅"
     assert sparkline([None, None]) == ""
+
+
+def history_with(judges: dict[str, str], qualities: dict[str, float]) -> tuple[pa.Table, pa.Table]:
+    """Daily metrics of the days in `judges` (day -> judge), and the scored table of DAY."""
+    tables, today = [], None
+    for index, (day, judge) in enumerate(judges.items()):
+        scored = fake_scored_day(
+            day, 120, seed=index, quality=qualities.get(day, 0.87), judge=judge
+        )
+        if day == DAY:
+            today = scored
+        tables.append(daily_metrics(day, scored, METRICS, SEGMENTS, bootstrap_samples=200))
+    assert today is not None
+    return pa.concat_tables(tables), today
+
+
+def test_a_judge_change_reads_as_not_compared_with_the_change_marked_on_the_charts() -> None:
+    days = fake_history_days(DAY, 9)
+    judges = {day: "local:bge-small" for day in days[:6]} | {
+        day: "openai:gpt-4o-mini@api.openai.com" for day in days[6:]
+    }
+    history, today = history_with(judges, {DAY: 0.6})
+    regression = check_regression(history, DAY)
+    result = build_report(DAY, history, today, regression, metrics=METRICS)
+    change = (
+        f"the judge changed from local:bge-small to openai:gpt-4o-mini@api.openai.com on {days[6]}"
+    )
+    assert 'class="verdict verdict-not_checked"' in result.html
+    assert '<span class="label">not checked</span>' in result.html
+    assert 'class="verdict verdict-regression"' not in result.html  # a new judge: no regression
+    assert f"not compared: {change}" in result.html
+    assert "**Verdict: NOT CHECKED**" in result.markdown
+    assert f"Faithfulness: {change}".replace("_", "\\_") in result.markdown
+    # one mark per chart, on the day the judge changed
+    assert result.html.count(f"<title>{change}</title>") == len(METRICS)
+    assert result.html.count("judge changed</text>") == len(METRICS)
+
+
+def test_too_few_baseline_days_is_its_own_verdict_and_counts_agree() -> None:
+    days = fake_history_days(DAY, 3)
+    history, today = history_with(dict.fromkeys(days, "openai:gpt-4o-mini"), {DAY: 0.5})
+    regression = check_regression(history, DAY)
+    result = build_report(DAY, history, today, regression, metrics=METRICS)
+    headline = (
+        f"Not checked on {DAY}: answer_relevance, context_relevance, faithfulness and "
+        "12 segment finding(s): 2 of 3 baseline days."
+    )
+    assert headline in result.html
+    assert "No regression" not in result.html
+    assert '<span class="label">ok</span>' not in result.html
+    bullets = re.findall(r"<li>([^<]*)</li>", result.html[: result.html.index("<svg")])
+    assert len(bullets) == 3
+    assert all("not checked: 2 of 3 baseline days" in bullet for bullet in bullets)
+    assert ">baseline " not in result.html, "a 2-day mean is not drawn as a baseline"
+
+
+def test_worst_examples_are_distinct_interactions() -> None:
+    scored = fake_scored_day(DAY, 200, seed=3, quality=0.5)
+    questions = scored["question"].to_pylist()
+    assert len(set(questions)) < len(questions), "the sample repeats questions, as logs do"
+    history = daily_metrics(DAY, scored, METRICS, SEGMENTS, bootstrap_samples=50)
+    result = build_report(
+        DAY, history, scored, check_regression(history, DAY), metrics=METRICS, worst_examples=5
+    )
+    body = result.html[result.html.index("<h2>Examples to read</h2>") :]
+    for section in body.split("<h3>")[1:]:
+        shown = re.findall(r"<dt>Question</dt><dd>([^<]*)", section)
+        assert len(shown) == 5
+        assert len(set(shown)) == 5, shown
+    assert "other scored row(s), not listed again" in result.html

@@ -179,6 +179,11 @@ class OpenAIJudge:
     def usage_total(self) -> Usage:
         return self.total
 
+    @property
+    def rate_limit_wait_seconds(self) -> float:
+        """Seconds requests waited for the RPM/TPM budget or a Retry-After."""
+        return self._limiter.waited_seconds
+
     async def aclose(self) -> None:
         await self._client.close()
 

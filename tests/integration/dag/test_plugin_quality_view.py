@@ -16,6 +16,7 @@ from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
 from ragas_ops.pipeline import steps
 from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.quality.aggregate import daily_metrics
 from ragas_ops.quality.view import (
     UnsafePath,
     available_days,
@@ -26,6 +27,7 @@ from ragas_ops.quality.view import (
 from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import locate
 from ragas_ops.testing.judge_server import JudgeServer
+from tests.fixtures.scored_tables import METRICS, fake_scored_day
 from tests.support import TEST_KEY, settings_for
 
 DAYS = [f"2026-11-{day:02d}" for day in range(23, 29)]
@@ -120,10 +122,76 @@ def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
     page = render_page(overview, "/rag-quality", days=5)
 
     assert "Regression on 2026-11-28" in page
+    assert "<th class='l'>judge</th>" in page
+    assert f"<code>{overview.verdicts[LAST].report.findings[0].scored_with.judge}</code>" in page
+    assert (
+        f"<code>scheduled__{LAST}T00:00:00+00:00</code><br><span class='muted small'>scored {LAST}"
+        in page
+    )
     assert "/rag-quality/reports/dt=2026-11-28/report.html" in page
     assert "/rag-quality/?day=2026-11-24&amp;days=5" in page
     assert DAYS[0] not in page, "only the latest 5 days"
     assert "<script" not in page
+
+
+def test_worst_examples_on_the_page_ask_distinct_questions(
+    local_warehouse: tuple[Settings, Path],
+) -> None:
+    settings, root = local_warehouse
+    scored = pq.read_table(root / "scored" / f"dt={LAST}" / "scored.parquet")
+    ok = [s == "ok" for s in scored["faithfulness_status"].to_pylist()]
+    questions = [q for q, keep in zip(scored["question"].to_pylist(), ok, strict=True) if keep]
+    assert len(set(questions)) < len(questions), "the day repeats questions, as logs do"
+
+    overview = load_overview(locate(str(root)), settings, days=1, worst=5)
+
+    for metric, examples in overview.examples.items():
+        assert len({example.question for example in examples}) == len(examples), metric
+        assert len(examples) == min(5, len(set(questions)))
+
+
+def fake_warehouse(root: Path, judges: dict[str, str], run_ids: dict[str, str]) -> Lake:
+    """Daily metrics (from fake scored days, `judges`: day -> judge) and a manifest per day."""
+    settings = Settings()
+    settings.pipeline.raw_uri, settings.pipeline.warehouse_uri = str(root / "raw"), str(root)
+    lake = Lake(settings.pipeline)
+    for index, (day, judge) in enumerate(judges.items()):
+        scored = fake_scored_day(day, 80, seed=index, judge=judge)
+        table = daily_metrics(day, scored, METRICS, ["app"], bootstrap_samples=50)
+        target = lake.daily_metrics(day)
+        target.filesystem.create_dir(target.path.rsplit("/", 1)[0], recursive=True)
+        pq.write_table(table, target.path)
+        run_id = run_ids.get(day, f"manual__{day}")
+        steps.write_manifest(lake, day, run_id, steps.manifest_base(day, run_id, settings))
+    return lake
+
+
+def test_a_judge_change_shows_as_not_checked_with_the_judge_and_the_change_marked(
+    tmp_path: Path,
+) -> None:
+    days = [f"2026-11-{day:02d}" for day in range(20, 29)]
+    judges = {day: "local:bge-small" for day in days[:6]} | {
+        day: "openai:gpt-4o-mini@api.openai.com" for day in days[6:]
+    }
+    backfill = "backfill__2026-11-29T00:00:00+00:00"
+    fake_warehouse(tmp_path, judges, {LAST: backfill})
+    settings = Settings()
+
+    overview = load_overview(locate(str(tmp_path)), settings, days=9)
+    page = render_page(overview, "/rag-quality", days=9)
+
+    assert overview.verdicts[LAST].report.verdict.value == "not_checked"
+    assert overview.verdicts[days[6]].report.verdict.value == "not_checked"
+    assert overview.verdicts[days[5]].report.verdict.value != "not_checked"
+    change = (
+        f"the judge changed from local:bge-small to openai:gpt-4o-mini@api.openai.com on {days[6]}"
+    )
+    assert [c.day for c in overview.changes] == [days[6]] * len(METRICS)
+    assert "<span class='badge not_checked'>not checked</span>" in page
+    assert "<code>openai:gpt-4o-mini@api.openai.com</code>" in page
+    assert "<code>local:bge-small</code>" in page
+    assert page.count(f"title='{change}") >= len(METRICS)
+    assert f"<code>{backfill}</code><br><span class='muted small'>scored {LAST}</span>" in page
 
 
 def test_an_older_day_can_be_selected(local_warehouse: tuple[Settings, Path]) -> None:

@@ -128,3 +128,80 @@ def test_a_dict_input_and_output_chain(tmp_path: Path) -> None:
 def test_reserved_metadata_names_are_refused() -> None:
     with pytest.raises(ValueError, match="metadata may not be named"):
         RagasOpsCallbackHandler(None, answer="x")
+
+
+def lcel_chain_with_a_plain_search_function() -> Runnable[Any, str]:
+    """The common LCEL shape `RunnableLambda(search) | format_docs`: no `BaseRetriever`."""
+    index = {fact.split()[0]: number for number, fact in enumerate(FACTS)}
+
+    def search(question: str) -> list[Document]:
+        hits = [word.strip("?.,") for word in question.split() if word.strip("?.,") in index]
+        return [
+            Document(page_content=FACTS[index[hit]], id=f"doc-{index[hit]}", metadata={"k": 1})
+            for hit in hits
+        ]
+
+    def format_docs(documents: list[Document]) -> str:
+        return "\n\n".join(document.page_content for document in documents)
+
+    prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
+    llm = FakeListChatModel(responses=["Paris is the capital of France."])
+    return (
+        {"context": RunnableLambda(search) | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
+
+
+def test_documents_returned_by_any_step_are_the_contexts(
+    tmp_path: Path, judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chain = lcel_chain_with_a_plain_search_function()
+    raw = tmp_path / "raw"
+    writer = LogWriter(str(raw), flush_interval=0.2)
+    handler = RagasOpsCallbackHandler(writer, app="lcel-bot")
+    questions = ["What is Paris?", "Is Paris bigger than Rome?"]
+    chain.batch(questions, config={"callbacks": [handler]})
+    # a retriever wrapped in a lambda: its documents are seen twice, logged once
+    _, retriever = build_chain()
+    wrapped = RunnableLambda(lambda q: retriever.invoke(q)) | RunnableLambda(
+        lambda docs: " ".join(d.page_content for d in docs)
+    )
+    wrapped.invoke(FACTS[2], config={"callbacks": [handler]})
+    writer.close()
+
+    day = datetime.now(UTC).date().isoformat()
+    rows = {row["question"]: row for row in partition_rows(raw, day)}
+    assert rows["What is Paris?"]["contexts"] == [FACTS[0]]
+    assert rows["Is Paris bigger than Rome?"]["contexts"] == [FACTS[0], FACTS[3]]
+    assert rows["Is Paris bigger than Rome?"]["context_ids"] == '["doc-0", "doc-3"]'
+    assert rows[FACTS[2]]["contexts"] == [d.page_content for d in retriever.invoke(FACTS[2])]
+    assert not handler._runs
+
+    scored = score_partition(raw, day, judge_server, tmp_path, monkeypatch)
+    assert {row["faithfulness_status"] for row in scored} == {"ok"}
+    assert {row["context_relevance_status"] for row in scored} == {"ok"}
+
+
+def test_a_chain_without_documents_is_named_once_in_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    chain = (
+        RunnableLambda(lambda q: {"context": "Paris is the capital.", "question": q})
+        | ChatPromptTemplate.from_template("{context} {question}")
+        | FakeListChatModel(responses=["Paris."])
+        | StrOutputParser()
+    ).with_config(run_name="support-answer")
+    with LogWriter(str(tmp_path)) as writer:
+        handler = RagasOpsCallbackHandler(writer)
+        with caplog.at_level("WARNING", logger="ragas_ops.capture.langchain"):
+            for question in ("Capital of France?", "And Spain?", "And Italy?"):
+                chain.invoke(question, config={"callbacks": [handler]})
+    warnings = [r for r in caplog.records if r.name == "ragas_ops.capture.langchain"]
+    assert len(warnings) == 1
+    assert warnings[0].levelname == "WARNING"
+    assert "'support-answer'" in warnings[0].getMessage()
+    assert "contexts=[]" in warnings[0].getMessage()
+    rows = partition_rows(tmp_path, datetime.now(UTC).date().isoformat())
+    assert [row["contexts"] for row in rows] == [[], [], []]  # still logged, not dropped

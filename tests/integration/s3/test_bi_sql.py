@@ -143,6 +143,10 @@ def check_results(results: dict[str, list[dict[str, Any]]], warehouse: Path) -> 
         ]
         for column in ("rows", "rows_scored", "rows_failed", "mean", "ci_low", "ci_high"):
             assert same(row[column], expected[column]), (row["dt"], row["metric"], column)
+        assert (row["judge"], row["metric_version"]) == (
+            expected["judge"],
+            expected["metric_version"],
+        )
     assert min(row["ci_low"] for row in history if row["ci_low"] is not None) >= 0.0
 
     every_faithfulness = sorted(
