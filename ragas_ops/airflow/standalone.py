@@ -243,7 +243,11 @@ def start(standalone: Standalone, environment: dict[str, str], test_judge_port: 
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    state = {"groups": [supervisor.pid], "port": standalone.port}
+    state = {
+        "groups": [supervisor.pid],
+        "url": standalone.url,
+        "test_judge_url": environment.get("RAGAS_OPS_JUDGE_BASE_URL") if test_judge_port else None,
+    }
     standalone.path(STATE_FILE).write_text(json.dumps(state) + "\n")
     return supervisor.pid
 

@@ -30,12 +30,13 @@ from types import FrameType
 from typing import IO
 
 # Started at once; the dag-processor waits for the api-server (see the module's docstring).
+# Each is this Python with these arguments.
 EARLY_COMPONENTS = {
-    "api-server": ["api-server"],
-    "scheduler": ["scheduler", "--skip-serve-logs"],
-    "triggerer": ["triggerer", "--skip-serve-logs"],
+    "api-server": ["-m", "airflow", "api-server"],
+    "scheduler": ["-m", "airflow", "scheduler", "--skip-serve-logs"],
+    "triggerer": ["-m", "airflow", "triggerer", "--skip-serve-logs"],
 }
-LATE_COMPONENTS = {"dag-processor": ["dag-processor"]}
+LATE_COMPONENTS = {"dag-processor": ["-m", "airflow", "dag-processor"]}
 API_SERVER_WAIT_SECONDS = 600.0
 STOP_GRACE_SECONDS = 20.0
 
@@ -47,9 +48,10 @@ class Components:
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.Lock()
 
-    def start(self, name: str, command: Sequence[str]) -> None:
+    def start(self, name: str, arguments: Sequence[str]) -> None:
+        """Start this Python with `arguments` as the component `name`."""
         process = subprocess.Popen(  # noqa: S603 (Airflow's CLI and ours, fixed arguments)
-            [sys.executable, "-m", *command],
+            [sys.executable, *arguments],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -110,15 +112,14 @@ def supervise(test_judge_port: int | None, stopping: threading.Event) -> int:
     base_url = os.environ.get("AIRFLOW__API__BASE_URL", "http://127.0.0.1:8080")
     try:
         if test_judge_port:
-            components.start(
-                "test-judge", ["ragas_ops.cli", "test-judge", "--port", str(test_judge_port)]
-            )
-        for name, command in EARLY_COMPONENTS.items():
-            components.start(name, ["airflow", *command])
+            port = str(test_judge_port)
+            components.start("test-judge", ["-m", "ragas_ops.cli", "test-judge", "--port", port])
+        for name, arguments in EARLY_COMPONENTS.items():
+            components.start(name, arguments)
         if not wait(lambda: api_server_answers(base_url), components, stopping):
             return 1
-        for name, command in LATE_COMPONENTS.items():
-            components.start(name, ["airflow", *command])
+        for name, arguments in LATE_COMPONENTS.items():
+            components.start(name, arguments)
         return 0 if wait(lambda: False, components, stopping, timeout=None) else 1
     finally:
         components.stop()
