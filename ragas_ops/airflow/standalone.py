@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragas_ops.airflow.demo import DAG_ID, demo_days, write_sample_lake
+from ragas_ops.airflow.sqlite import LOCAL_SETTINGS
 from ragas_ops.config import settings_from_environment
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -122,6 +123,14 @@ def airflow_environment(standalone: Standalone, judge: Mapping[str, str]) -> dic
         "AIRFLOW__API__BASE_URL": standalone.url,
         # Without it the tasks report to localhost:8080 whatever the api-server's port is.
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{standalone.url}/execution/",
+        # On SQLite the api-server's writes queue behind the scheduler's; with the default 5 s
+        # a task's first call times out on a busy machine, its retry is refused (the first one
+        # went through) and the task fails.
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "ragas_ops.airflow.sqlite.CONNECT_ARGS",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": (
+            "ragas_ops.airflow.sqlite.CONNECT_ARGS_ASYNC"
+        ),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
         "RAGAS_OPS_PIPELINE_RAW_URI": str(standalone.lake / "raw"),
         "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(standalone.lake / "warehouse"),
@@ -196,6 +205,7 @@ def prepare(standalone: Standalone, environment: Mapping[str, str], days: int, r
     when there is none yet); returns what was done with the lake."""
     standalone.home.mkdir(parents=True, exist_ok=True)
     admin_password(standalone.home)
+    write_local_settings(standalone.home)
     pools_path = standalone.path("pools.json")
     pools_path.write_text(json.dumps(pools(environment), indent=2) + "\n")
     for command in (["db", "migrate"], ["pools", "import", str(pools_path)]):
@@ -206,6 +216,17 @@ def prepare(standalone: Standalone, environment: Mapping[str, str], days: int, r
     scored_days = demo_days(days)
     write_sample_lake(raw, scored_days, rows)
     return f"sample logs: {len(scored_days)} days x {rows} rows in {raw}"
+
+
+def write_local_settings(home: Path) -> None:
+    """`config/airflow_local_settings.py` of AIRFLOW_HOME, which every Airflow process imports:
+    ours (see `ragas_ops.airflow.sqlite`), unless one of the user's own is there."""
+    path = home / "config" / "airflow_local_settings.py"
+    if path.exists() and path.read_text() != LOCAL_SETTINGS:
+        say(f"kept your {path}: `airflow` commands may fail with 'database is locked' under load")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(LOCAL_SETTINGS)
 
 
 def airflow_cli(
@@ -307,9 +328,11 @@ class AirflowApi:
 
 
 def request(
-    url: str, method: str = "GET", body: Any = None, token: str | None = None, timeout: float = 10
+    url: str, method: str = "GET", body: Any = None, token: str | None = None, timeout: float = 60
 ) -> Any:
-    """One JSON request to Airflow (on 127.0.0.1: no proxy is consulted)."""
+    """One JSON request to Airflow (on 127.0.0.1: no proxy is consulted). The timeout is
+    generous: on SQLite a write waits for the scheduler's, which takes seconds on a busy
+    machine."""
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"

@@ -41,8 +41,8 @@ PROJECT = Path(__file__).resolve().parents[3]
 DAG_ID = "ragas_ops_nightly"
 DAYS = 4
 ROWS = 12
-UP_TIMEOUT = 150  # seconds: `up` waits at most this long for a healthy Airflow and the DAG
-RUNS_TIMEOUT = 150  # seconds for the four runs
+UP_TIMEOUT = 200  # seconds: `up` waits at most this long for a healthy Airflow and the DAG
+RUNS_TIMEOUT = 200  # seconds for the four runs
 
 
 @dataclass
