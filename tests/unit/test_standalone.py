@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ragas_ops.airflow import supervisor
+from ragas_ops.airflow.sqlite import LOCAL_SETTINGS, begins_immediately, create_metadata_engine
 from ragas_ops.airflow.standalone import (
     PASSWORDS_FILE,
     Standalone,
@@ -25,6 +28,7 @@ from ragas_ops.airflow.standalone import (
     judge_environment,
     pools,
     write_env_file,
+    write_local_settings,
 )
 from ragas_ops.config import settings_from_environment
 from tests.support import TEST_KEY
@@ -176,3 +180,70 @@ def test_the_supervisor_starts_the_late_component_only_once_the_api_answers(
     assert float(started.read_text()) - began >= 1.5, "not before the api answered"
     assert outcome == [0]
     assert "exited with code" not in capsys.readouterr().out
+
+
+def test_only_the_commands_that_make_runs_begin_their_transactions_immediately() -> None:
+    assert begins_immediately(["airflow", "backfill", "create", "--dag-id", "d"])
+    assert begins_immediately(["airflow", "dags", "trigger", "d"])
+    for component in ("scheduler", "api-server", "dag-processor", "triggerer", "db"):
+        assert not begins_immediately(["airflow", component])
+    assert not begins_immediately(["airflow"])
+
+
+@pytest.mark.parametrize("command", ["backfill", "scheduler"])
+def test_begin_immediate_lets_a_read_then_write_savepoint_wait_for_another_writer(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `airflow backfill create` creates a run: a SAVEPOINT, a read, a write. When another
+    connection writes in between, SQLite refuses the write at once ("database is locked",
+    whatever the timeout), unless the transaction began with BEGIN IMMEDIATE (backfill); the
+    scheduler keeps SQLite's default, which the control case shows."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    database = tmp_path / "airflow.db"
+    monkeypatch.setattr(sys, "argv", ["airflow", command])
+    engine = create_metadata_engine(
+        f"sqlite:///{database}", engine_args={}, connect_args={"timeout": 5}
+    )
+    other = sqlite3.connect(database, timeout=5, check_same_thread=False)
+    other.execute("PRAGMA journal_mode=WAL")
+    other.execute("CREATE TABLE runs (day TEXT)")
+    other.commit()
+
+    def write_elsewhere() -> None:
+        other.execute("INSERT INTO runs VALUES ('elsewhere')")
+        other.commit()
+
+    writer = threading.Thread(target=write_elsewhere)
+    refusal = ""
+    try:
+        with engine.connect() as connection, connection.begin(), connection.begin_nested():
+            assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 0
+            writer.start()
+            writer.join(timeout=1)  # with BEGIN IMMEDIATE it waits for our write lock
+            connection.execute(text("INSERT INTO runs VALUES ('here')"))
+    except OperationalError as error:
+        refusal = str(error)
+    writer.join(timeout=10)
+    rows = other.execute("SELECT day FROM runs ORDER BY day").fetchall()
+    other.close()
+    engine.dispose()
+
+    if command == "backfill":
+        assert refusal == ""
+        assert rows == [("elsewhere",), ("here",)]
+    else:
+        assert "database is locked" in refusal, "the control: a deferred read cannot upgrade"
+        assert rows == [("elsewhere",)]
+
+
+def test_airflow_local_settings_is_ours_unless_the_user_has_one(tmp_path: Path) -> None:
+    write_local_settings(tmp_path)
+    ours = tmp_path / "config" / "airflow_local_settings.py"
+    assert ours.read_text() == LOCAL_SETTINGS
+    ours.write_text("# mine\n")
+
+    write_local_settings(tmp_path)
+
+    assert ours.read_text() == "# mine\n"
