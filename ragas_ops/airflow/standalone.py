@@ -88,6 +88,21 @@ def choose_judge(requested: JudgeChoice, environ: Mapping[str, str]) -> JudgeCho
     return "test"
 
 
+def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
+    """Refuse a judge asked for that could not score, before anything starts."""
+    settings = settings_from_environment(environ).judge
+    if judge == "openai" and not environ.get(settings.api_key_env) and not settings.base_url:
+        raise StandaloneError(
+            f"--judge openai needs ${settings.api_key_env} (or RAGAS_OPS_JUDGE_BASE_URL for "
+            "another OpenAI-compatible endpoint); without one, --judge auto picks a judge "
+            "that needs no key"
+        )
+    if judge == "local" and importlib.util.find_spec("sentence_transformers") is None:
+        raise StandaloneError(
+            "--judge local needs the [local] extra: pip install 'ragas-ops[local]'"
+        )
+
+
 def judge_environment(judge: JudgeChoice, test_judge_url: str | None) -> dict[str, str]:
     """The RAGAS_OPS_JUDGE_* settings of the chosen judge (the API key is never among them:
     the tasks read OPENAI_API_KEY from the environment they inherit)."""
@@ -291,9 +306,13 @@ def wait_until_ready(standalone: Standalone, group: int, timeout: float) -> None
             f"not healthy after {timeout:.0f} s: {unhealthy or 'api-server'}; "
             f"see {standalone.path(LOG_FILE)}"
         )
-    api = AirflowApi(standalone.url, admin_password(standalone.home))
-    api.wait_for_dag(DAG_ID, deadline)
-    api.unpause(DAG_ID)
+    try:
+        api = AirflowApi(standalone.url, admin_password(standalone.home))
+        api.wait_for_dag(DAG_ID, deadline)
+        api.unpause(DAG_ID)
+    except OSError as error:  # urllib's errors: refused, timed out, an HTTP error status
+        log = standalone.path(LOG_FILE)
+        raise StandaloneError(f"Airflow's REST API: {error}; see {log}") from error
 
 
 class AirflowApi:
@@ -425,6 +444,7 @@ def up(
     if port and standalone.port != port:
         say(f"port {port} is taken: using {standalone.port}")
     chosen = choose_judge(judge, os.environ)
+    check_judge(chosen, os.environ)
     test_judge_port = free_port() if chosen == "test" else 0
     test_judge_url = f"http://127.0.0.1:{test_judge_port}/v1" if chosen == "test" else None
     settings = airflow_environment(standalone, judge_environment(chosen, test_judge_url))

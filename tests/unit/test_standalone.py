@@ -20,8 +20,10 @@ from ragas_ops.airflow.sqlite import LOCAL_SETTINGS, begins_immediately, create_
 from ragas_ops.airflow.standalone import (
     PASSWORDS_FILE,
     Standalone,
+    StandaloneError,
     admin_password,
     airflow_environment,
+    check_judge,
     choose_judge,
     down,
     free_port,
@@ -247,3 +249,16 @@ def test_airflow_local_settings_is_ours_unless_the_user_has_one(tmp_path: Path) 
     write_local_settings(tmp_path)
 
     assert ours.read_text() == "# mine\n"
+
+
+def test_a_judge_that_could_not_score_is_refused_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(StandaloneError, match=r"needs \$OPENAI_API_KEY"):
+        check_judge("openai", {})
+    check_judge("openai", {"OPENAI_API_KEY": TEST_KEY})
+    check_judge("openai", {"RAGAS_OPS_JUDGE_BASE_URL": "http://127.0.0.1:11434/v1"})
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(StandaloneError, match=r"\[local\] extra"):
+        check_judge("local", {})
+    check_judge("test", {})
