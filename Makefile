@@ -13,6 +13,14 @@ $(BIN)/ragas-ops: pyproject.toml
 
 install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
 
+.PHONY: airflow airflow-down
+
+airflow: install  ## a real Airflow on this machine with the nightly DAG, its pools and a demo lake (docs/airflow-local.md)
+	$(BIN)/ragas-ops airflow up
+
+airflow-down:  ## stop the Airflow of `make airflow`
+	$(BIN)/ragas-ops airflow down
+
 lint: install  ## ruff (lint and format check)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -27,14 +35,6 @@ test: lint typecheck unit  ## everything CI runs
 
 demo: install  ## score a generated sample end to end (OpenAI if OPENAI_API_KEY is set, else the local test double)
 	$(BIN)/ragas-ops demo
-
-.PHONY: airflow airflow-down
-
-airflow: install  ## a real Airflow on this machine with the nightly DAG, its pools and a demo lake (docs/airflow-local.md)
-	$(BIN)/ragas-ops airflow up
-
-airflow-down:  ## stop the Airflow of `make airflow`
-	$(BIN)/ragas-ops airflow down
 
 bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_scoring.py
