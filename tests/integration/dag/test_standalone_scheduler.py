@@ -169,7 +169,8 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
     days = demo_days(DAYS)  # oldest first; the last is yesterday
     assert f"Airflow is ready: {airflow.state['url']}" in airflow.output
     assert f"login: admin, password in {airflow.home / PASSWORDS_FILE}" in airflow.output
-    assert admin_password(airflow.home) not in airflow.output, "no password off a terminal"
+    password = admin_password(airflow.home)
+    assert password not in airflow.output, "no password off a terminal"
     assert airflow.api.call(f"dags/{DAG_ID}")["is_paused"] is False
 
     airflow.api.call(
@@ -212,6 +213,8 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
         assert "ok" in scored.column("faithfulness_status").to_pylist()
         assert (warehouse / "daily_metrics" / f"dt={day}" / "daily_metrics.parquet").exists()
         assert (warehouse / "reports" / f"dt={day}" / "report.html").exists()
+    for written in (airflow.home / LOG_FILE, airflow.home / ENV_FILE):
+        assert password not in written.read_text(errors="replace"), written
     stats = server_stats(airflow.state["test_judge_url"])
     assert stats["requests_by_endpoint"]["chat"] > 0, "scored by the test judge, over HTTP"
     assert stats["rate_limited"] == 0
