@@ -13,6 +13,14 @@ $(BIN)/ragas-ops: pyproject.toml
 
 install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
 
+.PHONY: airflow airflow-down
+
+airflow: install  ## a real Airflow on this machine with the nightly DAG, its pools and a demo lake (docs/airflow-local.md)
+	$(BIN)/ragas-ops airflow up
+
+airflow-down:  ## stop the Airflow of `make airflow`
+	$(BIN)/ragas-ops airflow down
+
 lint: install  ## ruff (lint and format check)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -140,6 +140,7 @@ def report(published: dict[str, Any]) -> dict[str, Any]:
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=2,
+    is_paused_upon_creation=PIPELINE.is_paused_upon_creation,
     params={
         "day": Param(
             None,

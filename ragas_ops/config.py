@@ -162,6 +162,9 @@ class PipelineSettings:
     sample_fraction: float = fraction(1.0)
     """Share of rows to score, chosen by a hash of the row id (the same rows on every rerun);
     the others come out with the status `not_sampled`."""
+    is_paused_upon_creation: bool | None = None
+    """Whether the DAG is paused when Airflow first sees it; None: Airflow's
+    `[core] dags_are_paused_at_creation` (True by default). `ragas-ops airflow up` sets False."""
 
 
 @dataclass

