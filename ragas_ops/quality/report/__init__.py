@@ -1,0 +1,79 @@
+"""The daily quality report: one self-contained HTML page (inline CSS and SVG charts, opens
+offline) and the same information as Markdown.
+
+It reads what the pipeline already computed (the `daily_metrics` history and the regression
+check) and, for the examples worth reading, the day's scored rows. Everything that came from a
+log (questions, answers, contexts, the judge's statements and explanations) is untrusted text
+and is escaped before it is written into either format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ragas_ops.quality.aggregate import RegressionReport
+from ragas_ops.quality.report.charts import trend_svg
+from ragas_ops.quality.report.data import (
+    TEST_DOUBLE_PREFIXES,
+    TREND_DAYS,
+    ReportData,
+    distinct_interactions,
+)
+from ragas_ops.quality.report.html import HtmlReport, baseline_rule, judge_notice, verdict_findings
+from ragas_ops.quality.report.markdown import MarkdownReport, sparkline
+
+
+@dataclass(frozen=True)
+class Report:
+    """The day's report in both formats."""
+
+    day: str
+    html: str
+    markdown: str
+
+
+def build_report(
+    day: str,
+    history: pa.Table,
+    scored: pa.Table,
+    regression: RegressionReport,
+    *,
+    metrics: Sequence[str],
+    manifest: Mapping[str, Any] | None = None,
+    worst_examples: int = 5,
+) -> Report:
+    """Build the report of `day`.
+
+    `history` holds `daily_metrics` rows (the last 30 days are charted; `day`'s rows fill the
+    tables), `scored` the day's scored rows (for the worst examples and failure reasons),
+    `regression` the day's `check_regression` result. `manifest`'s top-level scalar entries
+    are listed at the end.
+    """
+    if regression.day != day:
+        raise ValueError(f"the regression check is for {regression.day}, not {day}")
+    data = ReportData.gather(
+        day, history, scored, regression, metrics=metrics, worst_examples=worst_examples
+    )
+    return Report(
+        day=day,
+        html=HtmlReport(data, manifest or {}).render(),
+        markdown=MarkdownReport(data, manifest or {}).render(),
+    )
+
+
+__all__ = [
+    "TEST_DOUBLE_PREFIXES",
+    "TREND_DAYS",
+    "Report",
+    "baseline_rule",
+    "build_report",
+    "distinct_interactions",
+    "judge_notice",
+    "sparkline",
+    "trend_svg",
+    "verdict_findings",
+]
