@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
+from urllib.parse import urlsplit
 
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -47,7 +48,8 @@ class JudgeSettings:
     model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
     base_url: str | None = None
-    """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL)."""
+    """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never
+    with credentials in it (`user:key@`): the key is read from `api_key_env`."""
     api_key_env: str = "OPENAI_API_KEY"
     rpm: int | None = 500
     """Requests per minute this run may send (OpenAI tier 1 for gpt-4o-mini); None: no limit."""
@@ -85,6 +87,17 @@ class JudgeSettings:
     proportion to their rows); rows past it get `budget_exhausted`. None: no limit."""
     budget_tokens: int | None = None
     """Most tokens (prompt + completion + embedding) one run may spend; None: no limit."""
+    retry_failed: bool = False
+    """Ask again the requests whose stored reply was unusable (it did not parse after the
+    repair, or a content filter refused it); by default a rerun reuses those outcomes and
+    pays nothing for them."""
+    unreachable_after: int = 20
+    """The run stops (exit 4) when this many attempts in a row failed (connection refused,
+    DNS, TLS, timeouts, 5xx, replies that are no API replies) before any request succeeded;
+    0: never."""
+    admission_margin: float = 0.05
+    """Share added to a request's token count at admission (messages, the response_format
+    schema, max_tokens x n), against a provider counting a little more than the estimate."""
 
 
 @dataclass
@@ -281,7 +294,38 @@ _POSITIVE = frozenset(
 )
 
 
+def check_base_url(url: str, source: str = "judge.base_url") -> None:
+    """Refuse a base URL that is not http(s)://host[:port][/path], or that holds credentials
+    (they would travel as Basic auth and come back in error messages). The message never
+    repeats the credentials."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{source}: the judge's base URL must start with http:// or https://")
+    where = f"{parts.scheme}://{parts.hostname or ''}"
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(
+            f"{source}: the base URL holds credentials ({parts.scheme}://***@...): credentials "
+            "never travel in a URL; put the key in the environment variable that "
+            "judge.api_key_env names (OPENAI_API_KEY by default)"
+        )
+    if not parts.hostname:
+        raise ConfigError(f"{source}: the base URL has no host (expected http(s)://host/v1)")
+    try:
+        parts.port  # noqa: B018 (urllib checks the port when it is read)
+    except ValueError:
+        port = parts.netloc.rpartition(":")[2]
+        raise ConfigError(
+            f"{source}: the base URL {where}:... has an invalid port {port!r} (1-65535)"
+        ) from None
+
+
 def _in_range(key: str, value: Any, source: str) -> Any:
+    if key == "base_url" and value is not None:
+        check_base_url(value, source)
+    if key == "admission_margin" and not 0 <= value <= 1:
+        raise ConfigError(f"{source}: admission_margin must be in [0, 1], got {value!r}")
+    if key == "unreachable_after" and value < 0:
+        raise ConfigError(f"{source}: unreachable_after must be 0 (never) or more, got {value!r}")
     if key == "sample_fraction" and not 0 < value <= 1:
         raise ConfigError(f"{source}: sample_fraction must be in (0, 1], got {value!r}")
     if key in _AT_LEAST_ONE and value is not None and value < 1:

@@ -34,6 +34,7 @@ import os
 import random
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -100,6 +101,14 @@ class JudgeServerConfig:
     rate_timeout: float = 0.0  # fraction that hang `hang_seconds` before answering
     hang_seconds: float = 30.0
     rate_malformed: float = 0.0  # fraction of chat replies with malformed/truncated output
+    # Replies that are not well-formed API replies at all, as gateways, proxies and load
+    # balancers return them (chat and embeddings alike; drawn apart from the faults above):
+    rate_html: float = 0.0  # fraction answered 200 with an HTML page
+    rate_text_plain: float = 0.0  # fraction answered 200 with a text/plain line
+    rate_truncated_body: float = 0.0  # fraction answered 200 JSON cut in half (length matches)
+    rate_no_choices: float = 0.0  # fraction answered 200 JSON without `choices` / `data`
+    rate_wrong_types: float = 0.0  # fraction answered 200 JSON whose fields have wrong types
+    rate_reset: float = 0.0  # fraction whose connection is reset after the headers
     retry_after_seconds: float = 0.05  # Retry-After sent with injected 429s
     api_key: str | None = field(default=None, repr=False)  # required bearer token, if set
     ignore_n: bool = False  # behave like endpoints that ignore the `n` parameter
@@ -117,16 +126,29 @@ class JudgeServerConfig:
     batch_max_bytes: int = 200 * 1024 * 1024  # a larger input file fails the batch
 
 
+# The kinds of replies that are not API replies, by the setting that makes them (one draw
+# per request picks at most one of them).
+_BAD_REPLY_RATES = {
+    "rate_html": "html",
+    "rate_text_plain": "text_plain",
+    "rate_truncated_body": "truncated_body",
+    "rate_no_choices": "no_choices",
+    "rate_wrong_types": "wrong_types",
+    "rate_reset": "reset",
+}
+
 # Settings that `JudgeServer.update` may not change: the socket is already bound.
 _FIXED_SETTINGS = frozenset({"host", "port"})
 
 
 def _validate(config: JudgeServerConfig) -> None:
     """Refuse settings that would make the double behave in an undefined way."""
-    for name in ("rate_429", "rate_5xx", "rate_timeout", "rate_malformed"):
+    for name in ("rate_429", "rate_5xx", "rate_timeout", "rate_malformed", *_BAD_REPLY_RATES):
         value = getattr(config, name)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be a fraction in [0, 1], not {value}")
+    if sum(getattr(config, name) for name in _BAD_REPLY_RATES) > 1.0:
+        raise ValueError(f"the rates {list(_BAD_REPLY_RATES)} must add up to at most 1")
     for name in ("rpm", "tpm", "prompt_cache_min_tokens"):
         value = getattr(config, name)
         if value is not None and value <= 0:
@@ -235,6 +257,8 @@ class _Reply:
     payload: Any
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
+    reset_after_headers: bool = False
+    """Send the headers and part of the body, then reset the connection."""
 
     def body(self) -> bytes:
         if isinstance(self.payload, bytes):
@@ -278,6 +302,8 @@ class _Faults:
     rate_429: bool = False
     server_error: int | None = None
     malformed: str | None = None
+    bad_reply: str | None = None
+    """A reply that is no API reply (a value of `_BAD_REPLY_RATES`), or None."""
 
 
 @dataclass
@@ -533,7 +559,9 @@ class _Stats:
     )
     responses: Counter[str] = field(default_factory=Counter)
     injected: Counter[str] = field(
-        default_factory=lambda: _counter("timeout", "429", "5xx", "malformed")
+        default_factory=lambda: _counter(
+            "timeout", "429", "5xx", "malformed", *_BAD_REPLY_RATES.values()
+        )
     )
     malformed_kinds: Counter[str] = field(default_factory=lambda: _counter(*_MALFORMED_KINDS))
     rate_limited: int = 0  # 429s from the rpm/tpm limits, not the injected ones
@@ -579,6 +607,7 @@ class _App:
         self._lock = threading.Lock()
         self._config = replace(config)
         self._rng = random.Random(config.seed)
+        self._bad_reply_rng = _bad_reply_rng(config.seed)
         self._buckets = _buckets(config, time.monotonic())
         self._stats = _Stats()
         self._replies = itertools.count(1)
@@ -607,6 +636,7 @@ class _App:
                 self._buckets = _buckets(updated, time.monotonic())  # new limits start full
             if "seed" in changes:
                 self._rng = random.Random(updated.seed)
+                self._bad_reply_rng = _bad_reply_rng(updated.seed)
             self._config = updated
 
     def stats(self) -> dict[str, Any]:
@@ -723,6 +753,20 @@ class _App:
             self._count_fault("timeout")
             if self.stopping.wait(settings.hang_seconds):
                 return None
+        injected = self._injected_reply(faults, job, settings)
+        if injected is not None:
+            return injected
+        limited = self._admit(job.cost)
+        if limited is not None:
+            return limited
+        if isinstance(job, _EmbeddingJob):
+            return self._embeddings_reply(job)
+        return self._chat_reply(job, faults.malformed)
+
+    def _injected_reply(
+        self, faults: _Faults, job: _ChatJob | _EmbeddingJob, settings: JudgeServerConfig
+    ) -> _Reply | None:
+        """The reply an injected 429, 5xx or bad reply gives instead of an answer, or None."""
         if faults.rate_429:
             self._count_fault("429")
             message = "Rate limit reached (injected by the test double). Please try again later."
@@ -731,12 +775,11 @@ class _App:
         if faults.server_error is not None:
             self._count_fault("5xx")
             return _server_error(faults.server_error)
-        limited = self._admit(job.cost)
-        if limited is not None:
-            return limited
-        if isinstance(job, _EmbeddingJob):
-            return self._embeddings_reply(job)
-        return self._chat_reply(job, faults.malformed)
+        if faults.bad_reply is not None:
+            # A gateway's page: the provider never saw the request, nothing is billed.
+            self._count_fault(faults.bad_reply)
+            return _bad_reply(faults.bad_reply, isinstance(job, _ChatJob))
+        return None
 
     def _cached_tokens(self, job: _ChatJob, settings: JudgeServerConfig) -> int:
         """The prompt tokens a provider's prompt cache would serve: the first message, in
@@ -783,7 +826,9 @@ class _App:
         # order and the seed, not on which faults are switched on or on the rate limits.
         with self._lock:
             draws = [self._rng.random() for _ in range(6)]
+            bad_reply_draw = self._bad_reply_rng.random()
         return _Faults(
+            bad_reply=_pick_bad_reply(bad_reply_draw, settings),
             timeout=draws[0] < settings.rate_timeout,
             rate_429=draws[1] < settings.rate_429,
             server_error=(500 if draws[3] < 0.5 else 503) if draws[2] < settings.rate_5xx else None,
@@ -854,6 +899,58 @@ class _App:
             self._stats.injected[kind] += 1
             if malformed is not None:
                 self._stats.malformed_kinds[malformed] += 1
+
+
+def _bad_reply_rng(seed: int) -> random.Random:
+    """The generator of bad replies, apart from the other faults' so that switching them on
+    leaves the sequence of the others unchanged."""
+    return random.Random(f"bad-reply:{seed}")
+
+
+def _pick_bad_reply(draw: float, settings: JudgeServerConfig) -> str | None:
+    threshold = 0.0
+    for name, kind in _BAD_REPLY_RATES.items():
+        threshold += getattr(settings, name)
+        if draw < threshold:
+            return kind
+    return None
+
+
+_GATEWAY_PAGE = (
+    "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway"
+    "</h1></center><hr><center>nginx (injected by the test double)</center></body></html>\n"
+)
+
+
+_GATEWAY_LINE = b"upstream connect error or disconnect/reset before headers (injected)\n"
+
+
+def _bad_reply(kind: str, chat: bool) -> _Reply:
+    """A status-200 reply that is not a well-formed API reply, of the given kind."""
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    wrong_types = (
+        {"choices": "none", "usage": {**usage, "prompt_tokens": "many"}}
+        if chat
+        else {"object": "list", "data": {"embedding": "none"}, "usage": usage}
+    )
+    fixed = {
+        "html": _Reply(200, _GATEWAY_PAGE.encode(), content_type="text/html; charset=utf-8"),
+        "text_plain": _Reply(200, _GATEWAY_LINE, content_type="text/plain"),
+        "no_choices": _Reply(200, {"id": "chatcmpl-testdouble-empty", "object": "list"}),
+        "wrong_types": _Reply(200, wrong_types),
+    }
+    if kind in fixed:
+        return fixed[kind]
+    whole: dict[str, Any] = {
+        "object": "chat.completion" if chat else "list",
+        "choices" if chat else "data": [],
+        "usage": usage,
+        "padding": "x" * 200,
+    }
+    body = json.dumps(whole).encode()
+    if kind == "truncated_body":
+        return _Reply(200, body[: len(body) // 2])
+    return _Reply(200, body, reset_after_headers=True)  # "reset"
 
 
 def _server_error(status: int) -> _Reply:
@@ -974,9 +1071,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if reply.reset_after_headers:
+                self._reset(body[: len(body) // 3])
+                return
             self.wfile.write(body)
         except ConnectionError:  # the client gave up, e.g. its timeout passed during a hang
             self.close_connection = True
+
+    def _reset(self, part: bytes) -> None:
+        """Send `part` of a body, then reset the connection (SO_LINGER 0: a TCP RST)."""
+        self.wfile.write(part)
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
 
 class JudgeServer:
@@ -1091,6 +1200,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rate-timeout", type=_fraction, default=0.0, help="fraction that hang first")
     add("--hang-seconds", type=float, default=30.0, help="how long a hanging request hangs")
     add("--rate-malformed", type=_fraction, default=0.0, help="fraction of malformed chat replies")
+    add("--rate-html", type=_fraction, default=0.0, help="fraction answered 200 with HTML")
+    add("--rate-text-plain", type=_fraction, default=0.0, help="fraction answered 200 text/plain")
+    add("--rate-truncated-body", type=_fraction, default=0.0, help="fraction of cut JSON bodies")
+    add("--rate-no-choices", type=_fraction, default=0.0, help="fraction of JSON with no choices")
+    add("--rate-wrong-types", type=_fraction, default=0.0, help="fraction of JSON of wrong types")
+    add("--rate-reset", type=_fraction, default=0.0, help="fraction reset after the headers")
     add("--retry-after", type=float, default=0.05, help="Retry-After of injected 429s, seconds")
     add(
         "--require-api-key-env",
@@ -1133,6 +1248,12 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         rate_timeout=args.rate_timeout,
         hang_seconds=args.hang_seconds,
         rate_malformed=args.rate_malformed,
+        rate_html=args.rate_html,
+        rate_text_plain=args.rate_text_plain,
+        rate_truncated_body=args.rate_truncated_body,
+        rate_no_choices=args.rate_no_choices,
+        rate_wrong_types=args.rate_wrong_types,
+        rate_reset=args.rate_reset,
         retry_after_seconds=args.retry_after,
         api_key=api_key,
         ignore_n=args.ignore_n,
