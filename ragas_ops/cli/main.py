@@ -14,10 +14,12 @@ from typing import Any
 from ragas_ops.config import ConfigError, Settings, apply_mapping, load_settings
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.evaluation.cli import add_benchmark_parser
-from ragas_ops.judge.base import JudgeFatalError
+from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
 from ragas_ops.storage import StorageError
 
-EXIT_OK, EXIT_USAGE, EXIT_JUDGE = 0, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_JUDGE, EXIT_UNREACHABLE = 0, 2, 3, 4
+"""Exit codes: done; bad input or configuration; the judge refused (credentials, model,
+quota); the judge endpoint never answered (nothing was written)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ContractError, StorageError, ValueError) as error:
         print(f"ragas-ops: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except JudgeUnreachableError as error:
+        print(f"ragas-ops: the judge is unreachable, stopping: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except JudgeFatalError as error:
         print(f"ragas-ops: the judge cannot be used, stopping: {error}", file=sys.stderr)
         return EXIT_JUDGE
@@ -85,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--cache", help="judge cache file ('none': in memory for this run only)")
     score.add_argument("--judge", choices=["openai", "local"], help="judge kind (judge.kind)")
     score.add_argument("--batch-rows", type=int, help="rows scored together")
+    score.add_argument(
+        "--retry-failed",
+        action="store_true",
+        default=None,
+        help="ask again the requests whose cached reply was unusable (judge.retry_failed)",
+    )
     score.add_argument("--sample-fraction", help=_SAMPLE_FRACTION_HELP)
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     score.add_argument("-v", "--verbose", action="store_true", help="log every retry")
@@ -164,6 +175,7 @@ def settings_from_options(options: argparse.Namespace) -> Settings:
         "tpm": given.get("tpm"),
         "cache_path": given.get("cache"),
         "kind": given.get("judge"),
+        "retry_failed": given.get("retry_failed"),
     }
     pipeline = {
         "sample_fraction": given.get("sample_fraction"),
