@@ -17,6 +17,10 @@ _KEY_LIKE = re.compile(
 )
 # A base64 run shorter than this is not searched for a key: too many false matches.
 _MIN_ENCODED_CHARS = 8
+# A run of base64 characters in a text that shares this many characters in a row with a
+# key's encoding is hidden whole: a cut-out piece of an encoded key still gives most of it.
+_ENCODED_PIECE_CHARS = 10
+_ENCODED_RUN = re.compile(rf"[A-Za-z0-9+/_\-]{{{_ENCODED_PIECE_CHARS},}}=*")
 
 
 class Secret:
@@ -44,7 +48,12 @@ def secret_forms(value: str) -> list[str]:
     """The ways `value` shows up in text: itself, URL-encoded, and base64-encoded (standard
     and URL-safe alphabets) at each of the three alignments it can have inside a longer
     encoded string such as a Basic `user:key` header; longest first."""
-    forms = {value, quote(value, safe=""), quote_plus(value)}
+    forms = {value, quote(value, safe=""), quote_plus(value), *_encoded_forms(value)}
+    return sorted(forms, key=len, reverse=True)
+
+
+def _encoded_forms(value: str) -> set[str]:
+    forms = set()
     raw = value.encode("utf-8")
     for offset in range(3):
         padded = b"\0" * offset + raw
@@ -56,15 +65,35 @@ def secret_forms(value: str) -> list[str]:
             core = encode(padded).decode("ascii")[start:end]
             if len(core) >= _MIN_ENCODED_CHARS:
                 forms.add(core)
-    return sorted(forms, key=len, reverse=True)
+    return forms
 
 
 def redact(text: str, *secrets: Secret | str | None) -> str:
-    """`text` with the given secrets (in any of their `secret_forms`), and anything shaped like
-    an API key or a credential, replaced."""
+    """`text` with the given secrets (in any of their `secret_forms`, or a piece of one of
+    their base64 forms), and anything shaped like an API key or a credential, replaced."""
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if value:
             for form in secret_forms(value):
                 text = text.replace(form, REDACTED)
+            text = _hide_encoded_pieces(text, _encoded_forms(value))
+                lambda run, forms=encoded: _hide_encoded(run.group(), forms), text
+            )
     return _KEY_LIKE.sub(REDACTED, text)
+
+
+def _hide_encoded_pieces(text: str, forms: set[str]) -> str:
+    def hide(run: re.Match[str]) -> str:
+        return _hide_encoded(run.group(), forms)
+
+    return _ENCODED_RUN.sub(hide, text)
+
+
+def _hide_encoded(run: str, forms: set[str]) -> str:
+    """`run` (base64 characters), or REDACTED when it shares a piece with an encoded key."""
+    size = _ENCODED_PIECE_CHARS
+    for start in range(len(run) - size + 1):
+        piece = run[start : start + size]
+        if any(piece in form for form in forms):
+            return REDACTED
+    return run

@@ -570,6 +570,8 @@ class _Stats:
     dropped: int = 0  # requests left unanswered because the server stopped
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    hung_prompt_tokens: int = 0  # of chat replies sent after a hang: billed, the client may be gone
+    hung_completion_tokens: int = 0
     embedding_tokens: int = 0
     embedding_inputs: int = 0
     in_flight: int = 0
@@ -761,7 +763,7 @@ class _App:
             return limited
         if isinstance(job, _EmbeddingJob):
             return self._embeddings_reply(job)
-        return self._chat_reply(job, faults.malformed)
+        return self._chat_reply(job, faults.malformed, hung=faults.timeout)
 
     def _injected_reply(
         self, faults: _Faults, job: _ChatJob | _EmbeddingJob, settings: JudgeServerConfig
@@ -796,7 +798,7 @@ class _App:
             self._cached_prefixes.add(key)
         return tokens // 128 * 128 if seen else 0
 
-    def _chat_reply(self, job: _ChatJob, malformed: str | None) -> _Reply:
+    def _chat_reply(self, job: _ChatJob, malformed: str | None, hung: bool = False) -> _Reply:
         contents = job.contents
         if malformed is not None:
             self._count_fault("malformed", malformed)
@@ -810,6 +812,9 @@ class _App:
                 if bucket.kind == "tokens":
                     bucket.level -= completion_tokens  # may go negative, as OpenAI's does
             self._stats.prompt_tokens += job.prompt_tokens
+            if hung:
+                self._stats.hung_prompt_tokens += job.prompt_tokens
+                self._stats.hung_completion_tokens += completion_tokens
             self._stats.completion_tokens += completion_tokens
             self._stats.answered_by_endpoint["chat"] += 1
         return _Reply(200, payload, {"x-request-id": payload["id"]})

@@ -61,7 +61,11 @@ def test_a_status_200_that_is_no_api_reply_is_retried_then_unavailable(
 
 @pytest.mark.parametrize(
     ("fault", "kind"),
-    [("rate_html", "html"), ("rate_no_choices", "missing_field"), ("rate_wrong_types", "wrong_type")],
+    [
+        ("rate_html", "html"),
+        ("rate_no_choices", "missing_field"),
+        ("rate_wrong_types", "wrong_type"),
+    ],
 )
 def test_embeddings_meet_the_same_faults(
     start_judge_server: Callable[..., JudgeServer], tmp_path: Path, fault: str, kind: str
