@@ -77,8 +77,6 @@ def redact(text: str, *secrets: Secret | str | None) -> str:
             for form in secret_forms(value):
                 text = text.replace(form, REDACTED)
             text = _hide_encoded_pieces(text, _encoded_forms(value))
-                lambda run, forms=encoded: _hide_encoded(run.group(), forms), text
-            )
     return _KEY_LIKE.sub(REDACTED, text)
 
 
