@@ -316,10 +316,24 @@ class _ChatJob:
     prompt_tokens: int
     prefix: str = ""
     """The first message: the part a provider's prompt cache can reuse."""
+    schema_tokens: int = 0
+    """The `response_format` sent: counted at admission, as OpenAI's limiter does."""
+    max_tokens: int | None = None
+    """`max_tokens` (or `max_completion_tokens`) per choice; a longer answer is cut there."""
+    choices: int = 1
+    cut_short: bool = False
+    """An answer was longer than `max_tokens`: it stops there (`finish_reason: length`)."""
+
+    @property
+    def reserved_completion(self) -> int:
+        """Completion tokens held at admission until the reply says how many were used."""
+        return (self.max_tokens or 0) * self.choices
 
     @property
     def cost(self) -> int:
-        return self.prompt_tokens
+        """What the tokens bucket is charged at admission, as OpenAI counts it: the messages,
+        the schema in `response_format`, and `max_tokens` for each choice."""
+        return self.prompt_tokens + self.schema_tokens + self.reserved_completion
 
 
 @dataclass
@@ -371,7 +385,43 @@ def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
     prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
     prefix = _message_text(messages[0]) if messages else ""
     model = str(request.get("model") or CHAT_MODEL)
-    return _ChatJob(model, prompt, contents, prompt_tokens, prefix)
+    response_format = request.get("response_format")
+    schema_tokens = 0 if response_format is None else estimate_tokens(json.dumps(response_format))
+    max_tokens = _max_tokens(request)
+    whole = contents
+    if max_tokens is not None:
+        contents = [_cut_to(content, max_tokens) for content in contents]
+    return _ChatJob(
+        model,
+        prompt,
+        contents,
+        prompt_tokens,
+        prefix,
+        schema_tokens,
+        max_tokens,
+        len(contents),
+        cut_short=contents != whole,
+    )
+
+
+def _max_tokens(request: Mapping[str, Any]) -> int | None:
+    value = request.get("max_completion_tokens", request.get("max_tokens"))
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _BadRequest("'max_tokens' must be a positive integer")
+    return value
+
+
+def _cut_to(content: str, max_tokens: int) -> str:
+    """An answer longer than `max_tokens` stops there, as a model's does (and is then not
+    valid JSON: the client sees `finish_reason: length` and a cut reply)."""
+    if estimate_tokens(content) <= max_tokens:
+        return content
+    cut = content
+    while cut and estimate_tokens(cut) > max_tokens:
+        cut = cut[: int(len(cut) * 0.9)]
+    return cut
 
 
 def _recognise(messages: list[dict[str, Any]]) -> Prompt[Any]:
@@ -570,6 +620,7 @@ class _Stats:
     dropped: int = 0  # requests left unanswered because the server stopped
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    limiter_tokens: int = 0  # what the tokens bucket was charged, net of released reservations
     hung_prompt_tokens: int = 0  # of chat replies sent after a hang: billed, the client may be gone
     hung_completion_tokens: int = 0
     embedding_tokens: int = 0
@@ -805,12 +856,16 @@ class _App:
             contents = [_malform(content, malformed) for content in contents]
         number = next(self._replies)  # itertools.count is atomic under the GIL
         cached = self._cached_tokens(job, self.settings())
-        payload = _chat_payload(job, contents, malformed == "truncated", number, cached)
+        cut = malformed == "truncated" or job.cut_short
+        payload = _chat_payload(job, contents, cut, number, cached)
         completion_tokens = payload["usage"]["completion_tokens"]
         with self._lock:
             for bucket in self._buckets:
                 if bucket.kind == "tokens":
-                    bucket.level -= completion_tokens  # may go negative, as OpenAI's does
+                    # The reservation gives way to what was used (the level may go negative,
+                    # as OpenAI's does, when no max_tokens was reserved).
+                    bucket.level += job.reserved_completion - completion_tokens
+            self._stats.limiter_tokens -= job.reserved_completion - completion_tokens
             self._stats.prompt_tokens += job.prompt_tokens
             if hung:
                 self._stats.hung_prompt_tokens += job.prompt_tokens
@@ -856,6 +911,7 @@ class _App:
             if blocked is None:
                 for bucket in self._buckets:
                     bucket.level -= 1 if bucket.kind == "requests" else tokens
+                self._stats.limiter_tokens += tokens
                 return None
             self._stats.rate_limited += 1
             self._stats.rate_limited_by[blocked.kind] += 1
