@@ -47,7 +47,7 @@ from ragas_ops.judge.base import (
     JudgeUnreachableError,
     Usage,
 )
-from ragas_ops.judge.budget import Budget, BudgetExhaustedError, Spend
+from ragas_ops.judge.budget import Budget, Spend
 from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
 from ragas_ops.judge.openai.replies import (
@@ -274,6 +274,7 @@ class OpenAIJudge:
         self._answered = False
         self._failures_before_any_answer = 0
         self.budget = budget_for(settings, self._chat_price)
+        self._budget_settled = asyncio.Event()
         self.total = Usage()
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
@@ -620,20 +621,20 @@ class OpenAIJudge:
     async def _attempt(self, request: _Request, spent: Usage, attempt: int) -> _Attempt:
         """One attempt, holding a slot: admission, the budget, the call, and what came back."""
         what = request.what
-        await self._limiter.acquire(request.tokens)
-        if self._fatal is not None:  # another request found the judge unusable
-            raise self._fatal
+        reserved = await self._reserve(request)
         try:
-            reserved = self.budget.reserve(request.expected, what)
-        except BudgetExhaustedError:
-            self._limiter.refund(request.tokens)
+            await self._limiter.acquire(request.tokens)
+            if self._fatal is not None:  # another request found the judge unusable
+                raise self._fatal
+        except BaseException:
+            self._settle_budget(reserved, Spend())
             raise
         self._charge(spent, Usage(requests=1) if request.chat else Usage(embedding_requests=1))
         try:
             raw = await request.call()
             reply = request.read(raw.headers.get("content-type", ""), raw.content)
         except BaseException:
-            self.budget.settle(reserved, Spend())  # not answered: nothing said what it cost
+            self._settle_budget(reserved, Spend())  # not answered: nothing said what it cost
             try:
                 raise
             except openai.RateLimitError as error:
@@ -664,12 +665,29 @@ class OpenAIJudge:
         self._observe_headers(raw.headers)
         return _Attempt(reply=reply)
 
+    async def _reserve(self, request: _Request) -> Spend:
+        """Hold the most `request` can cost, at send time. When it fits only once requests in
+        flight have settled (they usually cost less than their most), wait for them instead
+        of refusing: so the budget is used to within one request's worth."""
+        budget = self.budget
+        while True:
+            if budget.fits(request.expected, with_reserved=True):
+                return budget.reserve(request.expected, request.what)
+            if not budget.in_flight or not budget.fits(request.expected, with_reserved=False):
+                raise budget.refuse(request.what)
+            await self._budget_settled.wait()
+
+    def _settle_budget(self, reserved: Spend, actual: Spend) -> None:
+        self.budget.settle(reserved, actual)
+        self._budget_settled.set()  # wake those waiting for budget; they look again
+        self._budget_settled = asyncio.Event()
+
     def _settle_answer(self, request: _Request, reply: Any, reserved: Spend, spent: Usage) -> None:
         usage = (
             self._chat_usage(reply.usage) if request.chat else self._embedding_usage(reply.usage)
         )
         self._charge(spent, usage)
-        self.budget.settle(reserved, Spend.of(usage))
+        self._settle_budget(reserved, Spend.of(usage))
         self._limiter.settle(request.tokens, usage.tokens)
         self._answered_by_api()
 
