@@ -20,11 +20,9 @@ when it could not be used, with its outcome, so a rerun pays nothing for it eith
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import random
-import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,6 +56,7 @@ from ragas_ops.judge.openai.replies import (
     read_chat_reply,
     read_embedding_reply,
 )
+from ragas_ops.judge.priority import RowOrder
 from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
@@ -265,10 +264,7 @@ class OpenAIJudge:
         self._limiter = RateLimiter(settings.rpm, settings.tpm)
         self._slots = PrioritySlots(settings.max_concurrency)
         self._in_flight: dict[str, asyncio.Future[list[str]]] = {}
-        self._task_order: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._tasks_seen = itertools.count()
+        self._row_order = RowOrder()
         self._rng = rng or random.Random()
         self._fatal: JudgeFatalError | None = None
         self._answered = False
@@ -308,7 +304,7 @@ class OpenAIJudge:
                 return hit
         # Everything this call sends is charged here as it happens, so that the row pays for
         # every attempt, repair and top-up, also when it ends in an error.
-        call = _Call(Usage(), self._priority())
+        call = _Call(Usage(), self._row_order.rank_of_data(data))
         texts: list[str] = []
         try:
             texts = await self._single_flight(
@@ -331,7 +327,7 @@ class OpenAIJudge:
     ) -> tuple[list[str], Usage]:
         """Send one prepared chat request (no cache, no parsing): the reply texts and their
         cost. Batch mode uses it for the requests its batches did not answer."""
-        call = _Call(Usage(), self._priority())
+        call = _Call(Usage(), self._row_order.rank_of(message["content"] for message in messages))
         try:
             texts = await self._chat(prompt, messages, params, call=call)
         except JudgeRowError as error:
@@ -369,16 +365,6 @@ class OpenAIJudge:
             return [prompt.parse(data, text) for text in texts]
         except OutputParseError:
             return None  # stored under an older check: ask again
-
-    def _priority(self) -> int:
-        """The order in which the current task (one row of one metric) first asked."""
-        task = asyncio.current_task()
-        if task is None:
-            return next(self._tasks_seen)
-        order = self._task_order.get(task)
-        if order is None:
-            order = self._task_order[task] = next(self._tasks_seen)
-        return order
 
     async def _single_flight(self, key: str, call: Callable[[], Awaitable[list[str]]]) -> list[str]:
         """Identical requests in flight at once are sent once; the others wait for its reply
@@ -513,7 +499,7 @@ class OpenAIJudge:
         cached = self._cache.get_vectors(keys.values())
         vectors = {text: cached[keys[text]] for text in distinct if keys[text] in cached}
         missing = [text for text in distinct if text not in vectors]
-        call = _Call(Usage(cache_hits=len(vectors)), self._priority())
+        call = _Call(Usage(cache_hits=len(vectors)), self._row_order.rank_of(distinct))
         try:
             for batch in self._embedding_batches(missing):
                 fresh = await self._embed_batch(batch, call)
