@@ -1,54 +1,55 @@
 """The order in which rows reach the judge, so that the rows begun first are finished first.
 
-Metrics ask the judge about one row at a time but many rows at once, every metric on its own;
-no row id travels with a request. A row is recognised by its texts instead: the question,
-answer and contexts that its requests carry (faithfulness, answer relevance and context
-relevance each send some of them). The first request that shows a text gives the row its
-rank; later requests that show any of its texts get the same rank. Requests waiting for a slot
-go lowest rank first, so when a budget runs out, the rows left over are the last rows, whole,
-instead of a metric here and there.
+Metrics ask the judge about one row at a time but many rows at once, every metric on its own
+(each row of each metric in a task of its own); no row id travels with a request. So a task
+is ranked when it first asks, by the row's texts that its data carries: the question or the
+answer (faithfulness sends both, answer relevance the answer, context relevance the question).
+A text seen before gives the rank of the row that showed it first; otherwise the row is new and
+gets the next rank. A task's later requests (verdicts after statements, repairs) keep its
+rank. Requests waiting for a slot go lowest rank first, so when a budget runs out the rows
+left over are the last rows, whole, rather than a metric here and there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-MAX_REMEMBERED_TEXTS = 200_000
+MAX_REMEMBERED_TEXTS = 100_000
 """Texts kept to recognise rows by (the oldest are forgotten first): a few batches' worth."""
 
 
 class RowOrder:
-    """Ranks for requests, by the texts they carry."""
+    """Ranks for requests: by task, and for a new task by the texts its data carries."""
 
     def __init__(self, remembered: int = MAX_REMEMBERED_TEXTS) -> None:
-        self._ranks: OrderedDict[Hashable, int] = OrderedDict()
+        self._ranks: OrderedDict[str, int] = OrderedDict()
+        self._tasks: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
         self._next = itertools.count()
         self._remembered = remembered
 
-    def rank_of_data(self, data: Mapping[str, Any]) -> int:
-        """The rank of the row whose data this is (a new rank for a row not seen yet)."""
-        return self.rank_of(data.values())
+    def rank(self, data: Mapping[str, Any] | Iterable[Any]) -> int:
+        """The rank of the current task, given on its first request from `data` (a prompt's
+        data, or texts to embed)."""
+        task = asyncio.current_task()
+        if task is not None and task in self._tasks:
+            return self._tasks[task]
+        values = data.values() if isinstance(data, Mapping) else data
+        rank = self._rank_of_texts([v for v in values if isinstance(v, str) and v.strip()])
+        if task is not None:
+            self._tasks[task] = rank
+        return rank
 
-    def rank_of(self, values: Iterable[Any]) -> int:
-        """The lowest rank any of `values` has, given to all of them; or a new one."""
-        keys = [key for key in map(_text_key, values) if key is not None]
-        known = [self._ranks[key] for key in keys if key in self._ranks]
+    def _rank_of_texts(self, texts: list[str]) -> int:
+        known = [self._ranks[text] for text in texts if text in self._ranks]
         rank = min(known) if known else next(self._next)
-        for key in keys:
-            self._ranks[key] = min(rank, self._ranks.get(key, rank))
-            self._ranks.move_to_end(key)
+        for text in texts:
+            self._ranks.setdefault(text, rank)  # a text keeps the row that showed it first
+            self._ranks.move_to_end(text)
         while len(self._ranks) > self._remembered:
             self._ranks.popitem(last=False)
         return rank
-
-
-def _text_key(value: Any) -> Hashable | None:
-    """A text, or a list of texts (contexts), as a key; None for anything else."""
-    if isinstance(value, str):
-        return value if value.strip() else None
-    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    return None

@@ -271,6 +271,10 @@ class OpenAIJudge:
         self._failures_before_any_answer = 0
         self.budget = budget_for(settings, self._chat_price)
         self._budget_settled = asyncio.Event()
+        self._budget_queue: Counter[int] = Counter()
+        """Requests waiting for budget, by the rank of their row."""
+        self._refused_from_rank: int | None = None
+        """The earliest row refused for want of budget: rows begun after it are refused."""
         self.total = Usage()
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
@@ -304,7 +308,7 @@ class OpenAIJudge:
                 return hit
         # Everything this call sends is charged here as it happens, so that the row pays for
         # every attempt, repair and top-up, also when it ends in an error.
-        call = _Call(Usage(), self._row_order.rank_of_data(data))
+        call = _Call(Usage(), self._row_order.rank(data))
         texts: list[str] = []
         try:
             texts = await self._single_flight(
@@ -327,7 +331,7 @@ class OpenAIJudge:
     ) -> tuple[list[str], Usage]:
         """Send one prepared chat request (no cache, no parsing): the reply texts and their
         cost. Batch mode uses it for the requests its batches did not answer."""
-        call = _Call(Usage(), self._row_order.rank_of(message["content"] for message in messages))
+        call = _Call(Usage(), self._row_order.rank(()))
         try:
             texts = await self._chat(prompt, messages, params, call=call)
         except JudgeRowError as error:
@@ -499,7 +503,7 @@ class OpenAIJudge:
         cached = self._cache.get_vectors(keys.values())
         vectors = {text: cached[keys[text]] for text in distinct if keys[text] in cached}
         missing = [text for text in distinct if text not in vectors]
-        call = _Call(Usage(cache_hits=len(vectors)), self._row_order.rank_of(distinct))
+        call = _Call(Usage(cache_hits=len(vectors)), self._row_order.rank(distinct))
         try:
             for batch in self._embedding_batches(missing):
                 fresh = await self._embed_batch(batch, call)
@@ -652,20 +656,44 @@ class OpenAIJudge:
         return _Attempt(reply=reply)
 
     async def _reserve(self, request: _Request) -> Spend:
-        """Hold the most `request` can cost, at send time. When it fits only once requests in
-        flight have settled (they usually cost less than their most), wait for them instead
-        of refusing: so the budget is used to within one request's worth."""
+        """Hold the most `request` can cost, at send time.
+
+        When it fits only once requests in flight have settled (they usually cost less than
+        their most), it waits for them instead of being refused, so the budget is used to
+        within one request's worth. Requests of rows begun earlier go first; once a row is
+        refused, so are all rows begun after it: the rows past the budget are the last rows.
+        """
         budget = self.budget
-        while True:
-            if budget.fits(request.expected, with_reserved=True):
-                return budget.reserve(request.expected, request.what)
-            if not budget.in_flight or not budget.fits(request.expected, with_reserved=False):
-                raise budget.refuse(request.what)
-            await self._budget_settled.wait()
+        if not budget.limited:
+            return budget.reserve(request.expected, request.what)
+        rank = request.priority
+        self._budget_queue[rank] += 1
+        try:
+            while True:
+                if self._refused_from_rank is not None and rank > self._refused_from_rank:
+                    raise budget.refuse(request.what)
+                first = rank <= min(r for r, waiting in self._budget_queue.items() if waiting)
+                if first and budget.fits(request.expected, with_reserved=True):
+                    return budget.reserve(request.expected, request.what)
+                if first and (
+                    not budget.in_flight or not budget.fits(request.expected, with_reserved=False)
+                ):
+                    self._refused_from_rank = min(rank, self._refused_from_rank or rank)
+                    raise budget.refuse(request.what)
+                await self._budget_settled.wait()
+        finally:
+            self._budget_queue[rank] -= 1
+            if not self._budget_queue[rank]:
+                del self._budget_queue[rank]
+            self._wake_budget_waiters()  # the first in line changed
 
     def _settle_budget(self, reserved: Spend, actual: Spend) -> None:
         self.budget.settle(reserved, actual)
-        self._budget_settled.set()  # wake those waiting for budget; they look again
+        self._wake_budget_waiters()
+
+    def _wake_budget_waiters(self) -> None:
+        """Those waiting for budget look again (a settle, or a change of who is first)."""
+        self._budget_settled.set()
         self._budget_settled = asyncio.Event()
 
     def _settle_answer(self, request: _Request, reply: Any, reserved: Spend, spent: Usage) -> None:
