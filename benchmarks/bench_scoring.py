@@ -122,13 +122,14 @@ def rate_limited(rows: int, rpm: int, tpm: int, work: Path) -> None:
 
 def at_the_limit(rows: int, rpm: int, tpm: int, work: Path) -> None:
     print(
-        f"\n5. Client budget = server limit ({rpm} RPM / {tpm:,} TPM), the server counting like "
-        f"OpenAI at admission, 400 ms latency ({rows} rows, concurrency 32)"
+        f"\n5. Client budget = server limit ({rpm} RPM / {tpm:,} TPM, both with 1 s of burst), the "
+        f"server counting like OpenAI at admission, 400 ms latency ({rows} rows, concurrency 32)"
     )
     source = work / f"at-limit-{rows}.parquet"
     pq.write_table(sample_interactions(rows, seed=9), source)
     target = work / "at-limit-scored.parquet"
-    with test_judge_process("--latency-ms", "400", "--rpm", str(rpm), "--tpm", str(tpm)) as url:
+    limits = ("--rpm", str(rpm), "--tpm", str(tpm), "--burst-seconds", "1")
+    with test_judge_process("--latency-ms", "400", *limits) as url:
         settings = settings_for(url, None, rpm=rpm, tpm=tpm, max_concurrency=32)
         outcome = run(source, target, settings)
         stats = server_stats(url)

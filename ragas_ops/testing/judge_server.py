@@ -326,13 +326,14 @@ class _ChatJob:
 
     @property
     def reserved_completion(self) -> int:
-        """Completion tokens held at admission until the reply says how many were used."""
+        """Completion tokens counted at admission, whatever the reply then uses."""
         return (self.max_tokens or 0) * self.choices
 
     @property
     def cost(self) -> int:
         """What the tokens bucket is charged at admission, as OpenAI counts it: the messages,
-        the schema in `response_format`, and `max_tokens` for each choice."""
+        the schema in `response_format`, and `max_tokens` for each choice (kept, not given
+        back when the answer is shorter)."""
         return self.prompt_tokens + self.schema_tokens + self.reserved_completion
 
 
@@ -620,7 +621,7 @@ class _Stats:
     dropped: int = 0  # requests left unanswered because the server stopped
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    limiter_tokens: int = 0  # what the tokens bucket was charged, net of released reservations
+    limiter_tokens: int = 0  # what the tokens bucket was charged (reservations included)
     hung_prompt_tokens: int = 0  # of chat replies sent after a hang: billed, the client may be gone
     hung_completion_tokens: int = 0
     embedding_tokens: int = 0
@@ -859,13 +860,15 @@ class _App:
         cut = malformed == "truncated" or job.cut_short
         payload = _chat_payload(job, contents, cut, number, cached)
         completion_tokens = payload["usage"]["completion_tokens"]
+        beyond_reserved = max(0, completion_tokens - job.reserved_completion)
         with self._lock:
             for bucket in self._buckets:
                 if bucket.kind == "tokens":
-                    # The reservation gives way to what was used (the level may go negative,
-                    # as OpenAI's does, when no max_tokens was reserved).
-                    bucket.level += job.reserved_completion - completion_tokens
-            self._stats.limiter_tokens -= job.reserved_completion - completion_tokens
+                    # OpenAI keeps what it reserved at admission; only a completion longer
+                    # than the reservation (none was asked for) costs more. The level may go
+                    # negative, as OpenAI's does.
+                    bucket.level -= beyond_reserved
+            self._stats.limiter_tokens += beyond_reserved
             self._stats.prompt_tokens += job.prompt_tokens
             if hung:
                 self._stats.hung_prompt_tokens += job.prompt_tokens

@@ -93,13 +93,19 @@ def admission_tokens(
 ) -> int:
     """The tokens a provider's rate limiter counts for a chat request when it admits it, as
     OpenAI's does: the messages, the schema sent in `response_format`, and `max_tokens` for
-    each of the `n` choices (reserved until the reply says what was used); plus `margin`."""
-    prompt = estimate_chat_tokens(messages) + REQUEST_OVERHEAD_TOKENS
-    response_format = params.get("response_format")
-    if response_format is not None:
-        prompt += estimate_tokens(json.dumps(response_format, separators=(",", ":")))
+    each of the `n` choices (counted whatever the answer then uses); `margin` more of the
+    prompt part, which is an estimate."""
+    prompt = estimate_chat_tokens(messages) + REQUEST_OVERHEAD_TOKENS + schema_tokens(params)
     reserved = int(params.get("max_tokens", 0)) * int(params.get("n", 1))
     return round(prompt * (1 + margin)) + reserved
+
+
+def schema_tokens(params: Mapping[str, Any]) -> int:
+    """Tokens of the `response_format` sent, which providers count with the prompt."""
+    response_format = params.get("response_format")
+    if response_format is None:
+        return 0
+    return estimate_tokens(json.dumps(response_format, separators=(",", ":")))
 
 
 def openai_client(
@@ -216,6 +222,10 @@ class _Request:
     """Reads a status-200 body (content type, bytes), or raises `BadReplyError`."""
     tokens: int
     """What the rate limiter is charged at admission."""
+    counted_besides_usage: int
+    """What the provider counts besides the reported usage (the schema sent)."""
+    reserved_completion: int
+    """Completion tokens the provider counts at admission (`max_tokens` x `n`), and keeps."""
     expected: Spend
     """What the budget holds for it while it is in flight: at most what it can cost."""
     chat: bool
@@ -443,13 +453,13 @@ class OpenAIJudge:
         *,
         call: _Call,
     ) -> list[str]:
-        n = int(params.get("n", 1))
+        reserved_completion = int(params["max_tokens"]) * int(params.get("n", 1))
         admitted = admission_tokens(messages, params, self.settings.admission_margin)
-        prompt_tokens = admitted - int(params["max_tokens"]) * n
+        prompt_tokens = admitted - reserved_completion
         expected = Spend(
             0.0
             if self._chat_price is None
-            else self._chat_price.cost(prompt_tokens, int(params["max_tokens"]) * n),
+            else self._chat_price.cost(prompt_tokens, reserved_completion),
             admitted,
         )
         request = _Request(
@@ -460,6 +470,8 @@ class OpenAIJudge:
             ),
             read=read_chat_reply,
             tokens=admitted,
+            counted_besides_usage=schema_tokens(params),
+            reserved_completion=reserved_completion,
             expected=expected,
             chat=True,
             priority=call.priority,
@@ -554,6 +566,8 @@ class OpenAIJudge:
             ),
             read=read,
             tokens=estimate,
+            counted_besides_usage=0,
+            reserved_completion=0,
             expected=expected,
             chat=False,
             priority=call.priority,
@@ -702,7 +716,16 @@ class OpenAIJudge:
         )
         self._charge(spent, usage)
         self._settle_budget(reserved, Spend.of(usage))
-        self._limiter.settle(request.tokens, usage.tokens)
+        # What the provider counted: the real prompt, and the completion it reserved (it
+        # keeps a reservation the answer did not use; a longer answer costs more).
+        completion = usage.completion_tokens
+        counted = (
+            usage.prompt_tokens
+            + usage.embedding_tokens
+            + request.counted_besides_usage
+            + max(completion, request.reserved_completion)
+        )
+        self._limiter.settle(request.tokens, counted)
         self._answered_by_api()
 
     def _answered_by_api(self) -> None:
