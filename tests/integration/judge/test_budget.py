@@ -95,5 +95,6 @@ def test_a_money_budget_is_used_almost_whole_never_exceeded_and_leaves_the_last_
     assert left
     whole = [row for row in left if set(statuses[row]) <= {"budget_exhausted", "invalid_input"}]
     assert len(whole) >= 0.75 * len(left)
-    if batch_rows == "4":  # distinct rows in order: the leftovers are the tail
-        assert left == list(range(left[0], scored.num_rows))
+    if batch_rows == "4":  # distinct rows in order: the leftovers are the tail (past the
+        # rows in flight when the budget ran out, two batches of four)
+        assert set(range(left[0] + 8, scored.num_rows)) <= set(left)
