@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import openai
 
@@ -81,6 +80,9 @@ _STORED_OUTCOMES_BY_NAME: dict[str, type[JudgeRowError]] = {
     "rejected": JudgeRejectedError,
 }
 _STORED_OUTCOMES = tuple(_STORED_OUTCOMES_BY_NAME.values())
+RETRIED_ERRORS = (openai.APIStatusError, openai.APIConnectionError, BadReplyError)
+"""What an attempt may end in and still be worth another (timeouts are connection errors;
+status errors that retrying cannot fix are raised by `_classify_status_error`)."""
 
 
 def estimate_chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
@@ -624,7 +626,6 @@ class OpenAIJudge:
 
     async def _attempt(self, request: _Request, spent: Usage, attempt: int) -> _Attempt:
         """One attempt, holding a slot: admission, the budget, the call, and what came back."""
-        what = request.what
         reserved = await self._reserve(request)
         try:
             await self._limiter.acquire(request.tokens)
@@ -637,37 +638,41 @@ class OpenAIJudge:
         try:
             raw = await request.call()
             reply = request.read(raw.headers.get("content-type", ""), raw.content)
-        except BaseException:
+        except RETRIED_ERRORS as error:
             self._settle_budget(reserved, Spend())  # not answered: nothing said what it cost
-            try:
-                raise
-            except openai.RateLimitError as error:
-                self._limiter.refund(request.tokens)
-                self._answered_by_api()
-                self._stop_if_fatal(self._raise_if_quota_exhausted, error)
-                self.events["retry_429"] += 1
-                wait = self._retry_after(error.response.headers, attempt)
-                self._limiter.pause_for(wait)
-                log.debug("%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt)
-                return _Attempt(problem="rate limited (429)", rate_limited=True)
-            except openai.APIStatusError as error:
-                self._stop_if_fatal(self._classify_status_error, error, what)
-                self.events[f"retry_{error.status_code}"] += 1
-                return _Attempt(problem=f"server error ({error.status_code})")
-            except openai.APITimeoutError:
-                self.events["retry_timeout"] += 1
-                return _Attempt(problem=f"timed out after {self.settings.timeout_seconds:g}s")
-            except (openai.APIConnectionError, httpx.TransportError) as error:
-                self.events["retry_connection"] += 1
-                problem = self._safe(_connection_problem(error))
-                return _Attempt(problem=f"connection failed ({problem})")
-            except BadReplyError as error:
-                self.events["retry_bad_reply"] += 1
-                self.events[f"bad_reply_{error.kind}"] += 1
-                return _Attempt(problem=f"not an API reply ({self._safe(str(error))})")
+            return self._failed_attempt(error, request, attempt)
+        except BaseException:  # a fatal class of error, a cancellation
+            self._settle_budget(reserved, Spend())
+            raise
         self._settle_answer(request, reply, reserved, spent)
         self._observe_headers(raw.headers)
         return _Attempt(reply=reply)
+
+    def _failed_attempt(self, error: Exception, request: _Request, attempt: int) -> _Attempt:
+        """Count a failed attempt and say why; raise if no attempt can succeed."""
+        what = request.what
+        if isinstance(error, openai.RateLimitError):
+            self._limiter.refund(request.tokens)
+            self._answered_by_api()
+            self._stop_if_fatal(self._raise_if_quota_exhausted, error)
+            self.events["retry_429"] += 1
+            wait = self._retry_after(error.response.headers, attempt)
+            self._limiter.pause_for(wait)
+            log.debug("%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt)
+            return _Attempt(problem="rate limited (429)", rate_limited=True)
+        if isinstance(error, openai.APIStatusError):
+            self._stop_if_fatal(self._classify_status_error, error, what)
+            self.events[f"retry_{error.status_code}"] += 1
+            return _Attempt(problem=f"server error ({error.status_code})")
+        if isinstance(error, openai.APITimeoutError):
+            self.events["retry_timeout"] += 1
+            return _Attempt(problem=f"timed out after {self.settings.timeout_seconds:g}s")
+        if isinstance(error, BadReplyError):
+            self.events["retry_bad_reply"] += 1
+            self.events[f"bad_reply_{error.kind}"] += 1
+            return _Attempt(problem=f"not an API reply ({self._safe(str(error))})")
+        self.events["retry_connection"] += 1  # refused, reset, DNS, TLS
+        return _Attempt(problem=f"connection failed ({self._safe(_connection_problem(error))})")
 
     async def _reserve(self, request: _Request) -> Spend:
         """Hold the most `request` can cost, at send time.
