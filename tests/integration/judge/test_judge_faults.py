@@ -154,10 +154,15 @@ def test_a_failed_repair_keeps_the_first_replys_cost_on_the_row(
 def test_the_test_judge_command_takes_every_bad_reply_fault() -> None:
     from ragas_ops.testing.judge_server import JudgeServerConfig, parse_config
 
-    config = parse_config(
-        ["--rate-html", "0.02", "--rate-text-plain", "0.01", "--rate-truncated-body", "0.02"]
-        + ["--rate-no-choices", "0.01", "--rate-wrong-types", "0.01", "--rate-reset", "0.01"]
-    )
+    faults = {
+        "html": "0.02",
+        "text-plain": "0.01",
+        "truncated-body": "0.02",
+        "no-choices": "0.01",
+        "wrong-types": "0.01",
+        "reset": "0.01",
+    }
+    config = parse_config([part for k, v in faults.items() for part in (f"--rate-{k}", v)])
     assert (config.rate_html, config.rate_truncated_body, config.rate_reset) == (0.02, 0.02, 0.01)
     with pytest.raises(ValueError, match="add up to at most 1"):
         JudgeServer(JudgeServerConfig(rate_html=0.6, rate_reset=0.6))
