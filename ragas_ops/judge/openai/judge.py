@@ -363,10 +363,10 @@ class OpenAIJudge:
             self.events["cache_hit"] += 1
             return Completion(outputs, Usage(cache_hits=1))
         if self.settings.retry_failed:
-            self.events["retry_failed"] += 1
+            self.events["stored_failure_asked_again"] += 1
             return None
         self.events["cache_hit"] += 1
-        self.events["cache_hit_failed"] += 1
+        self.events["stored_failure_reused"] += 1
         error_class = _STORED_OUTCOMES_BY_NAME.get(str(failure), JudgeOutputError)
         raise error_class(
             f"{cached.get('reason', 'the stored reply was unusable')} (stored; "
