@@ -105,7 +105,8 @@ def rate_limited(rows: int, rpm: int, tpm: int, work: Path) -> None:
         outcome = run(source, work / "limited.parquet", settings)
         stats = server_stats(url)
     usage = outcome.total
-    requests_per_row = (usage.requests + usage.embedding_requests) / rows
+    # Answered requests: the row's attempts (usage.requests) include the ones answered 429.
+    requests_per_row = sum(stats["answered_by_endpoint"].values()) / rows
     tokens_per_row = usage.tokens / rows
     bound = min(rpm / requests_per_row, tpm / tokens_per_row)
     achieved = rows / (outcome.seconds / 60)
