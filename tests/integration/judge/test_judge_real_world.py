@@ -99,8 +99,9 @@ def test_score_through_every_fault_at_once(
         sum(scored.column("completion_tokens").to_pylist())
         == stats["completion_tokens"] - stats["hung_completion_tokens"]
     )
-    printed = finished.stdout
+    printed = finished.stdout  # the run's totals: the same figures
     assert f"requests: {stats['requests_by_endpoint']['chat']:,} chat" in printed
+    assert f"cost: ${sum(scored.column('cost_usd').to_pylist()):,.4f}" in printed
     assert "bad_reply" in printed
 
 
