@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
+from urllib.parse import urlsplit
 
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -57,6 +58,31 @@ def fraction(default: Any) -> Any:
     return field(default=default, metadata={"exclusive_minimum": 0, "maximum": 1})
 
 
+def check_base_url(url: str, source: str = "judge.base_url") -> None:
+    """Refuse a base URL that is not http(s)://host[:port][/path], or that holds credentials
+    (they would travel as Basic auth and come back in error messages). The message never
+    repeats the credentials."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{source}: the judge's base URL must start with http:// or https://")
+    where = f"{parts.scheme}://{parts.hostname or ''}"
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(
+            f"{source}: the base URL holds credentials ({parts.scheme}://***@...): credentials "
+            "never travel in a URL; put the key in the environment variable that "
+            "judge.api_key_env names (OPENAI_API_KEY by default)"
+        )
+    if not parts.hostname:
+        raise ConfigError(f"{source}: the base URL has no host (expected http(s)://host/v1)")
+    try:
+        parts.port  # noqa: B018 (urllib checks the port when it is read)
+    except ValueError:
+        port = parts.netloc.rpartition(":")[2]
+        raise ConfigError(
+            f"{source}: the base URL {where}:... has an invalid port {port!r} (1-65535)"
+        ) from None
+
+
 @dataclass
 class JudgeSettings:
     """The LLM judge: where it is, what it may spend, and how it recovers."""
@@ -71,8 +97,9 @@ class JudgeSettings:
     `auto`, ONNX for the packaged default when it is installed, else torch."""
     model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
-    base_url: str | None = None
-    """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL)."""
+    base_url: str | None = field(default=None, metadata={"check": check_base_url})
+    """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never
+    with credentials in it (`user:key@`): the key is read from `api_key_env`."""
     api_key_env: str = "OPENAI_API_KEY"
     rpm: int | None = positive(500)
     """Requests per minute this run may send (OpenAI tier 1 for gpt-4o-mini); None: no limit."""
@@ -110,6 +137,17 @@ class JudgeSettings:
     proportion to their rows); rows past it get `budget_exhausted`. None: no limit."""
     budget_tokens: int | None = at_least_one(None)
     """Most tokens (prompt + completion + embedding) one run may spend; None: no limit."""
+    retry_failed: bool = False
+    """Ask again the requests whose stored reply was unusable (it did not parse after the
+    repair, or a content filter refused it); by default a rerun reuses those outcomes and
+    pays nothing for them."""
+    unreachable_after: int = field(default=20, metadata={"minimum": 0})
+    """The run stops (exit 4) when this many attempts in a row failed (connection refused,
+    DNS, TLS, timeouts, 5xx, replies that are no API replies) before any request succeeded;
+    0: never."""
+    admission_margin: float = field(default=0.05, metadata={"minimum": 0, "maximum": 1})
+    """Share added to a request's token count at admission (messages, the response_format
+    schema, max_tokens x n), against a provider counting a little more than the estimate."""
 
 
 @dataclass
@@ -278,13 +316,23 @@ def _coerce(kind: Any, value: Any, source: str) -> Any:
 
 
 def _in_range(declared: dataclasses.Field[Any], value: Any, source: str) -> Any:
-    """`value`, if it is within the range declared on the setting's field (see `at_least_one`)."""
+    """`value`, if it is within the range declared on the setting's field (see `at_least_one`)
+    and passes the field's own check (`metadata["check"]`, e.g. the judge's base URL)."""
     if value is None:
         return value
     key, bounds = declared.name, declared.metadata
-    low, above, high = bounds.get("minimum"), bounds.get("exclusive_minimum"), bounds.get("maximum")
-    if above is not None and high is not None and not above < value <= high:
-        raise ConfigError(f"{source}: {key} must be in ({above:g}, {high:g}], got {value!r}")
+    check = bounds.get("check")
+    if check is not None:
+        check(value, source)
+    low, above = bounds.get("minimum"), bounds.get("exclusive_minimum")
+    high = bounds.get("maximum")
+    if high is not None:
+        inside = (
+            value <= high and (low is None or value >= low) and (above is None or value > above)
+        )
+        if not inside:
+            left = f"[{low:g}" if low is not None else f"({above:g}"
+            raise ConfigError(f"{source}: {key} must be in {left}, {high:g}], got {value!r}")
     if low is not None and value < low:
         raise ConfigError(f"{source}: {key} must be at least {low}, got {value!r}")
     if above is not None and value <= above:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import base64
 import re
+from urllib.parse import quote, quote_plus
 
 REDACTED = "[redacted]"
-# Things that look like keys even when partly masked by a provider ("sk-ab***yz"), and bearer
-# tokens in echoed headers.
-_KEY_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9*_.\-]{2,}|(?i:bearer)\s+\S+")
+# Things that look like keys even when partly masked by a provider ("sk-ab***yz"), bearer and
+# basic credentials in echoed headers, and credentials in URLs (`scheme://user:pass@host`).
+_KEY_LIKE = re.compile(
+    r"\b(?:sk|pk|rk)-[A-Za-z0-9*_.\-]{2,}"
+    r"|(?i:bearer)\s+\S+"
+    r"|(?i:basic)\s+[A-Za-z0-9+/_\-]{4,}=*"
+    r"|(?<=://)[^\s/@:]*:[^\s/@]*(?=@)"
+)
+# A base64 run shorter than this is not searched for a key: too many false matches.
+_MIN_ENCODED_CHARS = 8
+# A run of base64 characters in a text that shares this many characters in a row with a
+# key's encoding is hidden whole: a cut-out piece of an encoded key still gives most of it.
+_ENCODED_PIECE_CHARS = 10
+_ENCODED_RUN = re.compile(rf"[A-Za-z0-9+/_\-]{{{_ENCODED_PIECE_CHARS},}}=*")
 
 
 class Secret:
@@ -31,10 +44,54 @@ class Secret:
         return bool(self._value)
 
 
+def secret_forms(value: str) -> list[str]:
+    """The ways `value` shows up in text: itself, URL-encoded, and base64-encoded (standard
+    and URL-safe alphabets) at each of the three alignments it can have inside a longer
+    encoded string such as a Basic `user:key` header; longest first."""
+    forms = {value, quote(value, safe=""), quote_plus(value), *_encoded_forms(value)}
+    return sorted(forms, key=len, reverse=True)
+
+
+def _encoded_forms(value: str) -> set[str]:
+    forms = set()
+    raw = value.encode("utf-8")
+    for offset in range(3):
+        padded = b"\0" * offset + raw
+        # Only the characters that depend on the value's bytes alone: the first ones also
+        # encode what precedes it, the last ones what follows it.
+        start = -(-8 * offset // 6)
+        end = 8 * len(padded) // 6
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            core = encode(padded).decode("ascii")[start:end]
+            if len(core) >= _MIN_ENCODED_CHARS:
+                forms.add(core)
+    return forms
+
+
 def redact(text: str, *secrets: Secret | str | None) -> str:
-    """`text` with the given secrets, and anything shaped like an API key, replaced."""
+    """`text` with the given secrets (in any of their `secret_forms`, or a piece of one of
+    their base64 forms), and anything shaped like an API key or a credential, replaced."""
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if value:
-            text = text.replace(value, REDACTED)
+            for form in secret_forms(value):
+                text = text.replace(form, REDACTED)
+            text = _hide_encoded_pieces(text, _encoded_forms(value))
     return _KEY_LIKE.sub(REDACTED, text)
+
+
+def _hide_encoded_pieces(text: str, forms: set[str]) -> str:
+    def hide(run: re.Match[str]) -> str:
+        return _hide_encoded(run.group(), forms)
+
+    return _ENCODED_RUN.sub(hide, text)
+
+
+def _hide_encoded(run: str, forms: set[str]) -> str:
+    """`run` (base64 characters), or REDACTED when it shares a piece with an encoded key."""
+    size = _ENCODED_PIECE_CHARS
+    for start in range(len(run) - size + 1):
+        piece = run[start : start + size]
+        if any(piece in form for form in forms):
+            return REDACTED
+    return run

@@ -16,10 +16,12 @@ from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_f
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.evaluation.cli import add_benchmark_parser
-from ragas_ops.judge.base import JudgeFatalError
+from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
 from ragas_ops.storage import StorageError
 
-EXIT_OK, EXIT_USAGE, EXIT_JUDGE = 0, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_JUDGE, EXIT_UNREACHABLE = 0, 2, 3, 4
+"""Exit codes: done; bad input or configuration; the judge refused (credentials, model,
+quota); the judge endpoint never answered (nothing was written)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ContractError, StorageError, ValueError) as error:
         print(f"ragas-ops: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except JudgeUnreachableError as error:
+        print(f"ragas-ops: the judge is unreachable, stopping: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except JudgeFatalError as error:
         print(f"ragas-ops: the judge cannot be used, stopping: {error}", file=sys.stderr)
         return EXIT_JUDGE

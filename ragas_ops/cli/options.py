@@ -33,6 +33,8 @@ class SettingFlag:
     commands: frozenset[str] = BOTH
     type: Callable[[str], Any] | None = None
     choices: tuple[str, ...] | None = None
+    switch: bool = False
+    """A flag without a value that sets the setting to true."""
 
     @property
     def dest(self) -> str:
@@ -110,6 +112,13 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         "one request for all questions, or n samples",
         choices=get_args(QuestionStrategy),
     ),
+    SettingFlag(
+        "--retry-failed",
+        "judge.retry_failed",
+        "ask again the requests whose cached reply was unusable",
+        frozenset({SCORE}),
+        switch=True,
+    ),
     SettingFlag("--raw-uri", "pipeline.raw_uri", "the raw lake", frozenset({ESTIMATE})),
     SettingFlag("--batch-rows", "batch_rows", "rows scored together", type=int),
     SettingFlag(
@@ -124,7 +133,15 @@ def add_setting_flags(parser: argparse.ArgumentParser, command: str) -> None:
     """The config file, the column mapping, and the table's flags that `command` takes."""
     parser.add_argument("--config", type=Path, help="TOML config file (see docs: configuration)")
     for option in SETTING_FLAGS:
-        if command in option.commands:
+        if command in option.commands and option.switch:
+            parser.add_argument(
+                option.flag,
+                dest=option.dest,
+                action="store_true",
+                default=None,
+                help=f"{option.help} ({option.setting})",
+            )
+        elif command in option.commands:
             parser.add_argument(
                 option.flag,
                 dest=option.dest,

@@ -24,8 +24,10 @@ class Usage:
     """What calls cost: requests sent, tokens billed, and money (None when no price is known)."""
 
     requests: int = 0
-    """Chat requests sent (retries and repairs included)."""
+    """Chat requests sent: every attempt (retries, repairs and top-ups included), whatever
+    came back; what the endpoint received."""
     embedding_requests: int = 0
+    """Embeddings requests sent, every attempt included."""
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -82,6 +84,11 @@ class JudgeError(Exception):
 
 class JudgeFatalError(JudgeError):
     """Nothing more can succeed in this run (bad credentials, unknown model, no quota)."""
+
+
+class JudgeUnreachableError(JudgeFatalError):
+    """The endpoint never answered: every attempt so far failed (refused, DNS, TLS, timeouts,
+    server errors, replies that are no API reply), `judge.unreachable_after` of them."""
 
 
 class JudgeRowError(JudgeError):

@@ -1,8 +1,10 @@
 """A run's spending limit: money, tokens, or both.
 
-A request is admitted only if what was spent, plus what requests in flight are expected to
-cost, plus its own estimate, stays within the limit; so the limit holds even with many requests
-in flight, and the run stops scheduling new work instead of finding out afterwards. A refused
+A request is admitted only if what was spent, plus what requests in flight may cost, plus the
+most it can cost itself, stays within the limit; so the limit holds even with many requests in
+flight, and the run stops scheduling new work instead of finding out afterwards. (The sync
+judge makes a request that would fit once the requests in flight have settled wait for them,
+rather than refusing it: the budget is used to the last request that fits.) A refused
 request's row gets the status `budget_exhausted`; nothing already answered is thrown away.
 """
 
@@ -57,20 +59,36 @@ class Budget:
 
     def reserve(self, expected: Spend, what: str) -> Spend:
         """Hold `expected` for a request about to be sent, or raise `BudgetExhaustedError`."""
-        usd = self._spent.usd + self._reserved.usd + expected.usd
-        tokens = self._spent.tokens + self._reserved.tokens + expected.tokens
-        if (self.usd is not None and usd > self.usd) or (
-            self.tokens is not None and tokens > self.tokens
-        ):
-            self.refused += 1
-            raise BudgetExhaustedError(
-                f"{what}: not sent, the run's budget ({self.describe()}) is spent "
-                f"(spent ${self._spent.usd:.4f} and {self._spent.tokens:,} tokens so far)"
-            )
+        if not self.fits(expected, with_reserved=True):
+            raise self.refuse(what)
         self._reserved = Spend(
             self._reserved.usd + expected.usd, self._reserved.tokens + expected.tokens
         )
         return expected
+
+    def fits(self, expected: Spend, *, with_reserved: bool) -> bool:
+        """Whether `expected` fits beside what was spent (and, `with_reserved`, what requests
+        in flight may still cost)."""
+        held = self._reserved if with_reserved else Spend()
+        usd = self._spent.usd + held.usd + expected.usd
+        tokens = self._spent.tokens + held.tokens + expected.tokens
+        return not (
+            (self.usd is not None and usd > self.usd)
+            or (self.tokens is not None and tokens > self.tokens)
+        )
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether some reservation is held (a request in flight may settle for less)."""
+        return self._reserved.usd > 0 or self._reserved.tokens > 0
+
+    def refuse(self, what: str) -> BudgetExhaustedError:
+        """Count a refused request; the error its row gets."""
+        self.refused += 1
+        return BudgetExhaustedError(
+            f"{what}: not sent, the run's budget ({self.describe()}) is spent "
+            f"(spent ${self._spent.usd:.4f} and {self._spent.tokens:,} tokens so far)"
+        )
 
     def settle(self, reserved: Spend, actual: Spend) -> None:
         """Replace a reservation by what the request really cost (`Spend()` if it failed)."""

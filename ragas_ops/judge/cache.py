@@ -4,7 +4,9 @@ The key is a SHA-256 of everything that determines a response: the model, the re
 parameters, the prompt's identity and version, and the messages. So a rerun, a retried task or
 a backfill over unchanged rows pays nothing, and a changed prompt or model never reuses an old
 answer. SQLite in WAL mode lets several processes (mapped Airflow tasks on one machine) read
-and write the same file; the first answer stored for a key wins.
+and write the same file; the first answer stored for a key wins, except that a stored
+failure (a reply that arrived but could not be used, with its `outcome`) gives way to a newer
+reply.
 """
 
 from __future__ import annotations
@@ -57,10 +59,15 @@ class ResponseCache:
         return None if row is None else json.loads(row[0])
 
     def put(self, key: str, value: Any) -> None:
+        """Store `value` unless an answer is stored already; a stored failure (a value with
+        an `outcome`) is replaced."""
         encoded = json.dumps(value, ensure_ascii=False)
         with self._lock:
             self._db.execute(
-                "INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)", (key, encoded)
+                "INSERT INTO responses (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+                "SET value = excluded.value "
+                "WHERE json_extract(responses.value, '$.outcome') IS NOT NULL",
+                (key, encoded),
             )
 
     def get_vectors(self, keys: Iterable[str]) -> dict[str, npt.NDArray[np.float64]]:

@@ -13,8 +13,11 @@ second instead of spending a minute's budget in a burst the provider would refus
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 
@@ -117,3 +120,46 @@ def _bucket(
     rate = per_minute / 60.0
     capacity = max(minimum, rate * burst_seconds)
     return TokenBucket(rate=rate, capacity=capacity, level=capacity, updated=now)
+
+
+class PrioritySlots:
+    """At most `size` holders at once; a freed slot goes to the waiter with the lowest
+    priority (ties: first come). The judge gives the rows that started first the lowest, so
+    that rows already begun finish before new ones start."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    @asynccontextmanager
+    async def slot(self, priority: int) -> AsyncIterator[None]:
+        await self._acquire(priority)
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, next(self._arrivals), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self._release()  # handed a slot while being cancelled: pass it on
+            else:
+                self._waiting = [entry for entry in self._waiting if entry[2] is not future]
+                heapq.heapify(self._waiting)
+            raise
+
+    def _release(self) -> None:
+        while self._waiting:
+            _, _, future = heapq.heappop(self._waiting)
+            if not future.done():
+                future.set_result(None)  # the slot passes straight to the waiter
+                return
+        self._free += 1

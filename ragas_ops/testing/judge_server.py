@@ -34,6 +34,7 @@ import os
 import random
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -100,6 +101,14 @@ class JudgeServerConfig:
     rate_timeout: float = 0.0  # fraction that hang `hang_seconds` before answering
     hang_seconds: float = 30.0
     rate_malformed: float = 0.0  # fraction of chat replies with malformed/truncated output
+    # Replies that are not well-formed API replies at all, as gateways, proxies and load
+    # balancers return them (chat and embeddings alike; drawn apart from the faults above):
+    rate_html: float = 0.0  # fraction answered 200 with an HTML page
+    rate_text_plain: float = 0.0  # fraction answered 200 with a text/plain line
+    rate_truncated_body: float = 0.0  # fraction answered 200 JSON cut in half (length matches)
+    rate_no_choices: float = 0.0  # fraction answered 200 JSON without `choices` / `data`
+    rate_wrong_types: float = 0.0  # fraction answered 200 JSON whose fields have wrong types
+    rate_reset: float = 0.0  # fraction whose connection is reset after the headers
     retry_after_seconds: float = 0.05  # Retry-After sent with injected 429s
     api_key: str | None = field(default=None, repr=False)  # required bearer token, if set
     ignore_n: bool = False  # behave like endpoints that ignore the `n` parameter
@@ -117,16 +126,29 @@ class JudgeServerConfig:
     batch_max_bytes: int = 200 * 1024 * 1024  # a larger input file fails the batch
 
 
+# The kinds of replies that are not API replies, by the setting that makes them (one draw
+# per request picks at most one of them).
+_BAD_REPLY_RATES = {
+    "rate_html": "html",
+    "rate_text_plain": "text_plain",
+    "rate_truncated_body": "truncated_body",
+    "rate_no_choices": "no_choices",
+    "rate_wrong_types": "wrong_types",
+    "rate_reset": "reset",
+}
+
 # Settings that `JudgeServer.update` may not change: the socket is already bound.
 _FIXED_SETTINGS = frozenset({"host", "port"})
 
 
 def _validate(config: JudgeServerConfig) -> None:
     """Refuse settings that would make the double behave in an undefined way."""
-    for name in ("rate_429", "rate_5xx", "rate_timeout", "rate_malformed"):
+    for name in ("rate_429", "rate_5xx", "rate_timeout", "rate_malformed", *_BAD_REPLY_RATES):
         value = getattr(config, name)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be a fraction in [0, 1], not {value}")
+    if sum(getattr(config, name) for name in _BAD_REPLY_RATES) > 1.0:
+        raise ValueError(f"the rates {list(_BAD_REPLY_RATES)} must add up to at most 1")
     for name in ("rpm", "tpm", "prompt_cache_min_tokens"):
         value = getattr(config, name)
         if value is not None and value <= 0:
@@ -235,6 +257,8 @@ class _Reply:
     payload: Any
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
+    reset_after_headers: bool = False
+    """Send the headers and part of the body, then reset the connection."""
 
     def body(self) -> bytes:
         if isinstance(self.payload, bytes):
@@ -278,6 +302,8 @@ class _Faults:
     rate_429: bool = False
     server_error: int | None = None
     malformed: str | None = None
+    bad_reply: str | None = None
+    """A reply that is no API reply (a value of `_BAD_REPLY_RATES`), or None."""
 
 
 @dataclass
@@ -290,10 +316,25 @@ class _ChatJob:
     prompt_tokens: int
     prefix: str = ""
     """The first message: the part a provider's prompt cache can reuse."""
+    schema_tokens: int = 0
+    """The `response_format` sent: counted at admission, as OpenAI's limiter does."""
+    max_tokens: int | None = None
+    """`max_tokens` (or `max_completion_tokens`) per choice; a longer answer is cut there."""
+    choices: int = 1
+    cut_short: bool = False
+    """An answer was longer than `max_tokens`: it stops there (`finish_reason: length`)."""
+
+    @property
+    def reserved_completion(self) -> int:
+        """Completion tokens counted at admission, whatever the reply then uses."""
+        return (self.max_tokens or 0) * self.choices
 
     @property
     def cost(self) -> int:
-        return self.prompt_tokens
+        """What the tokens bucket is charged at admission, as OpenAI counts it: the messages,
+        the schema in `response_format`, and `max_tokens` for each choice (kept, not given
+        back when the answer is shorter)."""
+        return self.prompt_tokens + self.schema_tokens + self.reserved_completion
 
 
 @dataclass
@@ -345,7 +386,43 @@ def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
     prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
     prefix = _message_text(messages[0]) if messages else ""
     model = str(request.get("model") or CHAT_MODEL)
-    return _ChatJob(model, prompt, contents, prompt_tokens, prefix)
+    response_format = request.get("response_format")
+    schema_tokens = 0 if response_format is None else estimate_tokens(json.dumps(response_format))
+    max_tokens = _max_tokens(request)
+    whole = contents
+    if max_tokens is not None:
+        contents = [_cut_to(content, max_tokens) for content in contents]
+    return _ChatJob(
+        model,
+        prompt,
+        contents,
+        prompt_tokens,
+        prefix,
+        schema_tokens,
+        max_tokens,
+        len(contents),
+        cut_short=contents != whole,
+    )
+
+
+def _max_tokens(request: Mapping[str, Any]) -> int | None:
+    value = request.get("max_completion_tokens", request.get("max_tokens"))
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _BadRequest("'max_tokens' must be a positive integer")
+    return value
+
+
+def _cut_to(content: str, max_tokens: int) -> str:
+    """An answer longer than `max_tokens` stops there, as a model's does (and is then not
+    valid JSON: the client sees `finish_reason: length` and a cut reply)."""
+    if estimate_tokens(content) <= max_tokens:
+        return content
+    cut = content
+    while cut and estimate_tokens(cut) > max_tokens:
+        cut = cut[: int(len(cut) * 0.9)]
+    return cut
 
 
 def _recognise(messages: list[dict[str, Any]]) -> Prompt[Any]:
@@ -533,7 +610,9 @@ class _Stats:
     )
     responses: Counter[str] = field(default_factory=Counter)
     injected: Counter[str] = field(
-        default_factory=lambda: _counter("timeout", "429", "5xx", "malformed")
+        default_factory=lambda: _counter(
+            "timeout", "429", "5xx", "malformed", *_BAD_REPLY_RATES.values()
+        )
     )
     malformed_kinds: Counter[str] = field(default_factory=lambda: _counter(*_MALFORMED_KINDS))
     rate_limited: int = 0  # 429s from the rpm/tpm limits, not the injected ones
@@ -542,6 +621,9 @@ class _Stats:
     dropped: int = 0  # requests left unanswered because the server stopped
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    limiter_tokens: int = 0  # what the tokens bucket was charged (reservations included)
+    hung_prompt_tokens: int = 0  # of chat replies sent after a hang: billed, the client may be gone
+    hung_completion_tokens: int = 0
     embedding_tokens: int = 0
     embedding_inputs: int = 0
     in_flight: int = 0
@@ -579,6 +661,7 @@ class _App:
         self._lock = threading.Lock()
         self._config = replace(config)
         self._rng = random.Random(config.seed)
+        self._bad_reply_rng = _bad_reply_rng(config.seed)
         self._buckets = _buckets(config, time.monotonic())
         self._stats = _Stats()
         self._replies = itertools.count(1)
@@ -607,6 +690,7 @@ class _App:
                 self._buckets = _buckets(updated, time.monotonic())  # new limits start full
             if "seed" in changes:
                 self._rng = random.Random(updated.seed)
+                self._bad_reply_rng = _bad_reply_rng(updated.seed)
             self._config = updated
 
     def stats(self) -> dict[str, Any]:
@@ -723,6 +807,20 @@ class _App:
             self._count_fault("timeout")
             if self.stopping.wait(settings.hang_seconds):
                 return None
+        injected = self._injected_reply(faults, job, settings)
+        if injected is not None:
+            return injected
+        limited = self._admit(job.cost)
+        if limited is not None:
+            return limited
+        if isinstance(job, _EmbeddingJob):
+            return self._embeddings_reply(job)
+        return self._chat_reply(job, faults.malformed, hung=faults.timeout)
+
+    def _injected_reply(
+        self, faults: _Faults, job: _ChatJob | _EmbeddingJob, settings: JudgeServerConfig
+    ) -> _Reply | None:
+        """The reply an injected 429, 5xx or bad reply gives instead of an answer, or None."""
         if faults.rate_429:
             self._count_fault("429")
             message = "Rate limit reached (injected by the test double). Please try again later."
@@ -731,12 +829,11 @@ class _App:
         if faults.server_error is not None:
             self._count_fault("5xx")
             return _server_error(faults.server_error)
-        limited = self._admit(job.cost)
-        if limited is not None:
-            return limited
-        if isinstance(job, _EmbeddingJob):
-            return self._embeddings_reply(job)
-        return self._chat_reply(job, faults.malformed)
+        if faults.bad_reply is not None:
+            # A gateway's page: the provider never saw the request, nothing is billed.
+            self._count_fault(faults.bad_reply)
+            return _bad_reply(faults.bad_reply, isinstance(job, _ChatJob))
+        return None
 
     def _cached_tokens(self, job: _ChatJob, settings: JudgeServerConfig) -> int:
         """The prompt tokens a provider's prompt cache would serve: the first message, in
@@ -753,20 +850,29 @@ class _App:
             self._cached_prefixes.add(key)
         return tokens // 128 * 128 if seen else 0
 
-    def _chat_reply(self, job: _ChatJob, malformed: str | None) -> _Reply:
+    def _chat_reply(self, job: _ChatJob, malformed: str | None, hung: bool = False) -> _Reply:
         contents = job.contents
         if malformed is not None:
             self._count_fault("malformed", malformed)
             contents = [_malform(content, malformed) for content in contents]
         number = next(self._replies)  # itertools.count is atomic under the GIL
         cached = self._cached_tokens(job, self.settings())
-        payload = _chat_payload(job, contents, malformed == "truncated", number, cached)
+        cut = malformed == "truncated" or job.cut_short
+        payload = _chat_payload(job, contents, cut, number, cached)
         completion_tokens = payload["usage"]["completion_tokens"]
+        beyond_reserved = max(0, completion_tokens - job.reserved_completion)
         with self._lock:
             for bucket in self._buckets:
                 if bucket.kind == "tokens":
-                    bucket.level -= completion_tokens  # may go negative, as OpenAI's does
+                    # OpenAI keeps what it reserved at admission; only a completion longer
+                    # than the reservation (none was asked for) costs more. The level may go
+                    # negative, as OpenAI's does.
+                    bucket.level -= beyond_reserved
+            self._stats.limiter_tokens += beyond_reserved
             self._stats.prompt_tokens += job.prompt_tokens
+            if hung:
+                self._stats.hung_prompt_tokens += job.prompt_tokens
+                self._stats.hung_completion_tokens += completion_tokens
             self._stats.completion_tokens += completion_tokens
             self._stats.answered_by_endpoint["chat"] += 1
         return _Reply(200, payload, {"x-request-id": payload["id"]})
@@ -783,7 +889,9 @@ class _App:
         # order and the seed, not on which faults are switched on or on the rate limits.
         with self._lock:
             draws = [self._rng.random() for _ in range(6)]
+            bad_reply_draw = self._bad_reply_rng.random()
         return _Faults(
+            bad_reply=_pick_bad_reply(bad_reply_draw, settings),
             timeout=draws[0] < settings.rate_timeout,
             rate_429=draws[1] < settings.rate_429,
             server_error=(500 if draws[3] < 0.5 else 503) if draws[2] < settings.rate_5xx else None,
@@ -806,6 +914,7 @@ class _App:
             if blocked is None:
                 for bucket in self._buckets:
                     bucket.level -= 1 if bucket.kind == "requests" else tokens
+                self._stats.limiter_tokens += tokens
                 return None
             self._stats.rate_limited += 1
             self._stats.rate_limited_by[blocked.kind] += 1
@@ -854,6 +963,58 @@ class _App:
             self._stats.injected[kind] += 1
             if malformed is not None:
                 self._stats.malformed_kinds[malformed] += 1
+
+
+def _bad_reply_rng(seed: int) -> random.Random:
+    """The generator of bad replies, apart from the other faults' so that switching them on
+    leaves the sequence of the others unchanged."""
+    return random.Random(f"bad-reply:{seed}")
+
+
+def _pick_bad_reply(draw: float, settings: JudgeServerConfig) -> str | None:
+    threshold = 0.0
+    for name, kind in _BAD_REPLY_RATES.items():
+        threshold += getattr(settings, name)
+        if draw < threshold:
+            return kind
+    return None
+
+
+_GATEWAY_PAGE = (
+    "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway"
+    "</h1></center><hr><center>nginx (injected by the test double)</center></body></html>\n"
+)
+
+
+_GATEWAY_LINE = b"upstream connect error or disconnect/reset before headers (injected)\n"
+
+
+def _bad_reply(kind: str, chat: bool) -> _Reply:
+    """A status-200 reply that is not a well-formed API reply, of the given kind."""
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    wrong_types = (
+        {"choices": "none", "usage": {**usage, "prompt_tokens": "many"}}
+        if chat
+        else {"object": "list", "data": {"embedding": "none"}, "usage": usage}
+    )
+    fixed = {
+        "html": _Reply(200, _GATEWAY_PAGE.encode(), content_type="text/html; charset=utf-8"),
+        "text_plain": _Reply(200, _GATEWAY_LINE, content_type="text/plain"),
+        "no_choices": _Reply(200, {"id": "chatcmpl-testdouble-empty", "object": "list"}),
+        "wrong_types": _Reply(200, wrong_types),
+    }
+    if kind in fixed:
+        return fixed[kind]
+    whole: dict[str, Any] = {
+        "object": "chat.completion" if chat else "list",
+        "choices" if chat else "data": [],
+        "usage": usage,
+        "padding": "x" * 200,
+    }
+    body = json.dumps(whole).encode()
+    if kind == "truncated_body":
+        return _Reply(200, body[: len(body) // 2])
+    return _Reply(200, body, reset_after_headers=True)  # "reset"
 
 
 def _server_error(status: int) -> _Reply:
@@ -974,9 +1135,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if reply.reset_after_headers:
+                self._reset(body[: len(body) // 3])
+                return
             self.wfile.write(body)
         except ConnectionError:  # the client gave up, e.g. its timeout passed during a hang
             self.close_connection = True
+
+    def _reset(self, part: bytes) -> None:
+        """Send `part` of a body, then reset the connection (SO_LINGER 0: a TCP RST)."""
+        self.wfile.write(part)
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
 
 class JudgeServer:
@@ -1091,6 +1264,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rate-timeout", type=_fraction, default=0.0, help="fraction that hang first")
     add("--hang-seconds", type=float, default=30.0, help="how long a hanging request hangs")
     add("--rate-malformed", type=_fraction, default=0.0, help="fraction of malformed chat replies")
+    add("--rate-html", type=_fraction, default=0.0, help="fraction answered 200 with HTML")
+    add("--rate-text-plain", type=_fraction, default=0.0, help="fraction answered 200 text/plain")
+    add("--rate-truncated-body", type=_fraction, default=0.0, help="fraction of cut JSON bodies")
+    add("--rate-no-choices", type=_fraction, default=0.0, help="fraction of JSON with no choices")
+    add("--rate-wrong-types", type=_fraction, default=0.0, help="fraction of JSON of wrong types")
+    add("--rate-reset", type=_fraction, default=0.0, help="fraction reset after the headers")
     add("--retry-after", type=float, default=0.05, help="Retry-After of injected 429s, seconds")
     add(
         "--require-api-key-env",
@@ -1133,6 +1312,12 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         rate_timeout=args.rate_timeout,
         hang_seconds=args.hang_seconds,
         rate_malformed=args.rate_malformed,
+        rate_html=args.rate_html,
+        rate_text_plain=args.rate_text_plain,
+        rate_truncated_body=args.rate_truncated_body,
+        rate_no_choices=args.rate_no_choices,
+        rate_wrong_types=args.rate_wrong_types,
+        rate_reset=args.rate_reset,
         retry_after_seconds=args.retry_after,
         api_key=api_key,
         ignore_n=args.ignore_n,

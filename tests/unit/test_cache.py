@@ -246,3 +246,15 @@ def test_threads_share_one_instance_and_others_on_the_same_file(cache_file):
     assert all(shared.get(f"t{t}-{i}") == [t, i] for t in range(8) for i in range(100))
     assert len(shared.get_vectors([f"t{t}-v{i}" for t in range(8) for i in range(100)])) == 800
     shared.close()
+
+
+def test_a_stored_failure_gives_way_to_a_newer_reply_but_an_answer_stays(tmp_path):
+    from ragas_ops.judge.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    failure = {"texts": ["nope"], "outcome": "output_invalid", "reason": "bad"}
+    cache.put("k", failure)
+    cache.put("k", {"texts": ["first answer"]})
+    cache.put("k", {"texts": ["second answer"]})
+    cache.put("k", failure)
+    assert cache.get("k") == {"texts": ["first answer"]}

@@ -102,6 +102,8 @@ def documented_default(value: Any) -> str:
     """A default as the settings tables write it (backticks left out)."""
     if value is None or value == ():
         return "none"
+    if isinstance(value, bool):
+        return str(value).lower()  # as TOML writes it
     if isinstance(value, tuple):
         return ",".join(value)
     return str(value)

@@ -90,3 +90,38 @@ def test_redact_keeps_ordinary_text_and_ignores_absent_secrets():
 def test_redact_removes_the_exact_key_before_the_pattern_so_no_fragment_survives():
     odd_key = "sk-abc def"  # a space would stop the pattern; the exact match still catches it
     assert redact(f"got {odd_key}!", odd_key) == f"got {REDACTED}!"
+
+
+def test_redact_removes_the_key_url_encoded_and_base64_encoded_at_every_alignment():
+    import base64
+    from urllib.parse import quote
+
+    key = "sk-" + "pr/oj+Ab=Cd&Ef?Gh:IjKl"
+    for prefix in ("", "u:", "us:", "use:", "user:"):
+        basic = base64.b64encode(f"{prefix}{key}".encode()).decode()
+        for text in (
+            f"Incorrect API key provided: {basic}.",
+            f"header was {basic[2:]}, odd",  # cut out of a longer string
+            f"url {quote(key, safe='')} here",
+            f"urlsafe {base64.urlsafe_b64encode(f'{prefix}{key}'.encode()).decode()}",
+        ):
+            shown = redact(text, Secret(key))
+            assert REDACTED in shown, text
+            for size in (12, 16):
+                assert basic[6 : 6 + size] not in shown
+            assert quote(key, safe="") not in shown
+
+
+def test_redact_removes_basic_credentials_and_userinfo_in_urls_whatever_the_key():
+    shown = redact(
+        "sent Authorization: Basic dXNlcjpzZWNyZXQ= to http://user:hunter2@host:99/v1 and "
+        "https://token@other/v1"
+    )
+    assert "dXNlcjpzZWNyZXQ" not in shown
+    assert "hunter2" not in shown
+    assert "host:99/v1" in shown  # the rest of the message stays readable
+
+
+def test_redact_leaves_ordinary_text_alone():
+    text = "gave up after 8 attempts; last: server error (503), see http://127.0.0.1:8787/v1"
+    assert redact(text, Secret("sk-" + "abcdefghijklmnopqrstuvwx")) == text

@@ -36,11 +36,11 @@ from ragas_ops.judge.base import (
     Usage,
 )
 from ragas_ops.judge.budget import BudgetExhaustedError, Spend
+from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
 from ragas_ops.judge.openai.judge import (
     chat_cache_key,
     chat_messages,
     chat_params,
-    describe_model,
     estimate_chat_tokens,
     repair_messages,
 )
@@ -128,6 +128,7 @@ class BatchPassJudge:
         sync_judge: Callable[[], Judge],
     ) -> None:
         self.settings = settings
+        self.endpoint = endpoint_name(effective_base_url(settings.base_url))
         self._price = price
         self._book = book
         self._build_sync_judge = sync_judge
@@ -142,11 +143,11 @@ class BatchPassJudge:
 
     @property
     def description(self) -> str:
-        return describe_model(self.settings.model)
+        return describe_judge(self.settings.model, self.endpoint)
 
     @property
     def embedding_description(self) -> str:
-        return describe_model(self.settings.embedding_model)
+        return describe_judge(self.settings.embedding_model, self.endpoint)
 
     def usage_total(self) -> Usage:
         total = Usage()
@@ -181,7 +182,7 @@ class BatchPassJudge:
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
         messages = chat_messages(self.settings, prompt, data)
-        params = chat_params(self.settings, prompt, n)
+        params = chat_params(self.settings, prompt, n, data)
         texts, usage = self._answer(prompt, messages, params)
         single = {key: value for key, value in params.items() if key != "n"}
         while len(texts) < n:  # an endpoint that ignored `n`: top up, as the sync judge does
@@ -211,7 +212,7 @@ class BatchPassJudge:
         self, prompt: Prompt[Any], messages: list[dict[str, str]], params: dict[str, Any]
     ) -> tuple[list[str], Usage]:
         """The texts a batch answered for this request, or an exception that says why not."""
-        custom_id = chat_cache_key(prompt, params, messages)
+        custom_id = chat_cache_key(self.endpoint, prompt, params, messages)
         answer = self._book.answers.get(custom_id)
         if answer is not None:
             if custom_id in self._consumed:  # asked by another row too: paid once
@@ -232,13 +233,14 @@ class BatchPassJudge:
             self.pending[custom_id] = BatchRequest(
                 custom_id,
                 {**params, "messages": messages},
-                self._expected(prompt, messages, int(params.get("n", 1))),
+                self._expected(messages, params),
             )
         raise AwaitingBatch(f"{prompt.id}: waiting for the batch to answer")
 
-    def _expected(self, prompt: Prompt[Any], messages: list[dict[str, str]], n: int) -> Spend:
+    def _expected(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> Spend:
+        """At most what a request can cost: its prompt and `max_tokens` for each choice."""
         prompt_tokens = estimate_chat_tokens(messages)
-        completion_tokens = round(prompt.max_output_tokens / 4) * n
+        completion_tokens = int(params["max_tokens"]) * int(params.get("n", 1))
         usd = (
             0.0
             if self._price is None

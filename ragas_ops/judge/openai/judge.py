@@ -4,19 +4,27 @@ It owns what metrics must not know: rate limits, timeouts, retries, error classe
 one repair attempt, the response cache, and the accounting of tokens and cost.
 
 Error classes: 401/403 (bad key, no permission), 404 (unknown model) and a 429 saying the quota
-is exhausted end the run (`JudgeFatalError`): nothing else can succeed. 400/422 and content
-filters reject one request (`JudgeRejectedError`): the row gets a status. 429s, 5xx errors,
-timeouts and dropped connections are retried with jittered exponential backoff (429s after
-their Retry-After), up to `max_attempts`, then `JudgeUnavailableError`.
+is exhausted end the run (`JudgeFatalError`): nothing else can succeed; so does an endpoint that
+never answers (`JudgeUnreachableError`, after `judge.unreachable_after` failed attempts).
+400/422 and content filters reject one request (`JudgeRejectedError`): the row gets a status.
+429s, 5xx errors, timeouts, dropped connections and status-200 replies that are no API reply
+(an HTML page, a cut body, missing fields) are retried with jittered exponential backoff (429s
+after their Retry-After), up to `max_attempts`, then `JudgeUnavailableError`.
+
+Every attempt is charged to the call that made it, so a row's requests, tokens and cost add up
+to the run's, which add up to what the endpoint received. A reply that arrived is cached even
+when it could not be used, with its outcome, so a rerun pays nothing for it either
+(`judge.retry_failed` asks again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,20 +39,34 @@ from ragas_ops.judge.base import (
     JudgeFatalError,
     JudgeOutputError,
     JudgeRejectedError,
+    JudgeRowError,
     JudgeUnavailableError,
+    JudgeUnreachableError,
     Usage,
 )
 from ragas_ops.judge.budget import Budget, Spend
 from ragas_ops.judge.cache import ResponseCache, cache_key
-from ragas_ops.judge.rate_limit import RateLimiter
+from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
+from ragas_ops.judge.openai.replies import (
+    BadReplyError,
+    ChatReply,
+    EmbeddingReply,
+    ReportedUsage,
+    read_chat_reply,
+    read_embedding_reply,
+)
+from ragas_ops.judge.priority import RowOrder
+from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
 from ragas_ops.pricing import Price, price_for
-from ragas_ops.prompts import OutputParseError, OutputT, Prompt
+from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.secrets import Secret, redact
 from ragas_ops.text import estimate_tokens
 
 log = logging.getLogger(__name__)
 
 MESSAGE_OVERHEAD_TOKENS = 4
+REQUEST_OVERHEAD_TOKENS = 3
+"""Tokens a provider adds to every chat request (the reply's priming)."""
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 30.0
 MAX_EMBEDDING_TOKENS_PER_REQUEST = 250_000  # OpenAI refuses more than 300k per request
@@ -52,6 +74,15 @@ REPAIR_INSTRUCTION = (
     "Your reply cannot be used: {problem}. Reply again with only the JSON object, following "
     "the schema and the instructions."
 )
+# Failures that come with a reply, and so are stored in the cache with it.
+_STORED_OUTCOMES_BY_NAME: dict[str, type[JudgeRowError]] = {
+    "output_invalid": JudgeOutputError,
+    "rejected": JudgeRejectedError,
+}
+_STORED_OUTCOMES = tuple(_STORED_OUTCOMES_BY_NAME.values())
+RETRIED_ERRORS = (openai.APIStatusError, openai.APIConnectionError, BadReplyError)
+"""What an attempt may end in and still be worth another (timeouts are connection errors;
+status errors that retrying cannot fix are raised by `_classify_status_error`)."""
 
 
 def estimate_chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
@@ -59,29 +90,65 @@ def estimate_chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
     return sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)
 
 
+def admission_tokens(
+    messages: Sequence[Mapping[str, str]], params: Mapping[str, Any], margin: float = 0.0
+) -> int:
+    """The tokens a provider's rate limiter counts for a chat request when it admits it, as
+    OpenAI's does: the messages, the schema sent in `response_format`, and `max_tokens` for
+    each of the `n` choices (counted whatever the answer then uses); `margin` more of the
+    prompt part, which is an estimate."""
+    prompt = estimate_chat_tokens(messages) + REQUEST_OVERHEAD_TOKENS + schema_tokens(params)
+    reserved = int(params.get("max_tokens", 0)) * int(params.get("n", 1))
+    return round(prompt * (1 + margin)) + reserved
+
+
+def schema_tokens(params: Mapping[str, Any]) -> int:
+    """Tokens of the `response_format` sent, which providers count with the prompt."""
+    response_format = params.get("response_format")
+    if response_format is None:
+        return 0
+    return estimate_tokens(json.dumps(response_format, separators=(",", ":")))
+
+
 def openai_client(
-    settings: JudgeSettings, api_key: Secret, *, max_retries: int
+    settings: JudgeSettings, api_key: Secret, *, max_retries: int, base_url: str | None = None
 ) -> openai.AsyncOpenAI:
     """The SDK client for the judge endpoint (an endpoint without keys still needs a value)."""
     return openai.AsyncOpenAI(
         api_key=api_key.reveal() or "no-key",
-        base_url=settings.base_url,
+        base_url=base_url or effective_base_url(settings.base_url),
         timeout=settings.timeout_seconds,
         max_retries=max_retries,
     )
 
 
-def describe_model(model: str) -> str:
-    """How output rows name an OpenAI-compatible model, e.g. `openai:gpt-4o-mini`."""
-    return f"openai:{model}"
+MIN_OUTPUT_TOKENS = 128
+OUTPUT_TOKENS_PER_INPUT_TOKEN = 2
+"""A ragas-ops prompt's output restates, selects from or judges its input (statements from an
+answer, a verdict and reason per statement, sentences copied from the contexts, questions for
+an answer): it needs at most about as many tokens as the input, twice that is a wide margin."""
 
 
-def chat_params(settings: JudgeSettings, prompt: Prompt[Any], n: int) -> dict[str, Any]:
+def output_tokens_for(prompt: Prompt[Any], data: Mapping[str, Any]) -> int:
+    """`max_tokens` for one request: what the prompt's output can need for this input (its
+    data's tokens, see `OUTPUT_TOKENS_PER_INPUT_TOKEN`), at most the prompt's own maximum.
+    Providers reserve `max_tokens` at admission: a blanket maximum wastes the TPM budget."""
+    input_tokens = estimate_tokens(encode_data(data))
+    needed = MIN_OUTPUT_TOKENS + OUTPUT_TOKENS_PER_INPUT_TOKEN * input_tokens
+    return min(prompt.max_output_tokens, needed)
+
+
+def chat_params(
+    settings: JudgeSettings,
+    prompt: Prompt[Any],
+    n: int,
+    data: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The request parameters besides the messages (sync and batch requests alike)."""
     params: dict[str, Any] = {
         "model": settings.model,
         "temperature": prompt.temperature,
-        "max_tokens": prompt.max_output_tokens,
+        "max_tokens": prompt.max_output_tokens if data is None else output_tokens_for(prompt, data),
     }
     if n > 1:
         params["n"] = n
@@ -107,9 +174,22 @@ def chat_messages(
     return prompt.messages(data, schema_in_text=settings.structured_output != "json_schema")
 
 
-def chat_cache_key(prompt: Prompt[Any], params: Mapping[str, Any], messages: Any) -> str:
-    """The key of a chat request in the response cache; batch requests use it as custom_id."""
-    return cache_key(kind="chat", prompt=prompt.id, params=params, messages=messages)
+def chat_cache_key(
+    endpoint: str, prompt: Prompt[Any], params: Mapping[str, Any], messages: Any
+) -> str:
+    """The key of a chat request in the response cache; batch requests use it as custom_id.
+    The endpoint is part of it: another server's answers are never reused."""
+    return cache_key(
+        kind="chat", endpoint=endpoint, prompt=prompt.id, params=params, messages=messages
+    )
+
+
+def stored_failure(texts: list[str], error: JudgeRowError) -> dict[str, Any]:
+    """The cache entry of a reply that arrived but could not be used."""
+    outcome = next(
+        name for name, kind in _STORED_OUTCOMES_BY_NAME.items() if isinstance(error, kind)
+    )
+    return {"texts": texts, "outcome": outcome, "reason": str(error)}
 
 
 def repair_messages(
@@ -133,10 +213,43 @@ def budget_for(settings: JudgeSettings, chat_price: Price | None) -> Budget:
     return Budget(settings.budget_usd, settings.budget_tokens)
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One request to send, however many attempts it takes."""
+
+    what: str
+    call: Callable[[], Awaitable[Any]]
+    """Sends it once; returns the SDK's raw response."""
+    read: Callable[[str, bytes], Any]
+    """Reads a status-200 body (content type, bytes), or raises `BadReplyError`."""
+    tokens: int
+    """What the rate limiter is charged at admission."""
+    counted_besides_usage: int
+    """What the provider counts besides the reported usage (the schema sent)."""
+    reserved_completion: int
+    """Completion tokens the provider counts at admission (`max_tokens` x `n`), and keeps."""
+    expected: Spend
+    """What the budget holds for it while it is in flight: at most what it can cost."""
+    chat: bool
+    priority: int
+    """Lower goes first when requests wait for a slot: the rows started first finish first."""
+
+
 @dataclass
-class _Reply:
-    texts: list[str]
-    usage: Usage
+class _Call:
+    """One `complete` or `embed` call: the ledger its requests are charged to, and its rank."""
+
+    spent: Usage
+    priority: int
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """How one attempt ended: a read reply, or the problem (and whether it was a 429)."""
+
+    reply: Any = None
+    problem: str = ""
+    rate_limited: bool = False
 
 
 class OpenAIJudge:
@@ -152,29 +265,39 @@ class OpenAIJudge:
     ) -> None:
         self.settings = settings
         self._api_key = api_key
+        self.base_url = effective_base_url(settings.base_url)
+        self.endpoint = endpoint_name(self.base_url)
+        """Where the judge is (no credentials): part of its name and of every cache key."""
         # Retries are ours: they must go through the rate limiter.
-        self._client = openai_client(settings, api_key, max_retries=0)
+        self._client = openai_client(settings, api_key, max_retries=0, base_url=self.base_url)
         self._chat_price = price_for(settings.model, prices)
         self._embedding_price = price_for(settings.embedding_model, prices)
         self._cache = cache or ResponseCache(None)
         self._limiter = RateLimiter(settings.rpm, settings.tpm)
-        self._slots = asyncio.Semaphore(settings.max_concurrency)
-        self._in_flight: dict[str, asyncio.Future[_Reply]] = {}
-        self._completion_tokens_seen: dict[str, float] = {}
+        self._slots = PrioritySlots(settings.max_concurrency)
+        self._in_flight: dict[str, asyncio.Future[list[str]]] = {}
+        self._row_order = RowOrder()
         self._rng = rng or random.Random()
         self._fatal: JudgeFatalError | None = None
+        self._answered = False
+        self._failures_before_any_answer = 0
         self.budget = budget_for(settings, self._chat_price)
+        self._budget_settled = asyncio.Event()
+        self._budget_queue: Counter[int] = Counter()
+        """Requests waiting for budget, by the rank of their row."""
+        self._refused_from_rank: int | None = None
+        """The earliest row refused for want of budget: rows begun after it are refused."""
         self.total = Usage()
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
 
     @property
     def description(self) -> str:
-        return describe_model(self.settings.model)
+        return describe_judge(self.settings.model, self.endpoint)
 
     @property
     def embedding_description(self) -> str:
-        return describe_model(self.settings.embedding_model)
+        return describe_judge(self.settings.embedding_model, self.endpoint)
 
     def usage_total(self) -> Usage:
         return self.total
@@ -193,31 +316,68 @@ class OpenAIJudge:
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
         messages = chat_messages(self.settings, prompt, data)
-        params = chat_params(self.settings, prompt, n)
-        key = chat_cache_key(prompt, params, messages)
+        params = chat_params(self.settings, prompt, n, data)
+        key = chat_cache_key(self.endpoint, prompt, params, messages)
         cached = self._cache.get(key)
         if cached is not None:
-            outputs = self._parse_cached(prompt, data, cached["texts"])
-            if outputs is not None:
-                self.events["cache_hit"] += 1
-                return Completion(outputs, Usage(cache_hits=1))
-        reply = await self._single_flight(key, lambda: self._chat_n(prompt, messages, params, n))
-        usage = reply.usage
-        outputs = []
-        for text in reply.texts:
-            output, repair_usage = await self._parse_or_repair(prompt, data, messages, params, text)
-            usage.add(repair_usage)
-            outputs.append(output)
-        self._cache.put(key, {"texts": [o.model_dump_json() for o in outputs]})
-        return Completion(outputs, usage)
+            hit = self._from_cache(prompt, data, cached)
+            if hit is not None:
+                return hit
+        # Everything this call sends is charged here as it happens, so that the row pays for
+        # every attempt, repair and top-up, also when it ends in an error.
+        call = _Call(Usage(), self._row_order.rank(data))
+        texts: list[str] = []
+        try:
+            texts = await self._single_flight(
+                key, lambda: self._chat_n(prompt, messages, params, n, call=call)
+            )
+            outputs = [
+                await self._parse_or_repair(prompt, data, messages, params, text, call=call)
+                for text in texts
+            ]
+        except JudgeRowError as error:
+            if isinstance(error, _STORED_OUTCOMES) and texts:
+                self._cache.put(key, stored_failure(texts, error))
+            error.usage = call.spent
+            raise
+        self._cache.put(key, {"texts": [output.model_dump_json() for output in outputs]})
+        return Completion(outputs, call.spent)
 
     async def send_chat(
         self, prompt: Prompt[Any], messages: list[dict[str, str]], params: dict[str, Any]
     ) -> tuple[list[str], Usage]:
         """Send one prepared chat request (no cache, no parsing): the reply texts and their
         cost. Batch mode uses it for the requests its batches did not answer."""
-        reply = await self._chat(prompt, messages, params)
-        return reply.texts, reply.usage
+        call = _Call(Usage(), self._row_order.rank(()))
+        try:
+            texts = await self._chat(prompt, messages, params, call=call)
+        except JudgeRowError as error:
+            error.usage = call.spent
+            raise
+        return texts, call.spent
+
+    def _from_cache(
+        self, prompt: Prompt[OutputT], data: Mapping[str, Any], cached: Mapping[str, Any]
+    ) -> Completion[OutputT] | None:
+        """A cached reply's completion, or its stored failure raised again; None: ask."""
+        failure = cached.get("outcome")
+        if failure is None:
+            outputs = self._parse_cached(prompt, data, cached["texts"])
+            if outputs is None:
+                return None
+            self.events["cache_hit"] += 1
+            return Completion(outputs, Usage(cache_hits=1))
+        if self.settings.retry_failed:
+            self.events["stored_failure_asked_again"] += 1
+            return None
+        self.events["cache_hit"] += 1
+        self.events["stored_failure_reused"] += 1
+        error_class = _STORED_OUTCOMES_BY_NAME.get(str(failure), JudgeOutputError)
+        raise error_class(
+            f"{cached.get('reason', 'the stored reply was unusable')} (stored; "
+            "--retry-failed asks again)",
+            Usage(cache_hits=1),
+        )
 
     def _parse_cached(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], texts: list[str]
@@ -227,40 +387,45 @@ class OpenAIJudge:
         except OutputParseError:
             return None  # stored under an older check: ask again
 
-    async def _single_flight(self, key: str, call: Any) -> _Reply:
-        """Identical requests in flight at once are sent once; the others wait for its reply."""
+    async def _single_flight(self, key: str, call: Callable[[], Awaitable[list[str]]]) -> list[str]:
+        """Identical requests in flight at once are sent once; the others wait for its reply
+        (and pay nothing for it)."""
         if key in self._in_flight:
             self.events["deduplicated"] += 1
             shared = await asyncio.shield(self._in_flight[key])
-            return _Reply(list(shared.texts), Usage())
-        future: asyncio.Future[_Reply] = asyncio.get_running_loop().create_future()
+            return list(shared)
+        future: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
-            reply: _Reply = await call()
+            texts = await call()
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # mark retrieved: waiters, if any, re-raise it
             raise
         else:
-            future.set_result(reply)
-            return reply
+            future.set_result(texts)
+            return texts
         finally:
             del self._in_flight[key]
 
     async def _chat_n(
-        self, prompt: Prompt[Any], messages: list[dict[str, str]], params: dict[str, Any], n: int
-    ) -> _Reply:
+        self,
+        prompt: Prompt[Any],
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+        n: int,
+        *,
+        call: _Call,
+    ) -> list[str]:
         """Ask for n samples; endpoints that ignore `n` are topped up with single requests."""
-        reply = await self._chat(prompt, messages, params)
+        texts = await self._chat(prompt, messages, params, call=call)
         single = {key: value for key, value in params.items() if key != "n"}
-        while len(reply.texts) < n:
+        while len(texts) < n:
             self.events["n_top_up"] += 1
             # A seed per top-up: reproducible samples that differ from each other.
-            more = await self._chat(prompt, messages, {**single, "seed": len(reply.texts)})
-            reply.texts.extend(more.texts)
-            reply.usage.add(more.usage)
-        del reply.texts[n:]
-        return reply
+            more = {**single, "seed": len(texts)}
+            texts.extend(await self._chat(prompt, messages, more, call=call))
+        return texts[:n]
 
     async def _parse_or_repair(
         self,
@@ -269,108 +434,104 @@ class OpenAIJudge:
         messages: list[dict[str, str]],
         params: dict[str, Any],
         text: str,
-    ) -> tuple[OutputT, Usage]:
+        *,
+        call: _Call,
+    ) -> OutputT:
         try:
-            return prompt.parse(data, text), Usage()
+            return prompt.parse(data, text)
         except OutputParseError as first_problem:
             self.events["repair"] += 1
             single = {key: value for key, value in params.items() if key != "n"}
-            repaired = await self._chat(
-                prompt, repair_messages(messages, text, first_problem), single
-            )
+            conversation = repair_messages(messages, text, first_problem)
+            repaired = await self._chat(prompt, conversation, single, call=call)
             try:
-                return prompt.parse(data, repaired.texts[0]), repaired.usage
+                return prompt.parse(data, repaired[0])
             except OutputParseError as second_problem:
                 raise JudgeOutputError(
                     f"{prompt.id}: the judge's output did not follow the format after one "
-                    f"repair attempt ({second_problem})",
-                    repaired.usage,
+                    f"repair attempt ({second_problem})"
                 ) from None
 
     async def _chat(
-        self, prompt: Prompt[Any], messages: list[dict[str, str]], params: dict[str, Any]
-    ) -> _Reply:
-        n = int(params.get("n", 1))
-        prompt_tokens = estimate_chat_tokens(messages)
-        expected_completion = self._completion_tokens_seen.get(
-            prompt.id, prompt.max_output_tokens / 4
-        )
-        estimate = prompt_tokens + round(expected_completion * n)
-        expected_cost = (
+        self,
+        prompt: Prompt[Any],
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+        *,
+        call: _Call,
+    ) -> list[str]:
+        reserved_completion = int(params["max_tokens"]) * int(params.get("n", 1))
+        admitted = admission_tokens(messages, params, self.settings.admission_margin)
+        prompt_tokens = admitted - reserved_completion
+        expected = Spend(
             0.0
             if self._chat_price is None
-            else self._chat_price.cost(prompt_tokens, round(expected_completion * n))
+            else self._chat_price.cost(prompt_tokens, reserved_completion),
+            admitted,
         )
-        reserved = self.budget.reserve(Spend(expected_cost, estimate), prompt.id)
-        try:
-            response = await self._send(
-                lambda: self._client.chat.completions.with_raw_response.create(
-                    messages=messages,  # type: ignore[arg-type]
-                    **params,
-                ),
-                estimate,
-                what=prompt.id,
-            )
-        except BaseException:
-            self.budget.settle(reserved, Spend())
-            raise
-        completion = response.parse()
-        usage = self._chat_usage(completion.usage)
-        self.budget.settle(reserved, Spend.of(usage))
-        self._limiter.settle(estimate, usage.prompt_tokens + usage.completion_tokens)
-        self._remember_completion_size(prompt.id, usage.completion_tokens / max(1, n))
+        request = _Request(
+            what=prompt.id,
+            call=lambda: self._client.chat.completions.with_raw_response.create(
+                messages=messages,  # type: ignore[arg-type]
+                **params,
+            ),
+            read=read_chat_reply,
+            tokens=admitted,
+            counted_besides_usage=schema_tokens(params),
+            reserved_completion=reserved_completion,
+            expected=expected,
+            chat=True,
+            priority=call.priority,
+        )
+        reply: ChatReply = await self._send(request, call.spent)
         texts = []
-        for choice in completion.choices:
+        for choice in reply.choices:
             if choice.finish_reason == "content_filter":
                 raise JudgeRejectedError(
-                    f"{prompt.id}: the provider's content filter refused the reply", usage
+                    f"{prompt.id}: the provider's content filter refused the reply"
                 )
-            texts.append(choice.message.content or "")
-        if not texts:
-            raise JudgeOutputError(f"{prompt.id}: the reply had no choices", usage)
-        return _Reply(texts, usage)
+            texts.append(choice.content)
+        return texts
 
-    def _remember_completion_size(self, prompt_id: str, tokens: float) -> None:
-        previous = self._completion_tokens_seen.get(prompt_id)
-        self._completion_tokens_seen[prompt_id] = (
-            tokens if previous is None else 0.8 * previous + 0.2 * tokens
-        )
-
-    def _chat_usage(self, reported: Any) -> Usage:
-        prompt_tokens = int(getattr(reported, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(reported, "completion_tokens", 0) or 0)
-        details = getattr(reported, "prompt_tokens_details", None)
-        cached = int(getattr(details, "cached_tokens", 0) or 0)
-        usage = Usage(
-            requests=1,
-            prompt_tokens=prompt_tokens,
-            cached_prompt_tokens=cached,
-            completion_tokens=completion_tokens,
+    def _chat_usage(self, reported: ReportedUsage) -> Usage:
+        """Tokens and cost of an answered chat request (its request is counted when sent)."""
+        return Usage(
+            prompt_tokens=reported.prompt_tokens,
+            cached_prompt_tokens=reported.cached_prompt_tokens,
+            completion_tokens=reported.completion_tokens,
             cost_usd=None
             if self._chat_price is None
-            else self._chat_price.cost(prompt_tokens, completion_tokens, cached),
+            else self._chat_price.cost(
+                reported.prompt_tokens, reported.completion_tokens, reported.cached_prompt_tokens
+            ),
         )
-        self.total.add(usage)
-        return usage
 
     # -- embeddings ---------------------------------------------------------------------------
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
         distinct = list(dict.fromkeys(texts))
         keys = {
-            text: cache_key(kind="embedding", model=self.settings.embedding_model, text=text)
+            text: cache_key(
+                kind="embedding",
+                endpoint=self.endpoint,
+                model=self.settings.embedding_model,
+                text=text,
+            )
             for text in distinct
         }
         cached = self._cache.get_vectors(keys.values())
         vectors = {text: cached[keys[text]] for text in distinct if keys[text] in cached}
         missing = [text for text in distinct if text not in vectors]
-        usage = Usage(cache_hits=len(vectors))
-        for batch in self._embedding_batches(missing):
-            fresh, batch_usage = await self._embed_batch(batch)
-            usage.add(batch_usage)
-            vectors.update(fresh)
-            self._cache.put_vectors({keys[text]: vector for text, vector in fresh.items()})
-        return Embeddings(vectors, usage)
+        call = _Call(Usage(cache_hits=len(vectors)), self._row_order.rank(distinct))
+        try:
+            for batch in self._embedding_batches(missing):
+                fresh = await self._embed_batch(batch, call)
+                vectors.update(fresh)
+                self._cache.put_vectors({keys[text]: vector for text, vector in fresh.items()})
+        except JudgeRowError as error:
+            error.usage = call.spent
+            raise
+        return Embeddings(vectors, call.spent)
 
     def _embedding_batches(self, texts: list[str]) -> list[list[str]]:
         batches: list[list[str]] = []
@@ -388,88 +549,215 @@ class OpenAIJudge:
             tokens += size
         return batches
 
-    async def _embed_batch(self, texts: list[str]) -> tuple[dict[str, np.ndarray[Any, Any]], Usage]:
-        estimate = sum(estimate_tokens(text) for text in texts)
-        expected_cost = (
-            0.0 if self._embedding_price is None else self._embedding_price.cost(estimate, 0)
+    async def _embed_batch(self, texts: list[str], call: _Call) -> dict[str, np.ndarray[Any, Any]]:
+        estimate = round(
+            sum(estimate_tokens(text) for text in texts) * (1 + self.settings.admission_margin)
         )
-        reserved = self.budget.reserve(Spend(expected_cost, estimate), "embeddings")
-        try:
-            response = await self._send(
-                lambda: self._client.embeddings.with_raw_response.create(
-                    model=self.settings.embedding_model, input=texts
-                ),
-                estimate,
-                what="embeddings",
-            )
-        except BaseException:
-            self.budget.settle(reserved, Spend())
-            raise
-        result = response.parse()
-        tokens = int(getattr(result.usage, "prompt_tokens", 0) or 0)
-        self._limiter.settle(estimate, tokens)
-        usage = Usage(
-            embedding_requests=1,
-            embedding_tokens=tokens,
+        expected = Spend(
+            0.0 if self._embedding_price is None else self._embedding_price.cost(estimate, 0),
+            estimate,
+        )
+
+        def read(content_type: str, body: bytes) -> EmbeddingReply:
+            reply = read_embedding_reply(content_type, body)
+            if sorted(reply.vectors) != list(range(len(texts))):
+                raise BadReplyError(
+                    "wrong_shape", f"asked for {len(texts)} vectors, got {len(reply.vectors)}"
+                )
+            return reply
+
+        request = _Request(
+            what="embeddings",
+            call=lambda: self._client.embeddings.with_raw_response.create(
+                model=self.settings.embedding_model, input=texts, encoding_format="float"
+            ),
+            read=read,
+            tokens=estimate,
+            counted_besides_usage=0,
+            reserved_completion=0,
+            expected=expected,
+            chat=False,
+            priority=call.priority,
+        )
+        reply: EmbeddingReply = await self._send(request, call.spent)
+        return {texts[index]: vector for index, vector in reply.vectors.items()}
+
+    def _embedding_usage(self, reported: ReportedUsage) -> Usage:
+        return Usage(
+            embedding_tokens=reported.prompt_tokens,
             cost_usd=None
             if self._embedding_price is None
-            else self._embedding_price.cost(tokens, 0),
+            else self._embedding_price.cost(reported.prompt_tokens, 0),
         )
-        self.budget.settle(reserved, Spend.of(usage))
-        self.total.add(usage)
-        if len(result.data) != len(texts):
-            raise JudgeUnavailableError(
-                f"embeddings: asked for {len(texts)} vectors, got {len(result.data)}", usage
-            )
-        vectors = {
-            texts[item.index]: np.asarray(item.embedding, dtype=np.float64) for item in result.data
-        }
-        return vectors, usage
 
     # -- transport ----------------------------------------------------------------------------
 
-    async def _send(self, call: Any, estimate: int, what: str) -> Any:
-        """Send one request through the limiter, with retries; returns the raw response."""
+    def _charge(self, spent: Usage, usage: Usage) -> None:
+        """Count `usage` on the row's ledger and in the run's total at once: they cannot drift."""
+        spent.add(usage)
+        self.total.add(usage)
+
+    async def _send(self, request: _Request, spent: Usage) -> Any:
+        """Send one request through the limiter, with retries; returns its read reply.
+
+        Every attempt is counted on `spent` as a request when it is sent, and its tokens and
+        cost when a reply reports them. The budget holds a request's most possible cost from
+        the moment it is sent (not while it waits) until its reply says what it cost.
+        """
         last_problem = ""
         for attempt in range(1, self.settings.max_attempts + 1):
-            async with self._slots:
-                await self._limiter.acquire(estimate)
-                if self._fatal is not None:  # another request found the judge unusable
-                    raise self._fatal
-                try:
-                    response = await call()
-                except openai.RateLimitError as error:
-                    self._limiter.refund(estimate)
-                    self._stop_if_fatal(self._raise_if_quota_exhausted, error)
-                    self.events["retry_429"] += 1
-                    last_problem = "rate limited (429)"
-                    wait = self._retry_after(error.response.headers, attempt)
-                    self._limiter.pause_for(wait)
-                    log.debug(
-                        "%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt
-                    )
-                    continue  # the limiter holds this request (and all others) for Retry-After
-                except openai.APIStatusError as error:
-                    self._stop_if_fatal(self._classify_status_error, error, what)
-                    self.events[f"retry_{error.status_code}"] += 1
-                    last_problem = f"server error ({error.status_code})"
-                except openai.APITimeoutError:
-                    self.events["retry_timeout"] += 1
-                    last_problem = f"timed out after {self.settings.timeout_seconds:g}s"
-                except openai.APIConnectionError as error:
-                    self.events["retry_connection"] += 1
-                    last_problem = f"connection failed ({self._safe(str(error))})"
-                else:
-                    self._observe_headers(response.headers)
-                    return response
+            async with self._slots.slot(request.priority):
+                outcome = await self._attempt(request, spent, attempt)
+            if outcome.rate_limited:
+                last_problem = outcome.problem
+                continue  # the limiter holds this request (and all others) for Retry-After
+            if not outcome.problem:
+                return outcome.reply
+            last_problem = outcome.problem
+            self._count_failure_before_any_answer(last_problem)
             log.debug(
-                "%s: %s (attempt %d of %d)", what, last_problem, attempt, self.settings.max_attempts
+                "%s: %s (attempt %d of %d)",
+                request.what,
+                last_problem,
+                attempt,
+                self.settings.max_attempts,
             )
             if attempt < self.settings.max_attempts:
                 await asyncio.sleep(self._backoff(attempt))
         raise JudgeUnavailableError(
-            f"{what}: gave up after {self.settings.max_attempts} attempts; last: {last_problem}"
+            f"{request.what}: gave up after {self.settings.max_attempts} attempts; "
+            f"last: {last_problem}"
         )
+
+    async def _attempt(self, request: _Request, spent: Usage, attempt: int) -> _Attempt:
+        """One attempt, holding a slot: admission, the budget, the call, and what came back."""
+        reserved = await self._reserve(request)
+        try:
+            await self._limiter.acquire(request.tokens)
+            if self._fatal is not None:  # another request found the judge unusable
+                raise self._fatal
+        except BaseException:
+            self._settle_budget(reserved, Spend())
+            raise
+        self._charge(spent, Usage(requests=1) if request.chat else Usage(embedding_requests=1))
+        try:
+            raw = await request.call()
+            reply = request.read(raw.headers.get("content-type", ""), raw.content)
+        except RETRIED_ERRORS as error:
+            self._settle_budget(reserved, Spend())  # not answered: nothing said what it cost
+            return self._failed_attempt(error, request, attempt)
+        except BaseException:  # a fatal class of error, a cancellation
+            self._settle_budget(reserved, Spend())
+            raise
+        self._settle_answer(request, reply, reserved, spent)
+        self._observe_headers(raw.headers)
+        return _Attempt(reply=reply)
+
+    def _failed_attempt(self, error: Exception, request: _Request, attempt: int) -> _Attempt:
+        """Count a failed attempt and say why; raise if no attempt can succeed."""
+        what = request.what
+        if isinstance(error, openai.RateLimitError):
+            self._limiter.refund(request.tokens)
+            self._answered_by_api()
+            self._stop_if_fatal(self._raise_if_quota_exhausted, error)
+            self.events["retry_429"] += 1
+            wait = self._retry_after(error.response.headers, attempt)
+            self._limiter.pause_for(wait)
+            log.debug("%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt)
+            return _Attempt(problem="rate limited (429)", rate_limited=True)
+        if isinstance(error, openai.APIStatusError):
+            self._stop_if_fatal(self._classify_status_error, error, what)
+            self.events[f"retry_{error.status_code}"] += 1
+            return _Attempt(problem=f"server error ({error.status_code})")
+        if isinstance(error, openai.APITimeoutError):
+            self.events["retry_timeout"] += 1
+            return _Attempt(problem=f"timed out after {self.settings.timeout_seconds:g}s")
+        if isinstance(error, BadReplyError):
+            self.events["retry_bad_reply"] += 1
+            self.events[f"bad_reply_{error.kind}"] += 1
+            return _Attempt(problem=f"not an API reply ({self._safe(str(error))})")
+        self.events["retry_connection"] += 1  # refused, reset, DNS, TLS
+        return _Attempt(problem=f"connection failed ({self._safe(_connection_problem(error))})")
+
+    async def _reserve(self, request: _Request) -> Spend:
+        """Hold the most `request` can cost, at send time.
+
+        When it fits only once requests in flight have settled (they usually cost less than
+        their most), it waits for them instead of being refused, so the budget is used to
+        within one request's worth. Requests of rows begun earlier go first; once a row is
+        refused, so are all rows begun after it: the rows past the budget are the last rows.
+        """
+        budget = self.budget
+        if not budget.limited:
+            return budget.reserve(request.expected, request.what)
+        rank = request.priority
+        self._budget_queue[rank] += 1
+        try:
+            while True:
+                if self._refused_from_rank is not None and rank > self._refused_from_rank:
+                    raise budget.refuse(request.what)
+                first = rank <= min(r for r, waiting in self._budget_queue.items() if waiting)
+                if first and budget.fits(request.expected, with_reserved=True):
+                    return budget.reserve(request.expected, request.what)
+                if first and (
+                    not budget.in_flight or not budget.fits(request.expected, with_reserved=False)
+                ):
+                    self._refused_from_rank = min(rank, self._refused_from_rank or rank)
+                    raise budget.refuse(request.what)
+                await self._budget_settled.wait()
+        finally:
+            self._budget_queue[rank] -= 1
+            if not self._budget_queue[rank]:
+                del self._budget_queue[rank]
+            self._wake_budget_waiters()  # the first in line changed
+
+    def _settle_budget(self, reserved: Spend, actual: Spend) -> None:
+        self.budget.settle(reserved, actual)
+        self._wake_budget_waiters()
+
+    def _wake_budget_waiters(self) -> None:
+        """Those waiting for budget look again (a settle, or a change of who is first)."""
+        self._budget_settled.set()
+        self._budget_settled = asyncio.Event()
+
+    def _settle_answer(self, request: _Request, reply: Any, reserved: Spend, spent: Usage) -> None:
+        usage = (
+            self._chat_usage(reply.usage) if request.chat else self._embedding_usage(reply.usage)
+        )
+        self._charge(spent, usage)
+        self._settle_budget(reserved, Spend.of(usage))
+        # What the provider counted: the real prompt, and the completion it reserved (it
+        # keeps a reservation the answer did not use; a longer answer costs more).
+        completion = usage.completion_tokens
+        counted = (
+            usage.prompt_tokens
+            + usage.embedding_tokens
+            + request.counted_besides_usage
+            + max(completion, request.reserved_completion)
+        )
+        self._limiter.settle(request.tokens, counted)
+        self._answered_by_api()
+
+    def _answered_by_api(self) -> None:
+        """An API reply came back (an answer or an API error): the endpoint is reachable."""
+        self._answered = True
+
+    def _count_failure_before_any_answer(self, problem: str) -> None:
+        """Stop the run when the endpoint has never answered and enough attempts failed: a
+        wrong URL, DNS, TLS or a dead server would otherwise give every row a status."""
+        limit = self.settings.unreachable_after
+        if self._answered or limit == 0:
+            return
+        self._failures_before_any_answer += 1
+        if self._failures_before_any_answer >= limit and self._fatal is None:
+            self._fatal = JudgeUnreachableError(
+                f"the judge endpoint {self.endpoint} did not answer: {limit} attempts failed "
+                f"and none succeeded (last: {problem}). Check judge.base_url (--base-url), "
+                "the network and the server; judge.unreachable_after sets how many failures "
+                "stop a run."
+            )
+        if self._fatal is not None:
+            raise self._fatal
 
     def _stop_if_fatal(self, check: Any, *arguments: Any) -> None:
         """Run an error check; a fatal verdict is remembered, so that no other request of this
@@ -483,6 +771,8 @@ class OpenAIJudge:
     def _classify_status_error(self, error: openai.APIStatusError, what: str) -> None:
         """Raise for errors that retrying cannot fix; return for those worth another try."""
         status = error.status_code
+        if status < 500:
+            self._answered_by_api()
         detail = self._safe(_error_message(error))
         if status in (401, 403):
             raise JudgeFatalError(
@@ -553,3 +843,12 @@ def _int_header(headers: Mapping[str, str], name: str) -> int | None:
         return None if value is None else int(float(value))
     except ValueError:
         return None
+
+
+def _connection_problem(error: Exception) -> str:
+    """What failed under the SDK's "Connection error.": refused, DNS, TLS, a reset..."""
+    cause = error.__cause__ or error.__context__
+    if isinstance(error, openai.APIConnectionError) and cause is not None:
+        error = cause if isinstance(cause, Exception) else error
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

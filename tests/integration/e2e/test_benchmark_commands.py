@@ -49,7 +49,7 @@ def test_wikieval_over_http_prints_the_table_and_resumes(
     assert "position bias" in printed
     assert "requests:" in printed
     assert payload["rows"] == 2
-    assert payload["judge"] == "openai:test-judge"
+    assert payload["judge"] == f"openai:test-judge@127.0.0.1:{judge_server.port}"
     for method in ("Ragas", "GPT Score", "GPT Ranking", "Word overlap"):
         for cell in payload["methods"][method].values():
             assert cell["scored"] + cell["unscored"] == 2

@@ -117,7 +117,7 @@ def test_scores_every_row_and_reruns_for_free(
         .as_py()
         .startswith("faithfulness/v2 (faithfulness.statements/v2")
     )
-    assert scored.column("judge")[0].as_py() == "openai:test-judge"
+    assert scored.column("judge")[0].as_py() == f"openai:test-judge@127.0.0.1:{judge_server.port}"
 
     # The paper's budget: at most 4 chat requests per row, one embeddings request per 32 rows.
     assert first_run["requests_by_endpoint"]["chat"] <= 4 * 80

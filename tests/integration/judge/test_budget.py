@@ -64,3 +64,37 @@ def test_a_sync_run_stops_at_its_token_budget_and_says_which_rows_were_left(
         for column in ("prompt_tokens", "completion_tokens", "embedding_tokens")
     )
     assert spent <= 30_000
+
+
+@pytest.mark.parametrize("batch_rows", ["4", "256"])
+def test_a_money_budget_is_used_almost_whole_never_exceeded_and_leaves_the_last_rows(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: str
+) -> None:
+    """A run that needs about $0.05 with $0.02: it spends 95-100% of it; the rows left over
+    are the last ones (rows with the same text as an earlier row share its place), whole."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_BUDGET_USD", "0.02")
+    source = tmp_path / "logs.parquet"
+    logs = write_sample(source, 160, seed=9)
+    target = tmp_path / "scored.parquet"
+    args = score_args(judge_server, source, target, tmp_path / "cache.sqlite")
+    args[args.index("test-judge")] = "gpt-4o-mini"  # priced models
+    args[args.index("test-embedding")] = "text-embedding-3-small"
+
+    main([*args, "--batch-rows", batch_rows])
+
+    scored = pq.read_table(target)
+    assert_every_row_once(logs, scored)
+    spent = sum(scored.column("cost_usd").to_pylist())
+    assert 0.95 * 0.02 <= spent <= 0.02
+    statuses = [
+        [scored.column(f"{metric}_status")[row].as_py() for metric in METRICS]
+        for row in range(scored.num_rows)
+    ]
+    left = [row for row, of_row in enumerate(statuses) if "budget_exhausted" in of_row]
+    assert left
+    whole = [row for row in left if set(statuses[row]) <= {"budget_exhausted", "invalid_input"}]
+    assert len(whole) >= 0.75 * len(left)
+    if batch_rows == "4":  # distinct rows in order: the leftovers are the tail (past the
+        # rows in flight when the budget ran out, two batches of four)
+        assert set(range(left[0] + 8, scored.num_rows)) <= set(left)

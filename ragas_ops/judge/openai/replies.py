@@ -1,0 +1,148 @@
+"""Reading the body of a status-200 reply, trusting nothing about it.
+
+Gateways, proxies and load balancers answer with HTML pages, plain text or bodies cut short, and
+an OpenAI-compatible server may leave out or mistype fields. The SDK's own parsing builds
+objects without checking them (a page becomes a `str`, a missing field `None`), so the judge
+reads the bytes itself: anything that is not a well-formed reply raises `BadReplyError`, which
+the transport retries like a dropped connection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+_SNIPPET_CHARS = 80
+
+
+class BadReplyError(Exception):
+    """A status-200 reply that is not a well-formed API reply. `kind` names what was wrong
+    (`not_json`, `truncated`, `html`, `text`, `missing_field`, `wrong_type`)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class ReportedUsage:
+    """The token counts a reply reports (0 for what it leaves out)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ChatChoice:
+    content: str
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    choices: list[ChatChoice]
+    usage: ReportedUsage
+
+
+@dataclass(frozen=True)
+class EmbeddingReply:
+    vectors: dict[int, npt.NDArray[np.float64]]
+    """By the index of the input text."""
+    usage: ReportedUsage
+
+
+def read_chat_reply(content_type: str, body: bytes) -> ChatReply:
+    """A chat completion's choices and usage, or `BadReplyError`."""
+    payload = _json_object(content_type, body)
+    choices = payload.get("choices")
+    if choices is None:
+        raise BadReplyError("missing_field", "the reply has no `choices`")
+    if not isinstance(choices, list) or not choices:
+        raise BadReplyError("wrong_type", "`choices` is not a non-empty list")
+    return ChatReply([_choice(choice) for choice in choices], _usage(payload))
+
+
+def read_embedding_reply(content_type: str, body: bytes) -> EmbeddingReply:
+    """An embeddings reply's vectors by input index, and its usage, or `BadReplyError`."""
+    payload = _json_object(content_type, body)
+    data = payload.get("data")
+    if data is None:
+        raise BadReplyError("missing_field", "the reply has no `data`")
+    if not isinstance(data, list):
+        raise BadReplyError("wrong_type", "`data` is not a list")
+    vectors: dict[int, npt.NDArray[np.float64]] = {}
+    for item in data:
+        index = item.get("index") if isinstance(item, dict) else None
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(vector, list):
+            raise BadReplyError("wrong_type", "an item of `data` lacks an int index or a vector")
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in vector):
+            raise BadReplyError("wrong_type", "an embedding holds something other than numbers")
+        vectors[index] = np.asarray(vector, dtype=np.float64)
+    return EmbeddingReply(vectors, _usage(payload))
+
+
+def _json_object(content_type: str, body: bytes) -> Mapping[str, Any]:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise _not_json(media_type, body) from None
+    if not isinstance(payload, dict):
+        raise BadReplyError("wrong_type", f"the reply is JSON but not an object ({media_type})")
+    return payload
+
+
+def _not_json(media_type: str, body: bytes) -> BadReplyError:
+    text = body.decode("utf-8", errors="replace").strip()
+    snippet = " ".join(text.split())[:_SNIPPET_CHARS]
+    if media_type == "text/html" or text[:1] == "<":
+        return BadReplyError("html", f"an HTML page instead of JSON: {snippet!r}")
+    if "json" in media_type and text[:1] in ("{", "["):
+        return BadReplyError("truncated", f"a JSON body cut short after {len(body)} bytes")
+    if "json" not in media_type:
+        shown = media_type or "no content type"
+        return BadReplyError("text", f"{shown} instead of JSON: {snippet!r}")
+    return BadReplyError("not_json", f"a body that is not JSON: {snippet!r}")
+
+
+def _choice(choice: Any) -> ChatChoice:
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise BadReplyError("wrong_type", "a choice has no `message` object")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise BadReplyError("wrong_type", "a message's `content` is not a string")
+    finish_reason = choice.get("finish_reason")
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        raise BadReplyError("wrong_type", "a choice's `finish_reason` is not a string")
+    return ChatChoice(content or "", finish_reason)
+
+
+def _usage(payload: Mapping[str, Any]) -> ReportedUsage:
+    usage = payload.get("usage")
+    if usage is None:
+        return ReportedUsage()  # some compatible servers report none: the estimate stands
+    if not isinstance(usage, dict):
+        raise BadReplyError("wrong_type", "`usage` is not an object")
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return ReportedUsage(
+        _count(usage.get("prompt_tokens"), "prompt_tokens"),
+        _count(usage.get("completion_tokens"), "completion_tokens"),
+        _count(cached, "cached_tokens"),
+    )
+
+
+def _count(value: Any, name: str) -> int:
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BadReplyError("wrong_type", f"`usage.{name}` is not a count")
+    return value

@@ -1,0 +1,70 @@
+"""Requests counted as the provider counts them at admission: the client's count of a request
+equals the test server's (messages, the response_format schema, max_tokens x n), and
+max_tokens follows what the output needs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ragas_ops.judge.openai.judge import (
+    MIN_OUTPUT_TOKENS,
+    OpenAIJudge,
+    admission_tokens,
+    chat_messages,
+    chat_params,
+    output_tokens_for,
+)
+from ragas_ops.metrics.answer_relevance import QUESTION_SAMPLE_PROMPT
+from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
+from ragas_ops.secrets import Secret
+from ragas_ops.testing.judge_server import JudgeServer
+from tests.support import settings_for
+
+SHORT = {"question": "When did it open?", "answer": "It opened in 1932."}
+LONG = {"question": "When did it open?", "answer": "It opened in 1932, after years of work. " * 40}
+
+
+def test_max_tokens_scales_with_the_input_and_stays_under_the_prompts_maximum() -> None:
+    short, long = (
+        output_tokens_for(STATEMENTS_PROMPT, SHORT),
+        output_tokens_for(STATEMENTS_PROMPT, LONG),
+    )
+    assert MIN_OUTPUT_TOKENS < short < long <= STATEMENTS_PROMPT.max_output_tokens
+    assert short < STATEMENTS_PROMPT.max_output_tokens / 4
+    huge = {**LONG, "answer": LONG["answer"] * 10}
+    assert output_tokens_for(STATEMENTS_PROMPT, huge) == STATEMENTS_PROMPT.max_output_tokens
+
+
+@pytest.mark.parametrize(
+    ("prompt", "data", "n"),
+    [(STATEMENTS_PROMPT, SHORT, 1), (QUESTION_SAMPLE_PROMPT, {"answer": "It opened in 1932."}, 3)],
+)
+def test_the_client_counts_a_request_as_the_server_does(
+    start_judge_server: Callable[..., JudgeServer],
+    tmp_path: Path,
+    prompt: object,
+    data: dict[str, str],
+    n: int,
+) -> None:
+    server = start_judge_server(tpm=1_000_000)
+    settings = settings_for(server, tmp_path, tpm=1_000_000)
+    judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    messages = chat_messages(settings.judge, prompt, data)  # type: ignore[arg-type]
+    params = chat_params(settings.judge, prompt, n, data)  # type: ignore[arg-type]
+
+    async def ask() -> None:
+        try:
+            await judge.complete(prompt, data, n=n)  # type: ignore[arg-type]
+        finally:
+            await judge.aclose()
+
+    asyncio.run(ask())
+    counted = server.stats()["limiter_tokens"]
+    assert params["max_tokens"] * n < counted  # the reservation is counted, and kept
+    # The client's count, without its safety margin, is the server's within a few tokens.
+    assert admission_tokens(messages, params) == pytest.approx(counted, abs=8)
+    assert admission_tokens(messages, params, 0.05) >= counted

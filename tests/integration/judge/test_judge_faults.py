@@ -1,0 +1,168 @@
+"""The judge meets the real world: every fault a gateway, a proxy or a provider produces, over
+real HTTP against the test server, ends as a retry and, if it persists, a row status with a
+reason; never a crash, never "bad input"; every attempt is charged to its row."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragas_ops.judge.base import JudgeOutputError, JudgeUnavailableError, Usage
+from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
+from ragas_ops.secrets import Secret
+from ragas_ops.testing.judge_server import JudgeServer
+from tests.support import settings_for
+
+ROW = {"question": "When did the bridge open?", "answer": "The bridge opened in 1932. It is long."}
+ATTEMPTS = 3
+
+
+def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> OpenAIJudge:
+    options = {"max_attempts": ATTEMPTS, "unreachable_after": 0, **judge}
+    settings = settings_for(server, tmp_path, **options)
+    return OpenAIJudge(settings.judge, Secret(""), settings.prices)
+
+
+async def complete_once(judge: OpenAIJudge) -> Any:
+    try:
+        return await judge.complete(STATEMENTS_PROMPT, ROW)
+    finally:
+        await judge.aclose()
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("rate_html", "html"),
+        ("rate_text_plain", "text"),
+        ("rate_truncated_body", "truncated"),
+        ("rate_no_choices", "missing_field"),
+        ("rate_wrong_types", "wrong_type"),
+    ],
+)
+def test_a_status_200_that_is_no_api_reply_is_retried_then_unavailable(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path, fault: str, kind: str
+) -> None:
+    server = start_judge_server(**{fault: 1.0})
+    judge = judge_for(server, tmp_path)
+    with pytest.raises(JudgeUnavailableError, match="not an API reply") as raised:
+        asyncio.run(complete_once(judge))
+    assert judge.events["retry_bad_reply"] == ATTEMPTS
+    assert judge.events[f"bad_reply_{kind}"] == ATTEMPTS
+    # The row is charged every attempt, and so is the run: both equal what the server received.
+    received = server.stats()["requests_by_endpoint"]["chat"]
+    assert raised.value.usage.requests == judge.total.requests == received == ATTEMPTS
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("rate_html", "html"),
+        ("rate_no_choices", "missing_field"),
+        ("rate_wrong_types", "wrong_type"),
+    ],
+)
+def test_embeddings_meet_the_same_faults(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path, fault: str, kind: str
+) -> None:
+    server = start_judge_server(**{fault: 1.0})
+    judge = judge_for(server, tmp_path)
+
+    async def embed() -> Any:
+        try:
+            return await judge.embed(["a question", "another question"])
+        finally:
+            await judge.aclose()
+
+    with pytest.raises(JudgeUnavailableError, match="not an API reply") as raised:
+        asyncio.run(embed())
+    assert judge.events[f"bad_reply_{kind}"] == ATTEMPTS
+    received = server.stats()["requests_by_endpoint"]["embeddings"]
+    assert raised.value.usage.embedding_requests == received == ATTEMPTS
+
+
+def test_a_connection_reset_after_the_headers_is_retried(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    server = start_judge_server(rate_reset=1.0)
+    judge = judge_for(server, tmp_path)
+    with pytest.raises(JudgeUnavailableError, match="connection failed") as raised:
+        asyncio.run(complete_once(judge))
+    assert judge.events["retry_connection"] == ATTEMPTS
+    assert raised.value.usage.requests == server.stats()["requests_by_endpoint"]["chat"]
+
+
+def test_a_hang_past_the_timeout_is_retried(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    server = start_judge_server(rate_timeout=1.0, hang_seconds=5.0)
+    judge = judge_for(server, tmp_path, timeout_seconds=0.3)
+    with pytest.raises(JudgeUnavailableError, match="timed out") as raised:
+        asyncio.run(complete_once(judge))
+    assert judge.events["retry_timeout"] == ATTEMPTS
+    assert raised.value.usage.requests == ATTEMPTS == server.stats()["requests"]
+
+
+def test_a_fault_that_passes_leaves_a_good_answer_and_every_attempt_counted(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    # Half the replies are gateway pages (seeded): the judge answers on a later attempt.
+    server = start_judge_server(rate_html=0.5, seed=3)
+    judge = judge_for(server, tmp_path, max_attempts=8)
+
+    async def several() -> list[Any]:
+        try:
+            rows = [{**ROW, "answer": f"The bridge opened in {1900 + i}."} for i in range(12)]
+            return [await judge.complete(STATEMENTS_PROMPT, row) for row in rows]
+        finally:
+            await judge.aclose()
+
+    completions = asyncio.run(several())
+    stats = server.stats()
+    assert stats["injected"]["html"] > 0
+    assert judge.events["bad_reply_html"] == stats["injected"]["html"]
+    row_usage = Usage()
+    for completion in completions:
+        assert completion.output.statements
+        row_usage.add(completion.usage)
+    assert row_usage.requests == judge.total.requests == stats["requests_by_endpoint"]["chat"]
+    assert row_usage.prompt_tokens == judge.total.prompt_tokens == stats["prompt_tokens"]
+    assert row_usage.completion_tokens == stats["completion_tokens"]
+
+
+def test_a_failed_repair_keeps_the_first_replys_cost_on_the_row(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    server = start_judge_server(rate_malformed=1.0)
+    judge = judge_for(server, tmp_path, model="gpt-4o-mini")
+    with pytest.raises(JudgeOutputError) as raised:
+        asyncio.run(complete_once(judge))
+    usage, stats = raised.value.usage, server.stats()
+    assert usage.requests == 2 == stats["requests_by_endpoint"]["chat"]  # reply and repair
+    assert usage.prompt_tokens == stats["prompt_tokens"]
+    assert usage.completion_tokens == stats["completion_tokens"]
+    assert usage.cost_usd == pytest.approx(judge.total.cost_usd)
+    assert usage.cost_usd is not None
+    assert usage.cost_usd > 0
+
+
+def test_the_test_judge_command_takes_every_bad_reply_fault() -> None:
+    from ragas_ops.testing.judge_server import JudgeServerConfig, parse_config
+
+    faults = {
+        "html": "0.02",
+        "text-plain": "0.01",
+        "truncated-body": "0.02",
+        "no-choices": "0.01",
+        "wrong-types": "0.01",
+        "reset": "0.01",
+    }
+    config = parse_config([part for k, v in faults.items() for part in (f"--rate-{k}", v)])
+    assert (config.rate_html, config.rate_truncated_body, config.rate_reset) == (0.02, 0.02, 0.01)
+    with pytest.raises(ValueError, match="add up to at most 1"):
+        JudgeServer(JudgeServerConfig(rate_html=0.6, rate_reset=0.6))

@@ -1,0 +1,64 @@
+"""The judge's endpoint: checked base URLs (no credentials, valid ports), and a normalised
+name that is part of the judge's identity."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragas_ops.config import ConfigError, check_base_url
+from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("https://api.openai.com/v1", "api.openai.com"),
+        ("https://API.OpenAI.com:443/v1/", "api.openai.com"),
+        ("http://127.0.0.1:8787/v1", "127.0.0.1:8787"),
+        ("http://localhost/v1", "localhost"),
+        (
+            "https://myco.openai.azure.com/openai/deployments/gpt4",
+            "myco.openai.azure.com/openai/deployments/gpt4",
+        ),
+        ("http://[::1]:8000/v1", "[::1]:8000"),
+    ],
+)
+def test_the_endpoint_name_is_the_normalised_base_url_without_scheme_or_default_parts(
+    url: str, name: str
+) -> None:
+    assert endpoint_name(url) == name
+
+
+def test_the_judge_name_keeps_the_prefix_reports_match_on():
+    name = describe_judge("test-judge", "127.0.0.1:8787")
+    assert name == "openai:test-judge@127.0.0.1:8787"
+    assert name.startswith("openai:test-judge")
+
+
+def test_without_a_setting_the_sdks_own_choice_is_used():
+    assert effective_base_url(None, {}) == "https://api.openai.com/v1"
+    assert effective_base_url(None, {"OPENAI_BASE_URL": "http://10.0.0.5:8000/v1"}) == (
+        "http://10.0.0.5:8000/v1"
+    )
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL: the base URL holds credentials"):
+        effective_base_url(None, {"OPENAI_BASE_URL": "http://u:p@10.0.0.5/v1"})
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://user:sk-secret-123@host/v1", "holds credentials"),
+        ("http://sk-secret-123@host/v1", "holds credentials"),
+        ("http://host:99999/v1", "invalid port '99999'"),
+        ("http://host:abc/v1", "invalid port 'abc'"),
+        ("ftp://host/v1", "must start with http:// or https://"),
+        ("host/v1", "must start with http:// or https://"),
+        ("http://:80/v1", "has no host"),
+    ],
+)
+def test_a_bad_base_url_is_refused_clearly_and_without_its_credentials(
+    url: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        check_base_url(url)
+    assert "sk-secret-123" not in str(raised.value)
