@@ -552,6 +552,73 @@ def needed_sentences(question: str, contexts: Sequence[str], vectors: Vectors) -
     return needed
 
 
+# -- answer relevance, when the question is known (GPT Score and GPT Ranking) ---------------------
+
+
+@dataclass
+class PartsAnswered:
+    """How an answer meets a question's parts: the parts, those some sentence supplies, whether
+    it evades (a sentence says the information is absent), and its sentences off the topic."""
+
+    parts: list[Part]
+    supplied: list[Part]
+    evasive: int
+    sentences: int
+    off_topic: int
+
+    @property
+    def coverage(self) -> float:
+        return len(self.supplied) / len(self.parts) if self.parts else 1.0
+
+    @property
+    def focus(self) -> float:
+        """(1 + on-topic sentences) / (1 + sentences): one unrelated sentence beside one on the
+        topic costs a third, less than an omitted part of two costs (a half)."""
+        return (1 + self.sentences - self.off_topic) / (1 + self.sentences)
+
+    def explain(self) -> str:
+        missing = [part.word for part in self.parts if part not in self.supplied]
+        text = f"{len(self.supplied)} of {len(self.parts)} parts of the question answered"
+        if missing:
+            text += " (not answered: " + ", ".join(f"'{word}'" for word in missing) + ")"
+        if self.evasive:
+            text += f"; {self.evasive} sentence(s) say the information is absent"
+        if self.off_topic:
+            text += f"; {self.off_topic} of {self.sentences} sentences off the question's topic"
+        return text + "."
+
+
+def parts_answered(question: str, answer: str) -> PartsAnswered:
+    """Which parts of the question the answer supplies (`questions.supplies` with stems):
+    each part needs a sentence on the question's topic that holds the part's kind of item (a
+    date for "when", a number for "how many", a name for "who", a place for "where"), or, for
+    a "what"/"how"/"why" part, one of the part's own words. A sentence saying the information
+    is absent supplies nothing; a sentence sharing no word with the question and not referring
+    back to its subject is off the topic."""
+    query = strip_prefix(question)
+    parts = asked_parts(query)
+    asked = stems(query)
+    sentences = answer_sentences(strip_prefix(answer))
+    evasive = [sentence for sentence in sentences if _evasive(sentence)]
+    useful = [sentence for sentence in sentences if sentence not in evasive]
+    on_topic = [s for s in useful if stems(s) & asked or _refers_back(s)]
+    others = [stems(part.text) - names(part.text) for part in parts]
+    supplied = []
+    for number, part in enumerate(parts):
+        own = others[number] - set().union(*(o for i, o in enumerate(others) if i != number))
+        for sentence in on_topic:
+            kinds = supplied_kinds(sentence)
+            if part.kind == "content":
+                fits = not own or bool(stems(sentence) & own)
+            else:
+                fits = part.kind in kinds or (part.kind == "place" and "name" in kinds)
+            if fits:
+                supplied.append(part)
+                break
+    off_topic = len(useful) - len(on_topic)
+    return PartsAnswered(parts, supplied, len(evasive), len(sentences), off_topic)
+
+
 # -- answer relevance ---------------------------------------------------------------------------
 #
 # The paper's method: write the questions the answer answers, and compare them with the question
@@ -659,7 +726,9 @@ def answer_topic(sentences: Sequence[str]) -> str:
     """What the answer is about: a name it repeats in several sentences (an answer keeps naming
     its subject while each new fact brings a new name once), else the subject of its first
     sentence (an answer starts from what was asked about), else its first name."""
-    sentences = [s for s in sentences if not set(words(s)) & _FIRST_PERSON] or sentences
+    sentences = [
+        s for s in sentences if not set(words(_SPEAKER_FRAME.sub("", s))) & _FIRST_PERSON
+    ] or sentences
     spans: list[str] = []
     counts: Counter[str] = Counter()
     for sentence in sentences:
@@ -722,7 +791,7 @@ def _verb_index(tokens: Sequence[str]) -> int | None:
         if (
             index
             and token[:1].islower()
-            and (low.endswith("s") or low.endswith("ed"))
+            and (low.endswith("s") or low.endswith("ed") or low in _IRREGULAR_PAST)
             and not low.endswith("ss")
             and low not in STOPWORDS
             and tokens[index - 1].casefold() not in {"the", "a", "an", "of", "its", "their"}
@@ -770,6 +839,7 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     (no tagger: some sentences defeat the word-order rules) asks "What is <topic>?" instead.
     """
     sentence = _SPLIT_CONTRACTION.sub(r"\1", sentence.strip().rstrip(".!?"))
+    sentence = _SPEAKER_FRAME.sub("", _FILLER.sub("", sentence)) or sentence
     subject = topic or pronoun or "it"
     if says_absent(sentence):
         return f"Is there any information about {subject}?"
@@ -800,6 +870,14 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     return fallback if topic and is_question(fallback) else ""
 
 
+# "I think (that) X", "I'm pretty sure X": the speaker's stance frames the claim X, which is
+# what the sentence answers; a first-person sentence without such a frame is about the speaker.
+_SPEAKER_FRAME = re.compile(
+    r"^\W*(?:(?:i|we) (?:think|believe|know|heard|read|guess|feel|learned|suppose|remember|"
+    r"understand|recall)(?: that)?|i'm (?:pretty |fairly |quite )?sure(?: that)?|"
+    r"i'm not sure,? but|as far as i know|i (?:have )?heard that)\b[\s,]*",
+    re.IGNORECASE,
+)
 # Tokenised dialogue text writes "It 's", "do n't": one word each.
 _SPLIT_CONTRACTION = re.compile(r"\s+('s|'re|'m|'ve|'d|'ll|n't)\b")
 # Words that open a reply without being part of what it states ("Yes, ...", "Well, ...").
@@ -950,6 +1028,8 @@ def _counted(tokens: Sequence[str], index: int) -> str:
     ):
         following = following[1:]
     unit = following[0] if following else ""
+    if unit in TIME_UNITS and following[1:2] == ["ago"]:
+        return "date"  # "100 centuries ago" answers "When?"
     if unit in CURRENCIES:
         return "much"
     if unit in TIME_UNITS:
@@ -991,7 +1071,7 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
             tokens = [tokens[verb], *tokens[:verb], *tokens[verb + 1 :]]
         else:
             # "What X involves?" is asked "What does X involve?"; "had a" is "did ... have"
-            past = low.endswith("ed") or low == "had"
+            past = low.endswith("ed") or low == "had" or low in _IRREGULAR_PAST
             base = "have" if has_main else _base_form(tokens[verb])
             aux = "did" if past else ("do" if low in {"have", "are"} else "does")
             tokens = [aux, *tokens[:verb], base, *tokens[verb + 1 :]]
@@ -1002,6 +1082,24 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
     return f"{question_word} {' '.join(tokens)}?"
 
 
+# Common irregular past forms and their base ("began" -> "did ... begin"): no dictionary, so the
+# verbs that news and encyclopaedic answers use most.
+_IRREGULAR_PAST = {
+    past: base
+    for past, base in (
+        pair.split(":")
+        for pair in (
+            "began:begin became:become built:build came:come found:find gave:give got:get "
+            "grew:grow held:hold knew:know led:lead left:leave made:make met:meet ran:run "
+            "said:say saw:see sent:send spent:spend stood:stand took:take told:tell "
+            "thought:think went:go won:win wrote:write brought:bring bought:buy caught:catch "
+            "fought:fight taught:teach drove:drive rose:rise fell:fall felt:feel kept:keep "
+            "lost:lose meant:mean paid:pay sold:sell struck:strike flew:fly drew:draw "
+            "chose:choose spoke:speak broke:break threw:throw sang:sing shot:shoot sat:sit "
+            "underwent:undergo overcame:overcome forgot:forget"
+        ).split()
+    )
+}
 _E_DROPPED = ("is", "us", "iz", "v", "c", "g", "ur")
 
 
@@ -1010,6 +1108,8 @@ def _base_form(verb: str) -> str:
     "apply", "founded" -> "found". Rough (no dictionary), like `stem`: the embedding model
     reads "utiliz" close to "utilize", while "What X utilizes?" is not a question's word order."""
     low = verb.casefold()
+    if low in _IRREGULAR_PAST:
+        return _IRREGULAR_PAST[low]
     if low.endswith(("ies", "ied")) and len(low) > 4:
         return verb[:-3] + "y"
     if low.endswith(("sses", "shes", "ches", "xes", "zzes")):

@@ -54,6 +54,7 @@ from ragas_ops.judge.local.evidence import (
     is_noncommittal,
     needed_sentences,
     part_texts,
+    parts_answered,
     statements,
     stems,
     strip_prefix,
@@ -282,12 +283,26 @@ class LocalJudge:
         return [support(claim, index, passages.get(claim, []), vectors) for claim in claims]
 
     async def answer_relevance(self, question: str, answer: str, count: int = 3) -> float:
+        """Answer relevance when the question is known (GPT Score, GPT Ranking)."""
+        return (await self.answer_relevance_explained(question, answer, count))[0]
+
+    async def answer_relevance_explained(
+        self, question: str, answer: str, count: int = 3
+    ) -> tuple[float, str]:
+        """The paper's measure (the mean cosine of the questions the answer answers with the
+        question) times the share of the question's parts the answer supplies and its focus
+        (`PartsAnswered`): here the question is known, unlike in the metric's prompt."""
         if is_noncommittal(answer):
-            return 0.0
+            return 0.0, "The answer is noncommittal: it answers no part of the question."
         questions = generated_questions(answer, count)
         query = strip_prefix(question)
         vectors = await self.vectors([query, *questions])
-        return float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
+        cosine = float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
+        found = parts_answered(query, answer)
+        score = max(0.0, cosine) * found.coverage * found.focus
+        return score, (
+            f"Questions the answer answers are {cosine:.2f} similar to it; {found.explain()}"
+        )
 
     async def needed(self, question: str, contexts: list[str]) -> tuple[list[str], int]:
         sentences = [s for context in contexts for s in split_sentences(context)]
@@ -361,8 +376,7 @@ async def _measure(
         score, explanation = await judge.faithfulness(answer, contexts)
         return score or 0.0, explanation
     if dimension == "answer_relevance":
-        relevance = await judge.answer_relevance(question, answer)
-        return relevance, f"Questions the answer answers are {relevance:.2f} similar to it."
+        return await judge.answer_relevance_explained(question, answer)
     needed, total = await judge.needed(question, contexts)
     return (len(needed) / total if total else 0.0), f"{len(needed)} of {total} sentences needed."
 
