@@ -23,7 +23,14 @@ from ragas_ops.contract.inputs import SizeBudget, validate_row
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
 
-BEGIN_DEV = Path(__file__).resolve().parents[2] / "shared/data/begin/begin_v2_wow_dev.jsonl"
+BEGIN_DEV = next(
+    (
+        folder / "shared/data/begin/begin_v2_wow_dev.jsonl"
+        for folder in Path(__file__).resolve().parents
+        if (folder / "shared/data/begin").is_dir()
+    ),
+    Path("shared/data/begin/begin_v2_wow_dev.jsonl"),
+)
 
 
 async def _rate(rows: list, names: list[str]) -> float:  # type: ignore[type-arg]

@@ -462,9 +462,11 @@ def _best_match(text: str, candidates: Sequence[str], vectors: Vectors) -> tuple
 
 
 def part_texts(question: str) -> list[str]:
-    """The texts of the question's parts, embedded to find the sentence that answers each."""
+    """The parts of a question with several whose vectors pick the sentence answering each:
+    the parts asking for a date, a number, a name or a place (several sentences may hold one;
+    a content part is matched by its own words, then by the whole question)."""
     parts = asked_parts(strip_prefix(question))
-    return [part.text for part in parts] if len(parts) > 1 else []
+    return [part.text for part in parts if part.kind != "content"] if len(parts) > 1 else []
 
 
 def answers_a_part(question: str, sentence: str) -> bool:
@@ -473,6 +475,17 @@ def answers_a_part(question: str, sentence: str) -> bool:
     "where"): such a sentence carries an answer even in other words than the question's
     ("when will I get my money back?" / "Refunds are paid ... within 5 business days")."""
     wanted = {part.kind for part in asked_parts(question)} - {"content"}
+    return bool(wanted & supplied_kinds(sentence))
+
+
+def worth_embedding(question: str, sentence: str, asked: set[str]) -> bool:
+    """Whether context relevance needs the sentence's vector: it shares a word with the
+    question, or holds a date, a duration or a number a part asks for (a name or a place alone
+    is in most sentences of a long context: it needs a shared word too). Other sentences are
+    never needed, so they are not embedded."""
+    if stems(sentence) & asked:
+        return True
+    wanted = {part.kind for part in asked_parts(question)} & {"date", "duration", "number"}
     return bool(wanted & supplied_kinds(sentence))
 
 
@@ -490,8 +503,7 @@ def _part_answer(
     content part ("what was the primary payload of X") is answered by the sentence sharing
     most of its own words (its names aside: they name the topic, which every sentence shares).
     """
-    if part.text not in vectors:
-        return None
+    target = vectors.get(part.text, vectors[query])
     own = stems(part.text) - names(part.text)
     candidates = []
     for sentence in sentences:
@@ -511,7 +523,7 @@ def _part_answer(
             overlap = 0
             fits = part.kind in kinds or (part.kind == "place" and "name" in kinds)
         if on_topic and fits:
-            similarity = float(vectors[part.text] @ vectors[sentence])
+            similarity = float(target @ vectors[sentence])
             candidates.append((overlap, similarity, sentence))
     if not candidates:
         return None
@@ -965,6 +977,9 @@ def _drop_answer(tokens: list[str], verb: int, topic: set[str]) -> tuple[str, li
             cut -= 1  # the whole name ("Jane Roe"), though its first word is the topic's
         if low[cut - 1] in {"and", "or"} and cut - 1 > end:
             return "what", tokens[:end]  # the last item of a list: the list is the answer
+        if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 >= end:
+            # "closely related to Acme Rope" answers "What is it closely related to?"
+            return f"strand:{low[cut - 1]}", tokens[: cut - 1]
         while cut > end and low[cut - 1] in _LEADING_WORDS:
             cut -= 1
         if kind == "place":  # the whole phrase: "in the state of Illinois"

@@ -48,7 +48,6 @@ from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.local.evidence import (
     ContextIndex,
     Vectors,
-    answers_a_part,
     evidence,
     generated_questions,
     is_noncommittal,
@@ -59,6 +58,7 @@ from ragas_ops.judge.local.evidence import (
     stems,
     strip_prefix,
     support,
+    worth_embedding,
 )
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.text import split_sentences
@@ -308,9 +308,7 @@ class LocalJudge:
         sentences = [s for context in contexts for s in split_sentences(context)]
         query = strip_prefix(question)
         asked = stems(query)
-        # A sentence sharing no word with the question and holding no item of a kind it asks
-        # for is never needed: no need to embed it.
-        candidates = [s for s in sentences if stems(s) & asked or answers_a_part(query, s)]
+        candidates = [s for s in sentences if worth_embedding(query, s, asked)]
         vectors = await self.vectors([query, *part_texts(query), *candidates])
         return needed_sentences(question, contexts, vectors), len(sentences)
 

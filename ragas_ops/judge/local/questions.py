@@ -133,23 +133,34 @@ def _part_problems(part: str) -> list[str]:
 def _missing_main_verb(found: Sequence[str]) -> list[str]:
     """After "does"/"did"/a modal, a subject and then a verb: "What does it create?", not
     "What must you?" or "What does some species?"; after "What is X", no bare participle
-    ("What is it developed?" lacks its preposition)."""
+    ("What is it developed?" lacks its preposition, "Who was it written?" its "by")."""
     aux = next((i for i, t in enumerate(found[:3]) if t in _NEEDS_VERB), None)
     if aux is not None:
         after = found[aux + 1 :]
-        if len(after) < 2 or (len(after) == 2 and after[0] in _DETERMINERS):
+        if (
+            len(after) < 2
+            or (len(after) == 2 and after[0] in _DETERMINERS)
+            or after[0] in _PREPOSITIONS  # "What does within 30 day?" has no subject
+        ):
             return [f"{' '.join(found)!r}: {found[aux]!r} has no main verb after its subject"]
     if (
-        found[0] == "what"
+        found[0] in {"what", "who"}
         and len(found) > 2
         and found[1] in {"is", "are", "was", "were"}
-        and found[-1].endswith("ed")
+        and (found[-1].endswith("ed") or found[-1] in _EN_PARTICIPLES)
         and found[-1] not in {"called", "named", "needed", "required", "involved", "used"}
     ):
         return [f"{' '.join(found)!r} ends in a participle without its preposition"]
     return []
 
 
+_EN_PARTICIPLES = frozenset(
+    "written given taken driven chosen spoken broken shown drawn grown thrown stolen eaten "  # noqa: SIM905
+    "forgotten hidden beaten begun done seen made built sold won led held".split()
+)
+_PREPOSITIONS = frozenset(
+    "within between in on at by for of to from into with without during until since".split()  # noqa: SIM905
+)
 _NEEDS_VERB = frozenset(
     "does did do will would can could may might shall should must".split()  # noqa: SIM905
 )
