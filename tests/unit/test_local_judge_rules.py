@@ -79,6 +79,7 @@ def test_the_question_form_checker_rejects_fragments() -> None:
         "What is buck and?",  # ends in the middle of a phrase
         "What will yes that?",  # a filler of the answer
         "What about Acme?",  # no verb
+        "Who does is closely related to Acme?",  # "does" before another auxiliary
     ]
     for text in rejected:
         assert question_problems(text), text

@@ -977,7 +977,7 @@ def _drop_answer(tokens: list[str], verb: int, topic: set[str]) -> tuple[str, li
             cut -= 1  # the whole name ("Jane Roe"), though its first word is the topic's
         if low[cut - 1] in {"and", "or"} and cut - 1 > end:
             return "what", tokens[:end]  # the last item of a list: the list is the answer
-        if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 >= end:
+        if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 > verb:
             # "closely related to Acme Rope" answers "What is it closely related to?"
             return f"strand:{low[cut - 1]}", tokens[: cut - 1]
         while cut > end and low[cut - 1] in _LEADING_WORDS:

@@ -126,6 +126,8 @@ def _part_problems(part: str) -> list[str]:
         problems.append(f"{part!r} carries a filler of the answer ({sorted(set(found) & _FILLERS)})")
     if any(t in WH_WORDS for t in found[2:]) and "and" not in found:
         problems.append(f"{part!r} has a second question word inside it")
+    if len(found) > 2 and found[1] in {"do", "does", "did"} and found[2] in AUXILIARIES:
+        problems.append(f"{part!r}: 'do' before another auxiliary")
     problems.extend(_missing_main_verb(found))
     return problems
 
