@@ -83,10 +83,19 @@ def sample_checks() -> list[Check]:
         unrelated = PADDING[number % len(PADDING)]
         other = TOPICS[(number + 1) % len(TOPICS)].answer
 
-        def add(metric: str, kind: str, expect: str, base: str, changed: str, ctx: Any = None) -> None:
+        def add(
+            metric: str,
+            kind: str,
+            expect: str,
+            base: str,
+            changed: str,
+            *,
+            q: str = q,
+            context: list[str] = context,
+        ) -> None:
             checks.append(
-                Check("samples", metric, kind, expect, _row(q, ctx or context, base),
-                      _row(q, ctx or context, changed))
+                Check("samples", metric, kind, expect, _row(q, context, base),
+                      _row(q, context, changed))
             )  # fmt: skip
 
         for index in range(len(sentences) if len(sentences) > 1 else 0):
@@ -211,8 +220,8 @@ async def run_perturb(
                 "metric": check.metric,
                 "kind": check.kind,
                 "expect": check.expect,
-                "judge": _verdict(check.expect, base, changed),
-                "overlap": _verdict(
+                "judge_agrees": _verdict(check.expect, base, changed),
+                "overlap_agrees": _verdict(
                     check.expect, _overlap(check.metric, check.base),
                     _overlap(check.metric, check.changed),
                 ),
@@ -225,6 +234,11 @@ async def run_perturb(
         progress(len(checks))
     results.append(records)
     return records
+
+
+def _group_order(group: tuple[tuple[str, str], Any]) -> tuple[str, bool, str]:
+    (metric, kind), _ = group
+    return metric, kind != "all", kind
 
 
 def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -245,9 +259,9 @@ def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "checks": len(records),
         "groups": [
-            {"metric": metric, "kind": kind, "judge": rate(items, "judge"),
-             "overlap": rate(items, "overlap")}
-            for (metric, kind), items in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] != "all", g[0][1]))
+            {"metric": metric, "kind": kind, "judge": rate(items, "judge_agrees"),
+             "overlap": rate(items, "overlap_agrees")}
+            for (metric, kind), items in sorted(groups.items(), key=_group_order)
         ],
     }  # fmt: skip
 
@@ -256,7 +270,9 @@ def summary_lines(result: dict[str, Any], judge: str) -> list[str]:
     def fmt(cell: dict[str, Any]) -> str:
         value = cell["agreement"]
         text = "-" if value is None else f"{value:.2f}"
-        return f"{text} ({cell['checks']}" + (f", {cell['unscored']} unscored)" if cell["unscored"] else ")")
+        return f"{text} ({cell['checks']}" + (
+            f", {cell['unscored']} unscored)" if cell["unscored"] else ")"
+        )
 
     lines = [
         f"Perturbation checks, {result['checks']} pairs, judge {judge}",

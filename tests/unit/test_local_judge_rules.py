@@ -98,7 +98,9 @@ def test_the_question_form_checker_rejects_fragments() -> None:
 
 def test_a_question_asks_for_the_kind_of_what_it_drops() -> None:
     assert question_for("It opened in 2004.", "") == "When did it open?"
-    assert question_for("Its mast reaches 343 metres.", "") == "How many metres does its mast reach?"
+    assert (
+        question_for("Its mast reaches 343 metres.", "") == "How many metres does its mast reach?"
+    )
     assert question_for("It costs 24 euros.", "") == "How much does it cost?"
     assert question_for("Hamlet was written by William Shakespeare.", "Hamlet") == (
         "Who was Hamlet written by?"

@@ -495,7 +495,13 @@ def _refers_back(sentence: str) -> bool:
 
 
 def _part_answer(
-    part: Part, query: str, sentences: Sequence[str], asked: set[str], vectors: Vectors
+    part: Part,
+    query: str,
+    sentences: Sequence[str],
+    asked: set[str],
+    vectors: Vectors,
+    *,
+    part_min: float = PART_MIN_SIMILARITY,
 ) -> str | None:
     """The sentence that answers one part of the question: among the sentences on the
     question's topic (sharing a word with it, continuing about its subject, or close to it in
@@ -528,10 +534,17 @@ def _part_answer(
     if not candidates:
         return None
     _, similarity, best = max(candidates)
-    return best if similarity >= PART_MIN_SIMILARITY else None
+    return best if similarity >= part_min else None
 
 
-def needed_sentences(question: str, contexts: Sequence[str], vectors: Vectors) -> list[str]:
+def needed_sentences(
+    question: str,
+    contexts: Sequence[str],
+    vectors: Vectors,
+    *,
+    margin: float = EXTRACT_MARGIN,
+    part_min: float = PART_MIN_SIMILARITY,
+) -> list[str]:
     """The context sentences a question needs: for each part of the question, the sentence
     that answers it (`_part_answer`), and the sentences sharing enough of the question's words
     (a third of them, at least one, at most two required), close in meaning to it and to the
@@ -554,11 +567,13 @@ def needed_sentences(question: str, contexts: Sequence[str], vectors: Vectors) -
     parts = asked_parts(query)
     if len(parts) == 1:  # the part is the question, whose vector is there
         parts = [Part(parts[0].word, parts[0].kind, query)]
-    answering = {_part_answer(part, query, sentences, asked, vectors) for part in parts}
+    answering = {
+        _part_answer(part, query, sentences, asked, vectors, part_min=part_min) for part in parts
+    }
     needed = []
     for sentence, similarity in zip(sentences, similarities, strict=True):
         shared = len(stems(sentence) & asked)
-        close = similarity >= EXTRACT_MIN_SIMILARITY and similarity >= best - EXTRACT_MARGIN
+        close = similarity >= EXTRACT_MIN_SIMILARITY and similarity >= best - margin
         if sentence in answering or (close and shared >= must_share):
             needed.append(sentence)
     return needed
@@ -800,6 +815,8 @@ def _verb_index(tokens: Sequence[str]) -> int | None:
         low = token.casefold()
         if index and (low in _AUXILIARIES or low in _DEFINING):
             return index
+        if index == 1 and tokens[0].casefold() in _PLURAL_PRONOUNS and low not in STOPWORDS:
+            return index  # "you love the Beatles", "they play in Boston": a base-form verb
         if (
             index
             and token[:1].islower()
@@ -855,8 +872,9 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     subject = topic or pronoun or "it"
     if says_absent(sentence):
         return f"Is there any information about {subject}?"
-    if _evasive(sentence) or set(words(sentence)) & _FIRST_PERSON or _reacts(sentence):
+    if _evasive(sentence) or _reacts(sentence):
         return ""
+    sentence = addressed(sentence)
     tokens = _TOKEN.findall(_unframed(_FILLER.sub("", sentence)))
     if not tokens:
         return ""
@@ -900,6 +918,37 @@ _FILLER = re.compile(
 )
 
 
+_TO_SECOND_PERSON = {
+    "i'm": "you are",
+    "i am": "you are",
+    "i was": "you were",
+    "i've": "you have",
+    "i'd": "you would",
+    "i'll": "you will",
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "we": "you",
+    "us": "you",
+    "our": "your",
+    "ours": "yours",
+}
+_FIRST_PERSON_WORDS = re.compile(
+    r"\b(?:" + "|".join(sorted(map(re.escape, _TO_SECOND_PERSON), key=len, reverse=True)) + r")\b",
+    re.IGNORECASE,
+)
+
+
+def addressed(sentence: str) -> str:
+    """The sentence as the question to its speaker puts it: "I love the Beatles" answers "What
+    do you love?", so the first person becomes the second (a question carries no "I")."""
+    return _FIRST_PERSON_WORDS.sub(
+        lambda match: _TO_SECOND_PERSON[match.group().casefold().replace("’", "'")], sentence
+    )
+
+
 def _reacts(sentence: str) -> bool:
     """A reaction to the conversation ("That sounds cool", "Wow, nice", "You must be good"):
     about the exchange, not the topic, so it answers no question about the topic."""
@@ -913,7 +962,7 @@ def _reacts(sentence: str) -> bool:
 
 def _elliptical(tokens: Sequence[str]) -> str:
     """The question a verbless answer answers, asked about "it" by the kind it holds."""
-    for index, token in enumerate(tokens):
+    for index in range(len(tokens)):
         kind = _answer_kind(tokens, index, set())
         if kind and kind != "what":
             return _ask(kind, ["it", "is"], 1)
@@ -939,6 +988,7 @@ def topic_pronoun(sentences: Sequence[str]) -> str:
 
 
 _SUBJECT_PRONOUNS = frozenset({"it", "he", "she", "they"})
+_PLURAL_PRONOUNS = frozenset({"you", "they", "we", "i"})
 
 
 def _drop_answer(tokens: list[str], verb: int, topic: set[str]) -> tuple[str, list[str]]:
@@ -958,42 +1008,64 @@ def _drop_answer(tokens: list[str], verb: int, topic: set[str]) -> tuple[str, li
     end = _verb_group_end(tokens, verb)
     participle = any(t.endswith(("ed", "en")) for t in low[verb + 1 : end])
     if low[verb] in _DEFINING or (low[verb] in _COPULAS and not participle):
-        # "X is Y", "X refers to Y": Y answers "What is X?" ("Who is X?" when Y is a person)
-        complement = tokens[end : end + 2]
-        person = len(complement) == 2 and all(_is_name(t) for t in complement)
-        kept = tokens[:end] if low[verb] in _COPULAS else [*tokens[:verb], "is"]
-        # "its epicentre was near Gaziantep" answers "Where?", "it was on 6 May 2023" "When?"
-        led = next((_answer_kind(tokens, i, topic) for i in range(end + 1, end + 3)
-                    if i < len(tokens) and low[end] in _LEADING_WORDS), "")
-        if led in {"place", "date"}:
-            return led, kept
-        return ("person" if person else "what"), kept
+        return _copula_answer(tokens, verb, end, topic)
     for index in range(end, len(tokens)):
         kind = _answer_kind(tokens, index, topic)
-        if not kind:
-            continue
-        cut = index
-        while cut > end and _is_name(tokens[cut - 1]) and _is_name(tokens[cut]):
-            cut -= 1  # the whole name ("Jane Roe"), though its first word is the topic's
-        if low[cut - 1] in {"and", "or"} and cut - 1 > end:
-            return "what", tokens[:end]  # the last item of a list: the list is the answer
-        if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 > verb:
-            # "closely related to Acme Rope" answers "What is it closely related to?"
-            return f"strand:{low[cut - 1]}", tokens[: cut - 1]
-        while cut > end and low[cut - 1] in _LEADING_WORDS:
-            cut -= 1
-        if kind == "place":  # the whole phrase: "in the state of Illinois"
-            phrase = range(max(end, index - 4), index)
-            cut = next((i for i in phrase if low[i] in _PLACE_PREPOSITIONS), cut)
-        if kind == "person" and low[cut] == "by":
-            kind = "agent"  # "written by X" answers "Who was it written by?"
-        if kind.startswith("number") and cut - end >= 2 and low[cut - 2] in {"a", "an", "the"}:
-            # "had a magnitude of 7.8" answers "What magnitude did it have?"
-            return f"what:{low[cut - 1]}", [*tokens[: cut - 2], *tokens[index + 1 : index + 1]]
-        return kind, tokens[:cut]
+        if kind:
+            return _cut_answer(tokens, (verb, end, index), kind, participle)
     if participle and end < len(tokens) and low[end] in _STRANDED:
         return f"strand:{low[end]}", tokens[:end]  # "used as synonyms": "used as what?"
     return "what", tokens[:end]
+
+
+def _copula_answer(
+    tokens: list[str], verb: int, end: int, topic: set[str]
+) -> tuple[str, list[str]]:
+    """ "X is Y", "X refers to Y": Y answers "What is X?" ("Who is X?" when Y is a person,
+    "Where?" when Y is a place: "its epicentre was near Gaziantep", "When?" for a date)."""
+    low = [token.casefold() for token in tokens]
+    complement = tokens[end : end + 2]
+    person = len(complement) == 2 and all(_is_name(t) for t in complement)
+    kept = tokens[:end] if low[verb] in _COPULAS else [*tokens[:verb], "is"]
+    led = next(
+        (
+            _answer_kind(tokens, i, topic)
+            for i in range(end + 1, end + 3)
+            if i < len(tokens) and low[end] in _LEADING_WORDS
+        ),
+        "",
+    )
+    if led in {"place", "date"}:
+        return led, kept
+    return ("person" if person else "what"), kept
+
+
+def _cut_answer(
+    tokens: list[str], where: tuple[int, int, int], kind: str, participle: bool
+) -> tuple[str, list[str]]:
+    """Take out the answer that starts at `index` (`where` = verb, verb group end, index),
+    with the words that lead into it ("on", "in the state of")."""
+    verb, end, index = where
+    low = [token.casefold() for token in tokens]
+    cut = index
+    while cut > end and _is_name(tokens[cut - 1]) and _is_name(tokens[cut]):
+        cut -= 1  # the whole name ("Jane Roe"), though its first word is the topic's
+    if low[cut - 1] in {"and", "or"} and cut - 1 > end:
+        return "what", tokens[:end]  # the last item of a list: the list is the answer
+    if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 > verb:
+        # "closely related to Acme Rope" answers "What is it closely related to?"
+        return f"strand:{low[cut - 1]}", tokens[: cut - 1]
+    while cut > end and low[cut - 1] in _LEADING_WORDS:
+        cut -= 1
+    if kind == "place":  # the whole phrase: "in the state of Illinois"
+        phrase = range(max(end, index - 4), index)
+        cut = next((i for i in phrase if low[i] in _PLACE_PREPOSITIONS), cut)
+    if kind == "person" and low[cut] == "by":
+        kind = "agent"  # "written by X" answers "Who was it written by?"
+    if kind.startswith("number") and cut - end >= 2 and low[cut - 2] in {"a", "an", "the"}:
+        # "had a magnitude of 7.8" answers "What magnitude did it have?"
+        return f"what:{low[cut - 1]}", tokens[: cut - 2]
+    return kind, tokens[:cut]
 
 
 _STRANDED = frozenset({"as", "in", "on", "for", "with", "to", "from", "into", "about", "of"})
@@ -1079,16 +1151,19 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
         tokens = [tokens[0].casefold(), *tokens[1:]]
     if verb is not None and verb < len(tokens):
         low = tokens[verb].casefold()
-        has_main = low in {"has", "have", "had"} and (
-            verb + 1 >= len(tokens) or tokens[verb + 1].casefold() not in _PARTICLES
-        ) and not any(t.endswith(("ed", "en")) for t in tokens[verb + 1 : verb + 2])
+        has_main = (
+            low in {"has", "have", "had"}
+            and (verb + 1 >= len(tokens) or tokens[verb + 1].casefold() not in _PARTICLES)
+            and not any(t.endswith(("ed", "en")) for t in tokens[verb + 1 : verb + 2])
+        )
         if low in _AUXILIARIES and not has_main:
             tokens = [tokens[verb], *tokens[:verb], *tokens[verb + 1 :]]
         else:
             # "What X involves?" is asked "What does X involve?"; "had a" is "did ... have"
             past = low.endswith("ed") or low == "had" or low in _IRREGULAR_PAST
             base = "have" if has_main else _base_form(tokens[verb])
-            aux = "did" if past else ("do" if low in {"have", "are"} else "does")
+            plural = low in {"have", "are"} or not low.endswith("s")
+            aux = "did" if past else ("do" if plural else "does")
             tokens = [aux, *tokens[:verb], base, *tokens[verb + 1 :]]
     if word == "agent":
         tokens = [*tokens, "by"]
@@ -1103,7 +1178,7 @@ _IRREGULAR_PAST = {
     past: base
     for past, base in (
         pair.split(":")
-        for pair in (
+        for pair in (  # noqa: SIM905
             "began:begin became:become built:build came:come found:find gave:give got:get "
             "grew:grow held:hold knew:know led:lead left:leave made:make met:meet ran:run "
             "said:say saw:see sent:send spent:spend stood:stand took:take told:tell "
@@ -1187,7 +1262,9 @@ def _lower_first(question: str) -> str:
 _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "how", "which", "why", "is", "are"})
 
 
-def generated_questions(answer: str, count: int) -> list[str]:
+def generated_questions(
+    answer: str, count: int, points_asked: int = QUESTION_SENTENCES
+) -> list[str]:
     """`count` distinct questions the answer is a complete answer to.
 
     Each joins the questions of the answer's first `QUESTION_SENTENCES` points, the first
@@ -1205,7 +1282,7 @@ def generated_questions(answer: str, count: int) -> list[str]:
         for number, sentence in enumerate(sentences)
     )
     parts = list(dict.fromkeys(q for q in asked if q))
-    parts = parts[:QUESTION_SENTENCES] or ["Is the information available?"]
+    parts = parts[:points_asked] or ["Is the information available?"]
     joined = [
         *(" ".join(parts[:size]) for size in range(len(parts), 0, -1)),
         ", and ".join(

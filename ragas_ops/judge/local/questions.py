@@ -18,6 +18,7 @@ are rough on unusual sentences and English only (see docs/local-judge.md, "Limit
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ from ragas_ops.text import STOPWORDS, content_words, words
 
 WH_WORDS = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how"})
 AUXILIARIES = frozenset(
-    "is are was were will would can could has have had does did do may might shall should "
-    "must".split()  # noqa: SIM905
+    {"is", "are", "was", "were", "will", "would", "can", "could", "has", "have", "had", "does"}
+    | {"did", "do", "may", "might", "shall", "should", "must"}
 )
 MONTHS = frozenset(
     "january february march april may june july august september october november "  # noqa: SIM905
@@ -101,13 +102,20 @@ def _part_problems(part: str) -> list[str]:
     found = [t.casefold() for t in tokens(part)]
     if len(found) < 2:
         return [f"{part!r} is too short to ask anything"]
+    return [
+        *_opening_problems(part, found),
+        *_phrase_problems(part, found),
+        *_missing_main_verb(found),
+    ]
+
+
+def _opening_problems(part: str, found: Sequence[str]) -> list[str]:
+    """A question word (or an auxiliary) first, and what English requires right after it."""
     problems = []
-    first = found[1] if found[0] in {"by", "in", "on", "at", "for", "to", "from", "of"} else found[0]
+    first = found[1] if found[0] in _PREPOSITIONS else found[0]
     rest = found[found.index(first) + 1 :]
     if first not in WH_WORDS and first not in AUXILIARIES and first != "and":
         problems.append(f"{part!r} starts with neither a question word nor an auxiliary")
-    if set(found) & FIRST_PERSON:
-        problems.append(f"{part!r} carries a first-person fragment of the answer")
     if not rest:
         problems.append(f"{part!r} asks nothing after its question word")
     elif first in _ADVERBIAL_WH and rest[0] not in AUXILIARIES:
@@ -116,19 +124,26 @@ def _part_problems(part: str) -> list[str]:
         problems.append(f"{part!r}: 'how' is followed by neither an auxiliary nor an adjective")
     elif first == "how" and rest[0] == "many" and (len(rest) < 2 or rest[1] in AUXILIARIES):
         problems.append(f"{part!r}: 'how many' is not followed by what is counted")
+    if len(found) > 2 and found[1] in {"do", "does", "did"} and found[2] in AUXILIARIES:
+        problems.append(f"{part!r}: 'do' before another auxiliary")
+    return problems
+
+
+def _phrase_problems(part: str, found: Sequence[str]) -> list[str]:
+    """A verb, a complete last phrase, and nothing left over from the answer's wording."""
+    problems = []
     if not _has_verb(found):
         problems.append(f"{part!r} has no verb")
     if found[-1] in _DANGLING or (found[-1] in AUXILIARIES - {"have", "do"} and len(found) > 2):
         problems.append(f"{part!r} ends in the middle of a phrase ({found[-1]!r})")
-    if any(a == b and a not in {"that", "had"} for a, b in zip(found, found[1:], strict=False)):
+    if any(a == b and a not in {"that", "had"} for a, b in itertools.pairwise(found)):
         problems.append(f"{part!r} repeats a word")
+    if set(found) & FIRST_PERSON:
+        problems.append(f"{part!r} carries a first-person fragment of the answer")
     if set(found) & _FILLERS:
-        problems.append(f"{part!r} carries a filler of the answer ({sorted(set(found) & _FILLERS)})")
+        problems.append(f"{part!r} carries a filler of the answer")
     if any(t in WH_WORDS for t in found[2:]) and "and" not in found:
         problems.append(f"{part!r} has a second question word inside it")
-    if len(found) > 2 and found[1] in {"do", "does", "did"} and found[2] in AUXILIARIES:
-        problems.append(f"{part!r}: 'do' before another auxiliary")
-    problems.extend(_missing_main_verb(found))
     return problems
 
 
@@ -198,6 +213,13 @@ class Part:
         return content_words(self.text)
 
 
+# "how <word>": the kind of answer each expects
+_HOW = {"long": "duration"} | dict.fromkeys(
+    ("many", "much", "old", "tall", "far", "big", "large", "high"), "number"
+)
+_BY_WORD = {"when": "date", "who": "name", "whom": "name", "whose": "name", "where": "place"}
+
+
 def expected_kind(part: str) -> tuple[str, str]:
     """(question word, expected kind) of one part: date, duration, number, name, place or
     content (anything about the part's own words)."""
@@ -207,19 +229,11 @@ def expected_kind(part: str) -> tuple[str, str]:
         return (found[0] if found else ""), "content"
     word = found[index]
     after = found[index + 1] if index + 1 < len(found) else ""
-    if word == "when":
-        return word, "date"
-    if word == "how" and after == "long":
-        return "how long", "duration"
-    if word == "how" and after in {"many", "much", "old", "tall", "far", "big", "large", "high"}:
-        return f"how {after}", "number"
-    if word in {"who", "whom", "whose"}:
-        return word, "name"
-    if word == "where":
-        return word, "place"
+    if word == "how" and after in _HOW:
+        return f"how {after}", _HOW[after]
     if word in {"what", "which"} and after in {"year", "date", "day", "month", "time"}:
         return word, "date"
-    return word, "content"
+    return word, _BY_WORD.get(word, "content")
 
 
 def asked_parts(question: str) -> list[Part]:
@@ -242,12 +256,10 @@ def supplied_kinds(sentence: str) -> set[str]:
     low = [t.casefold() for t in found]
     kinds: set[str] = set()
     for index, (token, word) in enumerate(zip(found, low, strict=True)):
-        after = low[index + 1] if index + 1 < len(low) else ""
         before = low[index - 1] if index else ""
         number = bool(_DIGITS.fullmatch(token)) or word in NUMBER_WORDS
-        if word in MONTHS - {"may"} or word in WEEKDAYS or _CLOCK.fullmatch(token):
-            kinds.add("date")
-        elif _YEAR.fullmatch(token) and before not in CURRENCIES:
+        dated = word in MONTHS - {"may"} or word in WEEKDAYS or _CLOCK.fullmatch(token)
+        if dated or (_YEAR.fullmatch(token) and before not in CURRENCIES):
             kinds.add("date")
         if number or word in CURRENCIES:
             kinds.add("number")
@@ -286,4 +298,3 @@ def supplies(part: Part, sentence: str, question_words: set[str]) -> bool:
 
 def _refers_back(sentence: str) -> bool:
     return bool(set(words(sentence)[:1]) & PRONOUNS)
-
