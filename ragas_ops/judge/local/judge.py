@@ -14,10 +14,14 @@ sentence-transformers and torch are imported only when this judge is built.
 
 What it can detect: statements whose words, names or numbers the contexts lack, paraphrases of
 the contexts (embeddings), flipped negations, first-person claims, refusals and answers that
-say the information is absent, context sentences far from the question. What it cannot: a
-statement that reuses the context's words in a false relation ("A beat B" from "B beat A"),
-arithmetic or reasoning over several facts, a wrong answer in the right words, languages the
-embedding model does not know (all-MiniLM-L6-v2 is English).
+say the information is absent, context sentences far from the question, the parts of a
+question an answer leaves out (when the prompt shows the question: GPT Score and GPT Ranking).
+What it cannot: a statement that reuses the context's words in a false relation ("A beat B"
+from "B beat A"), arithmetic or reasoning over several facts, a wrong answer in the right
+words, languages the embedding model does not know (all-MiniLM-L6-v2 is English). The paper's
+answer relevance prompt gives the judge the answer only, so there the question's parts are
+compared through the generated questions' embeddings, not checked one by one. Its grammar is
+rules over capitalisation, digits and word lists (no tagger): see docs/local-judge.md.
 """
 
 from __future__ import annotations
@@ -376,7 +380,10 @@ async def _measure(
     if dimension == "answer_relevance":
         return await judge.answer_relevance_explained(question, answer)
     needed, total = await judge.needed(question, contexts)
-    return (len(needed) / total if total else 0.0), f"{len(needed)} of {total} sentences needed."
+    return (len(needed) / total if total else 0.0), (
+        f"{len(needed)} of {total} sentences needed (local judge: sentences that share the "
+        "question's words or hold the kind of item a part of it asks for)."
+    )
 
 
 def _score(dimension: str) -> Answer:
