@@ -177,3 +177,19 @@ def test_parts_answered_counts_omissions_evasions_and_padding() -> None:
         "PharmaCann was founded in 2014. Its headquarters is in Illinois. Rain fell in Spain.",
     )
     assert padded.coverage * padded.focus > partial.coverage * partial.focus
+
+
+def test_a_sentence_close_in_meaning_is_on_topic_without_shared_words() -> None:
+    import numpy as np
+
+    question = "When will I get my money back?"
+    answer = "The refund is paid within 5 business days."
+    assert parts_answered(question, answer).off_topic == 1  # by words alone
+    close = {
+        question: np.array([1.0, 0.0], dtype=np.float32),
+        answer.rstrip("."): np.array([0.8, 0.6], dtype=np.float32),
+        answer: np.array([0.8, 0.6], dtype=np.float32),
+    }
+    found = parts_answered(question, answer, close)
+    assert found.off_topic == 0
+    assert found.coverage == 1.0  # "within 5 business days" answers "when"

@@ -619,20 +619,30 @@ class PartsAnswered:
         return text + "."
 
 
-def parts_answered(question: str, answer: str) -> PartsAnswered:
+def _close(query: str, sentence: str, vectors: Vectors | None) -> bool:
+    if vectors is None or query not in vectors or sentence not in vectors:
+        return False
+    return float(vectors[query] @ vectors[sentence]) >= EXTRACT_MIN_SIMILARITY
+
+
+def parts_answered(question: str, answer: str, vectors: Vectors | None = None) -> PartsAnswered:
     """Which parts of the question the answer supplies (`questions.supplies` with stems):
     each part needs a sentence on the question's topic that holds the part's kind of item (a
     date for "when", a number for "how many", a name for "who", a place for "where"), or, for
     a "what"/"how"/"why" part, one of the part's own words. A sentence saying the information
-    is absent supplies nothing; a sentence sharing no word with the question and not referring
-    back to its subject is off the topic."""
+    is absent supplies nothing; a sentence sharing no word with the question, not referring
+    back to its subject and (with `vectors` of the question and the sentences) not within the
+    context-relevance cut of the question in meaning is off the topic ("money back" and
+    "refund" share no word)."""
     query = strip_prefix(question)
     parts = asked_parts(query)
     asked = stems(query)
     sentences = answer_sentences(strip_prefix(answer))
     evasive = [sentence for sentence in sentences if _evasive(sentence)]
     useful = [sentence for sentence in sentences if sentence not in evasive]
-    on_topic = [s for s in useful if stems(s) & asked or _refers_back(s)]
+    on_topic = [
+        s for s in useful if stems(s) & asked or _refers_back(s) or _close(query, s, vectors)
+    ]
     others = [stems(part.text) - names(part.text) for part in parts]
     supplied = []
     for number, part in enumerate(parts):

