@@ -8,7 +8,7 @@ Rules of English, not of a data set:
   a place for "where"; "what", "which", "why" and "how" expect content about their own words;
 - an answer sentence *supplies* a part when it is about the question's topic (it shares the
   question's words or refers back to its subject with a pronoun) and holds an item of the
-  expected kind;
+  expected kind (`supplied_kinds`; the checks with stems are in `evidence.py`);
 - a generated question must read as a question: it starts with a question word or an auxiliary,
   has a verb, ends with "?", and carries no first-person fragment of the answer ("I", "my").
 
@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragas_ops.text import STOPWORDS, content_words, words
+from ragas_ops.text import STOPWORDS
 
 WH_WORDS = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how"})
 AUXILIARIES = frozenset(
@@ -49,7 +49,6 @@ NUMBER_WORDS = frozenset(
 )
 PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "near", "based", "located", "headquartered"})
 FIRST_PERSON = frozenset({"i", "i'm", "im", "me", "my", "mine", "we", "our", "i've", "i'd", "i'll"})
-PRONOUNS = frozenset({"it", "its", "he", "his", "she", "her", "they", "their", "this", "these"})
 
 _TOKEN = re.compile(r"[$€£]|\d+(?:[.,:]\d+)*(?:st|nd|rd|th|s)?|[\w'’]+(?:[-/][\w'’]+)*")
 _YEAR = re.compile(r"(?:1[0-9]|20)\d\d(?:s)?")
@@ -208,10 +207,6 @@ class Part:
     kind: str
     text: str
 
-    @property
-    def own_words(self) -> set[str]:
-        return content_words(self.text)
-
 
 # "how <word>": the kind of answer each expects
 _HOW = {"long": "duration"} | dict.fromkeys(
@@ -272,29 +267,3 @@ def supplied_kinds(sentence: str) -> set[str]:
     if len(found) > 1 and found[0][:1].isupper() and found[1][:1].isupper():
         kinds.add("name")  # "Christopher Nolan directed..." starts with a name
     return kinds
-
-
-def about_topic(sentence: str, question_words: set[str]) -> bool:
-    """Whether an answer sentence is about the question: it shares a content word with it, or
-    starts by referring back to the subject ("It", "Its", "She")."""
-    first = words(sentence)[:1]
-    return bool(content_words(sentence) & question_words) or bool(set(first) & PRONOUNS)
-
-
-def supplies(part: Part, sentence: str, question_words: set[str]) -> bool:
-    """Whether `sentence` supplies `part`: on the question's topic, and holding an item of the
-    expected kind (content parts: sharing the part's own words, or any on-topic sentence when
-    the part has no word besides the topic's)."""
-    if not about_topic(sentence, question_words):
-        return False
-    if part.kind == "content":
-        own = part.own_words
-        return not own or bool(own & content_words(sentence)) or _refers_back(sentence)
-    kinds = supplied_kinds(sentence)
-    if part.kind == "place":
-        return bool(kinds & {"place", "name"})
-    return part.kind in kinds
-
-
-def _refers_back(sentence: str) -> bool:
-    return bool(set(words(sentence)[:1]) & PRONOUNS)

@@ -61,9 +61,10 @@ def test_perturb_with_the_local_judge(tmp_path: Path, capsys: pytest.CaptureFixt
     for kind in ("drop a part", "evade a part", "refuse"):
         assert groups[("answer_relevance", f"samples: {kind}")]["judge"]["agreement"] == 1.0
     # the refund context and the others that answer their question are never "Insufficient"
-    assert groups[("context_relevance", "samples: a context that answers")]["judge"][
-        "agreement"
-    ] == 1.0
+    assert (
+        groups[("context_relevance", "samples: a context that answers")]["judge"]["agreement"]
+        == 1.0
+    )
     assert "Perturbation checks" in capsys.readouterr().out
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == payload["checks"]
