@@ -31,7 +31,16 @@ def add_benchmark_parser(commands: Any) -> None:
         "begin", help="faithfulness as an attribution classifier on BEGIN dev/test files"
     )
     begin.add_argument("files", type=Path, nargs="+", metavar="FILE")
-    for parser, run in ((wikieval, _run_wikieval), (begin, _run_begin)):
+    perturb = kinds.add_parser(
+        "perturb",
+        help="labelled pairs built by changing good answers and contexts (sample logs, BEGIN)",
+    )
+    perturb.add_argument(
+        "--begin", type=Path, nargs="*", default=[], metavar="FILE",
+        help="BEGIN files whose question turns and attributable responses add pairs",
+    )  # fmt: skip
+    perturb.add_argument("--begin-rows", type=int, default=None, help="BEGIN rows to use")
+    for parser, run in ((wikieval, _run_wikieval), (begin, _run_begin), (perturb, _run_perturb)):
         parser.add_argument("--judge", choices=["local", "openai"], help="default: judge.kind")
         parser.add_argument("--config", type=Path, help="TOML config file")
         parser.add_argument("--model", help="judge chat model (openai)")
@@ -127,6 +136,27 @@ def _run_begin(options: argparse.Namespace) -> int:
     rows = [row for path in options.files for row in load_begin(path)]
     return _run_benchmark(
         options, "begin", rows, score=run_begin, summarize=report, lines=report_lines
+    )
+
+
+def _run_perturb(options: argparse.Namespace) -> int:
+    from ragas_ops.evaluation.perturb import (
+        BEGIN_CASES,
+        begin_checks,
+        run_perturb,
+        sample_checks,
+        summary,
+        summary_lines,
+    )
+
+    limit = BEGIN_CASES if options.begin_rows is None else options.begin_rows
+    checks = [*sample_checks(), *begin_checks(options.begin, limit)]
+    # The checks are rebuilt and rescored on every run (the judge's cache makes that cheap):
+    # the results file lists this run's pairs only, for reading the ones that disagree.
+    options.results = options.results or _default_results("perturb")
+    options.results.unlink(missing_ok=True)
+    return _run_benchmark(
+        options, "perturb", checks, score=run_perturb, summarize=summary, lines=summary_lines
     )
 
 

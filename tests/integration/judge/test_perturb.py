@@ -1,0 +1,70 @@
+"""`ragas-ops benchmark perturb`: labelled pairs built by changing good answers, scored with the
+local judge end to end (the real model), and the bookkeeping of agreement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragas_ops.cli.main import main
+from ragas_ops.evaluation.perturb import begin_checks, sample_checks, summary
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
+
+
+def test_the_sample_checks_cover_every_metric_and_kind_of_change() -> None:
+    checks = sample_checks()
+    kinds = {(check.metric, check.kind) for check in checks}
+    assert ("answer_relevance", "drop a part") in kinds
+    assert ("answer_relevance", "pad costs less than a drop") in kinds
+    assert ("answer_relevance", "reorder") in kinds
+    assert ("faithfulness", "change a number") in kinds
+    assert ("context_relevance", "a context that answers") in kinds
+    # a changed side really differs from its base, except where "above zero" checks one row
+    for check in checks:
+        if check.expect != "above_zero":
+            assert (check.base.answer, check.base.contexts) != (
+                check.changed.answer,
+                check.changed.contexts,
+            ), check.kind
+
+
+def test_begin_checks_use_question_turns_with_attributable_responses() -> None:
+    checks = begin_checks([FIXTURES / "begin_tiny_dev.jsonl"])
+    assert checks
+    assert all(check.base.question and check.base.question.endswith("?") for check in checks)
+
+
+def test_agreement_counts_ties_as_half_and_unscored_apart() -> None:
+    records = [
+        {"metric": "m", "source": "s", "kind": "k", "judge_agrees": 1.0, "overlap_agrees": 0.5},
+        {"metric": "m", "source": "s", "kind": "k", "judge_agrees": 0.0, "overlap_agrees": 0.5},
+        {"metric": "m", "source": "s", "kind": "k", "judge_agrees": None, "overlap_agrees": 1.0},
+    ]
+    [overall, group] = summary(records)["groups"]
+    assert overall["kind"] == "all"
+    assert group["judge"] == {"agreement": 0.5, "checks": 2, "unscored": 1}
+    assert group["overlap"]["agreement"] == pytest.approx(2 / 3)
+
+
+def test_perturb_with_the_local_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("sentence_transformers")
+    out = tmp_path / "perturb.json"
+    args = ["benchmark", "perturb", "--judge", "local", "--cache", "none", "--no-progress"]
+    code = main([*args, "--results", str(tmp_path / "rows.jsonl"), "--json", str(out)])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    groups = {(g["metric"], g["kind"]): g for g in payload["groups"]}
+    # a dropped part, an evaded part and a refusal lower answer relevance on every sample topic
+    for kind in ("drop a part", "evade a part", "refuse"):
+        assert groups[("answer_relevance", f"samples: {kind}")]["judge"]["agreement"] == 1.0
+    # the refund context and the others that answer their question are never "Insufficient"
+    assert (
+        groups[("context_relevance", "samples: a context that answers")]["judge"]["agreement"]
+        == 1.0
+    )
+    assert "Perturbation checks" in capsys.readouterr().out
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == payload["checks"]
