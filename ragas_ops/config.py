@@ -137,6 +137,16 @@ class PipelineSettings:
     sample_fraction: float = 1.0
     """Share of rows to score, chosen by a hash of the row id (the same rows on every rerun);
     the others come out with the status `not_sampled`."""
+    min_republish_fraction: float = 0.5
+    """A rerun may not publish fewer than this share of the rows already published for the
+    day (nor anything over a day whose raw partition is gone) unless the run's `allow_shrink`
+    parameter says so; 0 turns the guard off (see docs/lake-safety.md)."""
+    verify_input_pages: bool = True
+    """The plan decodes every page of the day's files, so that a corrupt file is rejected by
+    name before any judge call, not found by a scoring task halfway."""
+    stale_staging_hours: float = 48.0
+    """Staging folders of other runs of a day older than this are a crashed run's leftovers:
+    the day's next publish deletes them (longer than a batch-mode wait)."""
 
 
 @dataclass
@@ -284,6 +294,10 @@ _POSITIVE = frozenset(
 def _in_range(key: str, value: Any, source: str) -> Any:
     if key == "sample_fraction" and not 0 < value <= 1:
         raise ConfigError(f"{source}: sample_fraction must be in (0, 1], got {value!r}")
+    if key == "min_republish_fraction" and not 0 <= value <= 1:
+        raise ConfigError(f"{source}: min_republish_fraction must be in [0, 1], got {value!r}")
+    if key == "stale_staging_hours" and value < 0:
+        raise ConfigError(f"{source}: stale_staging_hours must be at least 0, got {value!r}")
     if key in _AT_LEAST_ONE and value is not None and value < 1:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
     if key in _POSITIVE and value is not None and value <= 0:
