@@ -186,10 +186,12 @@ def unify_inputs(files: Sequence[FileSchema], mapping: ColumnMapping) -> Unified
     """The schema a set of input files is read with, and the files rejected with the reason.
 
     Each file is checked on its own against the contract (`check_schema`). The other columns
-    are the union over the accepted files, in the order the files show them: a column whose types differ is widened when no value
-    can change (int32 and int64 -> int64, int and double -> double); when its types cannot be
-    joined, the type that most rows have wins (ties: the type's name) and the files with the
-    other type are rejected, naming the column. The result does not depend on the files' order.
+    are the union over the accepted files, in the order the files show them. A column whose
+    types differ is widened the way SQL engines do (int32 and int64 -> int64, an integer and
+    a double -> double, null -> anything), never between text and numbers, booleans and
+    numbers, or uint64 and signed integers; when its types cannot be joined, the type that
+    most rows have wins (ties: the type's name) and the files with the other type are
+    rejected, naming the column. The result does not depend on the files' order.
     """
     rejected: dict[str, str] = {}
     for file in files:

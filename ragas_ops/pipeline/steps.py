@@ -387,6 +387,8 @@ def aggregate_day(
     table = daily_metrics(day, scored, metrics, segments)
     if published is not None:
         check_current(lake, day, published)
+    if published is not None:
+        table = table.replace_schema_metadata({PUBLISH_ID_KEY: published["publish_id"]})
     target = lake.daily_metrics(day)
     staging = None if run_id is None else lake.scratch(day, run_id, target.name)
     output = ParquetOutput(target, table.schema, staging=staging)
@@ -394,6 +396,16 @@ def aggregate_day(
     output.commit()
     regression = _regression(lake, day, settings, table)
     return {"daily_metrics": lake.daily_metrics(day).uri, "regression": regression.to_dict()}
+
+
+def _metrics_version(lake: Lake, day: str) -> str | None:
+    """The publish id of the table the day's daily metrics were computed from."""
+    location = lake.daily_metrics(day)
+    if not location.exists():
+        return None
+    metadata = pq.read_schema(location.path, filesystem=location.filesystem).metadata or {}
+    value = metadata.get(PUBLISH_ID_KEY.encode())
+    return None if value is None else value.decode()
 
 
 def _table_of(lake: Lake, day: str, published: dict[str, Any] | None, run_id: str | None) -> Any:
@@ -417,6 +429,10 @@ def report_day(
     from ragas_ops.quality.report import build_report
 
     publish_id = None if published is None else published["publish_id"]
+    if published is not None and _metrics_version(lake, day) != publish_id:
+        # A run that lost the race to publish wrote its daily metrics after this run's
+        # aggregate: this run's (the published table's) are written again.
+        aggregate_day(lake, day, settings, published, run_id)
     history = metrics_history(lake, day, REPORT_DAYS)
     regression = _regression(lake, day, settings, None)
     manifest = read_manifest(lake, day, run_id, publish_id)

@@ -36,7 +36,11 @@ def raw_day(root: Path, day: str = DAY) -> Path:
 
 
 def scored_ids(root: Path, day: str = DAY) -> list[Any]:
-    return pq.read_table(warehouse(root, "scored", f"dt={day}", "scored.parquet")).column("id").to_pylist()
+    return (
+        pq.read_table(warehouse(root, "scored", f"dt={day}", "scored.parquet"))
+        .column("id")
+        .to_pylist()
+    )
 
 
 def manifests(root: Path, day: str = DAY) -> list[dict[str, Any]]:
@@ -227,3 +231,136 @@ def test_a_fatal_judge_error_fails_the_task_at_once_without_retries(
     assert scoring.try_number == 1, "a 401 is not retried"
     assert server.stats()["requests"] > 0
     assert not warehouse(lake, "scored", f"dt={DAY}").exists()
+
+
+# -- 4. each run's aggregate and report read the table that run published ------------------------
+
+
+def publish_run(run_id: str, metrics: str, cache: Path, barrier: Any = None) -> tuple[Any, ...]:
+    """Plan, score and publish a run of the day through the functions the DAG's tasks call."""
+    from ragas_ops.config import settings_from_environment
+    from ragas_ops.contract.layout import Lake
+    from ragas_ops.pipeline import plan, steps
+
+    settings = settings_from_environment()
+    settings.metrics.names = tuple(metrics.split(","))
+    settings.judge.cache_path = str(cache)
+    where = Lake(settings.pipeline)
+    if barrier is not None:
+        barrier.wait()
+    day_plan = plan.plan_day(where, DAY, settings)
+    results = [
+        steps.run_score_chunk(where, DAY, run_id, chunk=chunk, settings=settings)
+        for chunk in day_plan.chunks
+    ]
+    published = steps.publish_day(
+        where,
+        DAY,
+        run_id,
+        planned_rows=day_plan.rows,
+        chunk_count=len(day_plan.chunks),
+        settings=settings,
+    )
+    manifest = {
+        **steps.manifest_base(DAY, run_id, settings),
+        "plan": day_plan.summary(),
+        "scoring": steps.run_totals(results),
+        "published": published,
+    }
+    steps.write_manifest(where, DAY, run_id, manifest)
+    return where, settings, published
+
+
+def finish_run(run_id: str, where: Any, settings: Any, published: Any) -> str:
+    """Aggregate and report, as the DAG does: "reported", or "superseded" (a skipped step)."""
+    from ragas_ops.pipeline import steps
+
+    try:
+        steps.aggregate_day(where, DAY, settings, published, run_id)
+        steps.report_day(where, DAY, run_id, settings, published)
+    except steps.Superseded:
+        return "superseded"
+    return "reported"
+
+
+def run_steps(run_id: str, metrics: str, cache: Path, barrier: Any = None) -> str:
+    return finish_run(run_id, *publish_run(run_id, metrics, cache, barrier))
+
+
+def day_is_consistent(root: Path) -> str:
+    """The published table, its daily metrics and its report describe one run; returns it."""
+    table = pq.read_table(warehouse(root, "scored", f"dt={DAY}", "scored.parquet"))
+    run = table.schema.metadata[b"ragas_ops.run_id"].decode()
+    table_metrics = {
+        name[: -len("_score")] for name in table.column_names if name.endswith("_score")
+    }
+    daily = pq.read_table(warehouse(root, "daily_metrics", f"dt={DAY}", "daily_metrics.parquet"))
+    assert set(daily.column("metric").to_pylist()) == table_metrics
+    assert daily.schema.metadata == {
+        b"ragas_ops.publish_id": table.schema.metadata[b"ragas_ops.publish_id"]
+    }
+    report = warehouse(root, "reports", f"dt={DAY}", "report.md").read_text()
+    assert run in report
+    assert len(table.column("id").to_pylist()) == len(set(table.column("id").to_pylist()))
+    return run
+
+
+def test_a_run_superseded_by_a_later_publish_does_not_overwrite_its_aggregates(
+    lake: Path, tmp_path: Path
+) -> None:
+    from ragas_ops.pipeline import steps
+
+    pq.write_table(sample_interactions(20, seed=8, day=DAY), raw_day(lake) / "part-0.parquet")
+    early = publish_run("early", "faithfulness", tmp_path / "early.sqlite")
+    late = publish_run("late", "context_relevance", tmp_path / "late.sqlite")
+    where, settings, published = early
+    with pytest.raises(steps.Superseded, match="a later run of 2026-11-28 published it"):
+        steps.aggregate_day(where, DAY, settings, published, "early")
+    with pytest.raises(steps.Superseded):
+        steps.report_day(where, DAY, "early", settings, published)
+    assert finish_run("late", *late) == "reported"
+    assert day_is_consistent(lake) == "late"
+
+    # The other race: early's aggregate wrote after late's; late's report writes its own again.
+    early = publish_run("early", "faithfulness", tmp_path / "early.sqlite")
+    late = publish_run("late", "context_relevance", tmp_path / "late.sqlite")
+    where, settings, published = late
+    steps.aggregate_day(where, DAY, settings, published, "late")
+    daily = warehouse(lake, "daily_metrics", f"dt={DAY}", "daily_metrics.parquet")
+    early_metrics = pq.read_table(daily).replace_schema_metadata(
+        {"ragas_ops.publish_id": early[2]["publish_id"]}
+    )
+    pq.write_table(early_metrics.filter(pa.compute.equal(early_metrics["metric"], "x")), daily)
+    steps.report_day(where, DAY, "late", settings, published)
+    assert day_is_consistent(lake) == "late"
+
+
+def test_two_runs_of_a_day_started_together_leave_one_consistent_day(
+    lake: Path, tmp_path: Path
+) -> None:
+    pq.write_table(sample_interactions(30, seed=9, day=DAY), raw_day(lake) / "part-0.parquet")
+    for round_number in range(3):
+        barrier = threading.Barrier(2)
+        outcomes: dict[str, str] = {}
+        errors: list[BaseException] = []
+
+        def one_run(run_id: str, metrics: str) -> None:
+            try:
+                outcomes[run_id] = run_steps(
+                    run_id, metrics, tmp_path / f"{run_id}.sqlite", barrier
+                )
+            except BaseException as error:  # reported below, in the test's thread
+                errors.append(error)
+
+        runs = [
+            threading.Thread(target=one_run, args=(f"a{round_number}", "faithfulness")),
+            threading.Thread(target=one_run, args=(f"b{round_number}", "context_relevance")),
+        ]
+        for thread in runs:
+            thread.start()
+        for thread in runs:
+            thread.join(timeout=300)
+        assert not errors, errors
+        winner = day_is_consistent(lake)
+        assert outcomes[winner] == "reported"
+        assert len(manifests(lake)) == 2 * (round_number + 1), "one manifest per run, none lost"
