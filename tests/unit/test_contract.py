@@ -235,7 +235,7 @@ def test_a_file_whose_answer_is_not_text_is_rejected_naming_the_column_and_type(
     with pytest.raises(ContractError, match=r"answer \(column 'answer'\) is int64.*needs string"):
         check_schema(bad, MAPPING)
     check_schema(_schema().set(3, pa.field("answer", pa.large_string())), MAPPING)
-    with pytest.raises(ContractError, match="contexts.*list<string>"):
+    with pytest.raises(ContractError, match=r"contexts.*list<string>"):
         check_schema(_schema().set(2, pa.field("contexts", pa.string())), MAPPING)
     with pytest.raises(ContractError, match="'timestamp' is string, not a timestamp"):
         check_schema(_schema(timestamp=pa.string()), MAPPING)

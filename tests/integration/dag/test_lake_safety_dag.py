@@ -83,6 +83,44 @@ def test_a_file_with_an_int_answer_is_rejected_alone_whatever_its_name(
     assert "answer (column 'answer') is int64, the contract needs string" in rejected["reason"]
 
 
+def test_a_corrupt_page_rejects_its_file_by_name_and_bad_utf8_only_its_row(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.integration.e2e.test_score_e2e import corrupt_a_page
+
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_ON_BAD_INPUT", "warn")
+    folder = raw_day(lake)
+    good = sample_interactions(20, seed=10, day=DAY)
+    pq.write_table(good, folder / "part-0.parquet")
+    pq.write_table(sample_interactions(20, seed=11, day=DAY), folder / "part-1.parquet")
+    corrupt_a_page(folder / "part-1.parquet", "answer")
+    answers = [text.encode() for text in good.column("answer").to_pylist()][:5]
+    answers[1] = b"broken \xff text"
+    raw = pa.array(answers, pa.binary())
+    broken = good.slice(0, 5).set_column(
+        good.schema.get_field_index("answer"),
+        "answer",
+        pa.Array.from_buffers(pa.string(), len(raw), raw.buffers()),
+    )
+    broken = broken.set_column(0, "id", pa.array([f"utf8-{i}" for i in range(5)]))
+    pq.write_table(broken, folder / "part-2.parquet")
+
+    assert state(run_dag()) == "success"
+
+    scored = pq.read_table(warehouse(lake, "scored", f"dt={DAY}", "scored.parquet"))
+    scored.validate(full=True)
+    assert scored.column("id").to_pylist() == good.column("id").to_pylist() + [
+        f"utf8-{i}" for i in range(5)
+    ]
+    row = scored.slice(21, 1).to_pylist()[0]
+    assert row["faithfulness_status"] == "invalid_input"
+    assert "answer is not valid UTF-8" in row["faithfulness_reason"]
+    (manifest,) = manifests(lake)
+    (rejected,) = manifest["plan"]["rejected_files"]
+    assert Path(rejected["path"]).name == "part-1.parquet"
+    assert "its data cannot be decoded" in rejected["reason"]
+
+
 # -- 2. a missing raw partition or root never empties a published day ---------------------------
 
 
@@ -102,7 +140,7 @@ def test_a_missing_raw_partition_or_root_never_empties_a_published_day(
     monkeypatch.setenv("RAGAS_OPS_PIPELINE_RAW_URI", str(lake / "raw-typo"))
     assert state(run_dag()) == "failed"
     assert scored_ids(lake) == table.column("id").to_pylist()
-    with pytest.raises(ConfigError, match="raw root .*raw-typo does not exist"):
+    with pytest.raises(ConfigError, match=r"raw root .*raw-typo does not exist"):
         plan_day(Lake(settings_from_environment().pipeline), DAY, settings_from_environment())
 
     # The day's partition gone from the right root: refused, naming both locations.
@@ -335,6 +373,20 @@ def test_a_run_superseded_by_a_later_publish_does_not_overwrite_its_aggregates(
     assert day_is_consistent(lake) == "late"
 
 
+def one_run(
+    run_id: str,
+    metrics: str,
+    tmp_path: Path,
+    barrier: threading.Barrier,
+    outcomes: dict[str, str],
+    errors: list[BaseException],
+) -> None:
+    try:
+        outcomes[run_id] = run_steps(run_id, metrics, tmp_path / f"{run_id}.sqlite", barrier)
+    except BaseException as error:  # reported by the test, in its own thread
+        errors.append(error)
+
+
 def test_two_runs_of_a_day_started_together_leave_one_consistent_day(
     lake: Path, tmp_path: Path
 ) -> None:
@@ -343,18 +395,12 @@ def test_two_runs_of_a_day_started_together_leave_one_consistent_day(
         barrier = threading.Barrier(2)
         outcomes: dict[str, str] = {}
         errors: list[BaseException] = []
-
-        def one_run(run_id: str, metrics: str) -> None:
-            try:
-                outcomes[run_id] = run_steps(
-                    run_id, metrics, tmp_path / f"{run_id}.sqlite", barrier
-                )
-            except BaseException as error:  # reported below, in the test's thread
-                errors.append(error)
-
         runs = [
-            threading.Thread(target=one_run, args=(f"a{round_number}", "faithfulness")),
-            threading.Thread(target=one_run, args=(f"b{round_number}", "context_relevance")),
+            threading.Thread(
+                target=one_run,
+                args=(f"{name}{round_number}", metrics, tmp_path, barrier, outcomes, errors),
+            )
+            for name, metrics in (("a", "faithfulness"), ("b", "context_relevance"))
         ]
         for thread in runs:
             thread.start()
