@@ -148,9 +148,11 @@ def check_chunk_rows(chunk: Chunk, scorer: Scorer) -> None:
 def chunk_result(
     chunk: Chunk, scorer: Scorer, judge: Judge, started: float, **extra: Any
 ) -> dict[str, Any]:
-    """What the manifest records of a scored chunk."""
+    """What the manifest records of a scored chunk; `attempt` identifies this scoring of it,
+    so that the day's spend counts each attempt once however many manifests list it."""
     return {
         "index": chunk.index,
+        "attempt": uuid.uuid4().hex,
         "rows": scorer.summary.rows,
         "statuses": {metric: dict(counts) for metric, counts in scorer.summary.statuses.items()},
         "usage": dataclasses.asdict(judge.usage_total()),
@@ -385,6 +387,8 @@ def aggregate_day(
     source = _table_of(lake, day, published, run_id)
     scored = read_table(source, columns=wanted)  # not the evidence: half the bytes
     table = daily_metrics(day, scored, metrics, segments)
+    version = published_version(lake, day) if published is None else published["publish_id"]
+    table = with_spend(table, day_spend(lake, day, version))
     if published is not None:
         check_current(lake, day, published)
     if published is not None:
@@ -563,7 +567,57 @@ def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "modes": sorted({result.get("mode", "sync") for result in chunk_results}),
         "batches": [batch for result in chunk_results for batch in result.get("batches", [])],
         "scoring_seconds": round(sum(result["seconds"] for result in chunk_results), 3),
+        "spend_by_attempt": {
+            str(result.get("attempt", f"chunk-{result['index']}")): result["usage"]["cost_usd"]
+            for result in chunk_results
+        },
     }
+
+
+SPEND_COLUMNS = ("run_spend_usd", "other_runs_spend_usd", "day_spend_usd", "day_runs")
+"""What the daily metrics say the day's judge calls cost, from the runs' manifests (see
+docs/lake-safety.md): the same on every row of a day."""
+
+
+def day_spend(lake: Lake, day: str, publish_id: str | None) -> dict[str, Any]:
+    """What the day's runs paid, from their manifests: the publishing run's (the manifest of
+    `publish_id`), every run's together (each chunk attempt counted once, however many
+    manifests list it), and the other runs' (the difference). A cost is None when a price was
+    unknown, never a partial sum."""
+    folder = lake.manifests(day)
+    spent: dict[str, float | None] = {}
+    runs: set[str] = set()
+    this_run: float | None = 0.0
+    if folder.exists():
+        for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path)):
+            if not entry.base_name.endswith(".json") or entry.base_name.startswith("."):
+                continue
+            manifest = json.loads(folder.child(entry.base_name).read_text())
+            runs.add(str(manifest.get("run_id")))
+            scoring = manifest.get("scoring") or {}
+            by_attempt = scoring.get("spend_by_attempt") or {
+                entry.base_name: (scoring.get("usage") or {}).get("cost_usd", 0.0)
+            }
+            spent.update(by_attempt)
+            if (manifest.get("published") or {}).get("publish_id") == publish_id:
+                this_run = (scoring.get("usage") or {}).get("cost_usd", 0.0)
+    values = list(spent.values())
+    total = None if None in values else float(sum(v for v in values if v is not None))
+    others = None if total is None or this_run is None else max(0.0, total - this_run)
+    return {
+        "run_spend_usd": this_run,
+        "other_runs_spend_usd": others,
+        "day_spend_usd": total,
+        "day_runs": len(runs),
+    }
+
+
+def with_spend(table: pa.Table, spend: dict[str, Any]) -> pa.Table:
+    """The daily metrics with the day's spend columns (`SPEND_COLUMNS`)."""
+    for name in SPEND_COLUMNS:
+        kind = pa.int64() if name == "day_runs" else pa.float64()
+        table = table.append_column(name, pa.array([spend[name]] * table.num_rows, kind))
+    return table
 
 
 def manifest_base(day: str, run_id: str, settings: Settings) -> dict[str, Any]:

@@ -410,3 +410,38 @@ def test_two_runs_of_a_day_started_together_leave_one_consistent_day(
         winner = day_is_consistent(lake)
         assert outcomes[winner] == "reported"
         assert len(manifests(lake)) == 2 * (round_number + 1), "one manifest per run, none lost"
+
+
+# -- 6. spend is kept per run: a cached rerun never erases what the day cost ---------------------
+
+
+def test_a_cached_rerun_keeps_what_the_first_run_paid(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "ragas-ops.toml"
+    config.write_text(
+        '[prices."test-judge"]\ninput_per_million = 0.15\noutput_per_million = 0.6\n'
+        '[prices."test-embedding"]\ninput_per_million = 0.02\n'
+    )
+    monkeypatch.setenv("RAGAS_OPS_CONFIG", str(config))
+    pq.write_table(sample_interactions(20, seed=12, day=DAY), raw_day(lake) / "part-0.parquet")
+
+    assert state(run_dag()) == "success"
+    assert state(run_dag()) == "success"  # the rerun: every call a cache hit
+
+    first, rerun = sorted(manifests(lake), key=lambda manifest: manifest["created_at"])
+    assert first["run_id"] != rerun["run_id"], "two manifests: none overwritten"
+    paid_first = first["scoring"]["usage"]["cost_usd"]
+    paid_rerun = rerun["scoring"]["usage"]["cost_usd"]
+    assert paid_first > 0
+    assert paid_rerun < paid_first / 10
+    daily = pq.read_table(warehouse(lake, "daily_metrics", f"dt={DAY}", "daily_metrics.parquet"))
+    (overall, *_) = [row for row in daily.to_pylist() if row["segment_column"] == "all"]
+    assert overall["run_spend_usd"] == pytest.approx(paid_rerun)
+    assert overall["other_runs_spend_usd"] == pytest.approx(paid_first)
+    assert overall["day_spend_usd"] == pytest.approx(paid_first + paid_rerun)
+    assert overall["day_runs"] == 2
+    report = warehouse(lake, "reports", f"dt={DAY}", "report.md").read_text()
+    total = f"${paid_first + paid_rerun:,.4f}"
+    assert f"| Paid for the day in all | {total} |" in report
+    assert f"Cost over the last 30 days | {total} |" in report
