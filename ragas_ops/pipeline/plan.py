@@ -189,7 +189,10 @@ def check_shrink(
     if not before:
         return
     conf = json.dumps({"day": day, "allow_shrink": True})
-    remedy = f"If this is on purpose, rerun with allow_shrink: airflow dags trigger -c '{conf}'"
+    remedy = (
+        "If this is on purpose, rerun with allow_shrink: "
+        f"airflow dags trigger ragas_ops_nightly -c '{conf}'"
+    )
     if not raw_present:
         raise ShrinkRefused(
             f"the raw partition {lake.raw_day(day).uri} does not exist, but {scored.uri} holds "
