@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pyarrow as pa
+# Imported up front though unused here: its first import registers an atexit hook, which
+# fails when the first Parquet write happens at interpreter exit (the capture writer's close).
+import pyarrow.dataset  # noqa: F401
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
