@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pyarrow as pa
-# Imported up front though unused here: its first import registers an atexit hook, which
-# fails when the first Parquet write happens at interpreter exit (the capture writer's close).
-import pyarrow.dataset  # noqa: F401
+import pyarrow.dataset  # unused here, imported up front: see the note below the imports
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragas_ops.secrets import Secret
+
+# pyarrow.dataset's first import registers an atexit hook, which fails when the first Parquet
+# write of a process happens at interpreter exit (the capture writer's close): so it is done here.
 
 
 class StorageError(OSError):
