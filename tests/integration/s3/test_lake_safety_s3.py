@@ -34,11 +34,12 @@ def s3_lake(
 ) -> object:
     endpoint = start_s3()
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-    for bucket in ("rag-logs", "rag-warehouse"):
+    # Buckets of their own: moto keeps one state for every server of the process.
+    for bucket in ("lake-safety-logs", "lake-safety-warehouse"):
         client.create_bucket(Bucket=bucket)
     for name, value in {
-        "RAGAS_OPS_PIPELINE_RAW_URI": "s3://rag-logs/raw",
-        "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": "s3://rag-warehouse/ragas",
+        "RAGAS_OPS_PIPELINE_RAW_URI": "s3://lake-safety-logs/raw",
+        "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": "s3://lake-safety-warehouse/ragas",
         "RAGAS_OPS_PIPELINE_CHUNK_ROWS": "2000",
         "RAGAS_OPS_BATCH_ROWS": "64",
         "RAGAS_OPS_JUDGE_BASE_URL": judge_server.base_url,
@@ -55,7 +56,9 @@ def s3_lake(
 
 def keys(client: object, prefix: str) -> list[str]:
     """The objects under `prefix` (not the folder markers)."""
-    listing = client.list_objects_v2(Bucket="rag-warehouse", Prefix=prefix)  # type: ignore[attr-defined]
+    listing = client.list_objects_v2(  # type: ignore[attr-defined]
+        Bucket="lake-safety-warehouse", Prefix=prefix
+    )
     return sorted(
         item["Key"] for item in listing.get("Contents", []) if not item["Key"].endswith("/")
     )
@@ -63,7 +66,7 @@ def keys(client: object, prefix: str) -> list[str]:
 
 def hive_rows() -> int:
     """The scored tables' rows as a pyarrow hive dataset reads them."""
-    scored = locate("s3://rag-warehouse/ragas/scored")
+    scored = locate("s3://lake-safety-warehouse/ragas/scored")
     dataset = pads.dataset(
         scored.path, filesystem=scored.filesystem, format="parquet", partitioning="hive"
     )
@@ -94,7 +97,7 @@ def test_a_publish_killed_on_s3_leaves_the_partition_clean_and_the_next_removes_
     s3_lake: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = s3_lake
-    raw = locate(f"s3://rag-logs/raw/dt={DAY}")
+    raw = locate(f"s3://lake-safety-logs/raw/dt={DAY}")
     pq.write_table(
         sample_interactions(30, seed=1, day=DAY), f"{raw.path}/a.parquet", filesystem=raw.filesystem
     )
@@ -121,7 +124,7 @@ def test_a_publish_killed_on_s3_leaves_the_partition_clean_and_the_next_removes_
     assert hive_rows() == 30, "the previous table, whole"
     assert keys(client, f"ragas/_staging/dt={DAY}/run=killed-run/"), "the killed run's staging"
     client.put_object(  # type: ignore[attr-defined]
-        Bucket="rag-warehouse", Key=f"{partition}scored.parquet.0123abcd.tmp", Body=b"half"
+        Bucket="lake-safety-warehouse", Key=f"{partition}scored.parquet.0123abcd.tmp", Body=b"half"
     )
     monkeypatch.setenv("RAGAS_OPS_PIPELINE_STALE_STAGING_HOURS", "0")  # moto: no old mtimes
 
