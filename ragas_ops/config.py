@@ -294,10 +294,6 @@ _POSITIVE = frozenset(
 def _in_range(key: str, value: Any, source: str) -> Any:
     if key == "sample_fraction" and not 0 < value <= 1:
         raise ConfigError(f"{source}: sample_fraction must be in (0, 1], got {value!r}")
-    if key == "min_republish_fraction" and not 0 <= value <= 1:
-        raise ConfigError(f"{source}: min_republish_fraction must be in [0, 1], got {value!r}")
-    if key == "stale_staging_hours" and value < 0:
-        raise ConfigError(f"{source}: stale_staging_hours must be at least 0, got {value!r}")
     if key in _AT_LEAST_ONE and value is not None and value < 1:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
     if key in _POSITIVE and value is not None and value <= 0:

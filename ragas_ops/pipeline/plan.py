@@ -182,6 +182,8 @@ def check_shrink(
     day's raw partition is gone, fewer than `pipeline.min_republish_fraction` of the published
     rows otherwise. `allow_shrink` (the DAG's parameter) republishes on purpose."""
     fraction = settings.pipeline.min_republish_fraction
+    if not 0 <= fraction <= 1:
+        raise ConfigError(f"pipeline.min_republish_fraction must be in [0, 1], got {fraction!r}")
     if allow_shrink or fraction == 0:
         return
     scored = lake.scored(day)

@@ -148,11 +148,9 @@ def check_chunk_rows(chunk: Chunk, scorer: Scorer) -> None:
 def chunk_result(
     chunk: Chunk, scorer: Scorer, judge: Judge, started: float, **extra: Any
 ) -> dict[str, Any]:
-    """What the manifest records of a scored chunk; `attempt` identifies this scoring of it,
-    so that the day's spend counts each attempt once however many manifests list it."""
+    """What the manifest records of a scored chunk."""
     return {
         "index": chunk.index,
-        "attempt": uuid.uuid4().hex,
         "rows": scorer.summary.rows,
         "statuses": {metric: dict(counts) for metric, counts in scorer.summary.statuses.items()},
         "usage": dataclasses.asdict(judge.usage_total()),
@@ -192,7 +190,7 @@ async def score_chunk(
         await judge.aclose()
     if output is not None:
         output.commit()
-    return chunk_result(chunk, scorer, judge, started, mode="sync")
+    return chunk_result(chunk, scorer, judge, started, mode="sync", attempt=new_attempt_id())
 
 
 def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
@@ -278,6 +276,12 @@ class Superseded(RuntimeError):
     """Another run published the day after this one: its aggregate and report own the day."""
 
 
+def new_attempt_id() -> str:
+    """The id of one scoring of a chunk (a task's try), in its result: the day's spend counts
+    each attempt once however many manifests list it (see `day_spend`)."""
+    return uuid.uuid4().hex
+
+
 def new_publish_id() -> str:
     """A publish's id: sortable by time, unique."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
@@ -316,7 +320,10 @@ def remove_day_leftovers(lake: Lake, day: str, run_id: str, settings: Settings) 
     root, mine = lake.staging_day(day), lake.staging(day, run_id).path
     if not root.exists():
         return removed
-    cutoff = time.time() - settings.pipeline.stale_staging_hours * 3600
+    hours = settings.pipeline.stale_staging_hours
+    if hours < 0:
+        raise ValueError(f"pipeline.stale_staging_hours must be at least 0, got {hours!r}")
+    cutoff = time.time() - hours * 3600
     for entry in root.filesystem.get_file_info(pafs.FileSelector(root.path)):
         if entry.type != pafs.FileType.Directory or entry.path == mine:
             continue
