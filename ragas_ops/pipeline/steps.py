@@ -297,10 +297,15 @@ def published_version(lake: Lake, day: str) -> str | None:
     return None if value is None else value.decode()
 
 
-def check_current(lake: Lake, day: str, published: dict[str, Any]) -> None:
-    """Raise `Superseded` when the day's table is no longer the one `published` describes."""
+def check_current(
+    lake: Lake, day: str, published: dict[str, Any], run_id: str | None = None
+) -> None:
+    """Raise `Superseded` when the day's table is no longer the one `published` describes
+    (and delete the run's staging folder, `run_id`'s: nothing will read it any more)."""
     current = published_version(lake, day)
     if current != published["publish_id"]:
+        if run_id is not None:
+            lake.staging(day, run_id).delete_tree()
         raise Superseded(
             f"{lake.scored(day).uri} is now publish {current}, not this run's "
             f"{published['publish_id']}: a later run of {day} published it, and its own "
@@ -397,7 +402,7 @@ def aggregate_day(
     version = published_version(lake, day) if published is None else published["publish_id"]
     table = with_spend(table, day_spend(lake, day, version))
     if published is not None:
-        check_current(lake, day, published)
+        check_current(lake, day, published, run_id)
     if published is not None:
         table = table.replace_schema_metadata({PUBLISH_ID_KEY: published["publish_id"]})
     target = lake.daily_metrics(day)
@@ -456,7 +461,7 @@ def report_day(
         manifest=manifest,
     )
     if published is not None:
-        check_current(lake, day, published)
+        check_current(lake, day, published, run_id)
     html, markdown = lake.report(day, "html"), lake.report(day, "md")
     html.write_text(report.html, staging=lake.scratch(day, run_id, html.name))
     markdown.write_text(report.markdown, staging=lake.scratch(day, run_id, markdown.name))
