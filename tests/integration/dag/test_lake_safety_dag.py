@@ -24,6 +24,7 @@ from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.dag import test_pipeline_dag as dag_tests
 from tests.integration.dag.test_pipeline_dag import DAY, run_dag, state, warehouse
+from tests.support import TEST_KEY
 
 airflow_database = dag_tests.airflow_database
 lake = dag_tests.lake
@@ -253,7 +254,11 @@ def test_a_publish_killed_halfway_leaves_the_day_readable_and_the_next_cleans_up
 
 
 def test_a_fatal_judge_error_fails_the_task_at_once_without_retries(
-    lake: Path, monkeypatch: pytest.MonkeyPatch, start_judge_server: Callable[..., JudgeServer]
+    lake: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start_judge_server: Callable[..., JudgeServer],
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = start_judge_server(api_key="sk-the-other-key-0123456789")
     monkeypatch.setenv("RAGAS_OPS_JUDGE_BASE_URL", server.base_url)
@@ -268,6 +273,11 @@ def test_a_fatal_judge_error_fails_the_task_at_once_without_retries(
     assert str(getattr(scoring.state, "value", scoring.state)) == "failed"
     assert scoring.try_number == 1, "a 401 is not retried"
     assert server.stats()["requests"] > 0
+    captured = capsys.readouterr()
+    logs = captured.out + captured.err + caplog.text
+    assert "AirflowFailException: the judge cannot be used, stopping" in logs
+    assert "refused the credentials (HTTP 401)" in logs
+    assert TEST_KEY not in logs
     assert not warehouse(lake, "scored", f"dt={DAY}").exists()
 
 
