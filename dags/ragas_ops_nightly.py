@@ -45,7 +45,8 @@ def plan() -> dict[str, Any]:
     context = get_current_context()
     day = task_context.day_of_run(context)
     settings = task_context.pipeline_settings()
-    day_plan = plan_day(task_context.lake_for(settings), day, settings)
+    lake = task_context.lake_for(settings)
+    day_plan = plan_day(lake, day, settings, allow_shrink=task_context.allow_shrink(context))
     return {
         "day": day,
         "summary": day_plan.summary(),
@@ -95,16 +96,22 @@ def publish(
         planned_rows=summary["rows"],
         chunk_count=summary["chunks"],
         settings=settings,
+        allow_shrink=task_context.allow_shrink(context),
     )
     manifest = {
         **steps.manifest_base(day, context["run_id"], settings),
+        "try_number": task_context.try_number(context),
         "plan": summary,
         "scoring": steps.run_totals(chunk_results),
         "published": published,
         "no_traffic": summary["rows"] == 0 and not summary["rejected_files"],
     }
     context["outlet_events"][SCORED].extra = {"day": day, "table": published["table"]}
-    return {"day": day, "manifest": steps.write_manifest(lake, day, context["run_id"], manifest)}
+    return {
+        "day": day,
+        "publish_id": published["publish_id"],
+        "manifest": steps.write_manifest(lake, day, context["run_id"], manifest),
+    }
 
 
 @task(outlets=[DAILY_METRICS])
@@ -113,9 +120,17 @@ def aggregate(published: dict[str, Any]) -> dict[str, Any]:
     from ragas_ops.airflow import task_context
     from ragas_ops.pipeline import steps
 
+    context = get_current_context()
     settings = task_context.pipeline_settings()
-    aggregated = steps.aggregate_day(task_context.lake_for(settings), published["day"], settings)
-    get_current_context()["outlet_events"][DAILY_METRICS].extra = {
+    with task_context.skipped_when_superseded():
+        aggregated = steps.aggregate_day(
+            task_context.lake_for(settings),
+            published["day"],
+            settings,
+            published=published,
+            run_id=context["run_id"],
+        )
+    context["outlet_events"][DAILY_METRICS].extra = {
         "day": published["day"],
         "table": aggregated["daily_metrics"],
     }
@@ -131,7 +146,10 @@ def report(published: dict[str, Any]) -> dict[str, Any]:
     context = get_current_context()
     settings = task_context.pipeline_settings()
     lake = task_context.lake_for(settings)
-    return steps.report_day(lake, published["day"], context["run_id"], settings)
+    with task_context.skipped_when_superseded():
+        return steps.report_day(
+            lake, published["day"], context["run_id"], settings, published=published
+        )
 
 
 @dag(
@@ -147,6 +165,12 @@ def report(published: dict[str, Any]) -> dict[str, Any]:
             type=["null", "string"],
             pattern=r"^\d{4}-\d{2}-\d{2}$",
             description="Day to score (YYYY-MM-DD). Empty: the run's data interval.",
+        ),
+        "allow_shrink": Param(
+            False,
+            type="boolean",
+            description="Publish even when the day would lose published rows: an empty or "
+            "much smaller table over a scored day, or a day whose raw partition is gone.",
         ),
         "judge_mode": Param(
             None,

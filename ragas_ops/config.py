@@ -203,6 +203,16 @@ class PipelineSettings:
     is_paused_upon_creation: bool | None = None
     """Whether the DAG is paused when Airflow first sees it; None: Airflow's
     `[core] dags_are_paused_at_creation` (True by default). `ragas-ops airflow up` sets False."""
+    min_republish_fraction: float = field(default=0.5, metadata={"minimum": 0, "maximum": 1})
+    """A rerun may not publish fewer than this share of the rows already published for the
+    day (nor anything over a day whose raw partition is gone) unless the run's `allow_shrink`
+    parameter says so; 0 turns the guard off (see docs/lake-safety.md)."""
+    verify_input_pages: bool = True
+    """The plan decodes every page of the day's files, so that a corrupt file is rejected by
+    name before any judge call, not found by a scoring task halfway."""
+    stale_staging_hours: float = field(default=48.0, metadata={"minimum": 0})
+    """Staging folders of other runs of a day older than this are a crashed run's leftovers:
+    the day's next publish deletes them (longer than a batch-mode wait)."""
 
 
 @dataclass

@@ -3,6 +3,11 @@
 Paths are local paths, `file://` URIs or `s3://bucket/key` URIs. S3 credentials come from the
 usual AWS places (environment, profile, instance role), never from ragas-ops settings; the
 endpoint of an S3-compatible store is taken from `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`.
+
+A file being written is never where readers look: it is written to a staging location (one
+the caller names, e.g. under the warehouse's `_staging/`, or else a dot-prefixed sibling, see
+`staging_sibling`) and moved into place whole. Readers that glob a partition folder (DuckDB's
+`read_parquet('.../dt=D/*')` matches dot files too) then never meet a partial file.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.dataset as pads
+import pyarrow.dataset  # unused here, imported up front: see the note below the imports
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragas_ops.secrets import Secret
+
+# pyarrow.dataset's first import registers an atexit hook, which fails when the first Parquet
+# write of a process happens at interpreter exit (the capture writer's close): so it is done here.
 
 
 class StorageError(OSError):
@@ -76,13 +84,24 @@ class Location:
         with self.filesystem.open_input_stream(self.path) as stream:
             return bytes(stream.read()).decode("utf-8")
 
-    def write_text(self, text: str) -> None:
-        """Write a whole small file so that readers see the old or the new one, never half."""
+    @property
+    def name(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+    def parent(self) -> Location:
+        return Location(
+            self.filesystem, self.path.rsplit("/", 1)[0], self.uri.rstrip("/").rsplit("/", 1)[0]
+        )
+
+    def write_text(self, text: str, staging: Location | None = None) -> None:
+        """Write a whole small file so that readers see the old or the new one, never half
+        (staged at `staging`, else at a dot-prefixed sibling)."""
         _make_parent(self)
-        staging = f"{self.path}.{uuid.uuid4().hex}.tmp"
-        with self.filesystem.open_output_stream(staging) as stream:
+        staged = staging or staging_sibling(self)
+        _make_parent(staged)
+        with self.filesystem.open_output_stream(staged.path) as stream:
             stream.write(text.encode("utf-8"))
-        self.filesystem.move(staging, self.path)
+        self.filesystem.move(staged.path, self.path)
 
     def delete_tree(self) -> None:
         """Remove this folder and everything below it, if it exists."""
@@ -102,6 +121,43 @@ def locate(uri: str, s3: S3Options | None = None) -> Location:
     raise StorageError(f"unsupported location {uri!r}: use a local path, file:// or s3://")
 
 
+def staging_sibling(location: Location) -> Location:
+    """A unique dot-prefixed name beside `location` to write it at before moving it in."""
+    return location.parent().child(f".{location.name}.{uuid.uuid4().hex}.tmp")
+
+
+def remove_leftovers(location: Location) -> list[str]:
+    """Delete the staging files that crashed writers of `location` left beside it (this
+    module's dot-prefixed ones, and the `<name>.<hex>.tmp` ones of earlier versions); returns
+    their paths. Only for targets that one writer at a time publishes."""
+    folder = location.parent()
+    if folder.filesystem.get_file_info(folder.path).type != pafs.FileType.Directory:
+        return []
+    entries = folder.filesystem.get_file_info(pafs.FileSelector(folder.path))
+    stale = [
+        entry.path
+        for entry in entries
+        if entry.type == pafs.FileType.File
+        and entry.base_name.endswith(".tmp")
+        and entry.base_name.lstrip(".").startswith(f"{location.name}.")
+    ]
+    for path in stale:
+        folder.filesystem.delete_file(path)
+    return stale
+
+
+def copy_into_place(source: Location, target: Location, staging: Location) -> None:
+    """Put a copy of `source` at `target` in one step: on S3 a server-side copy (an object
+    appears whole), elsewhere a copy to `staging` and a rename over the target."""
+    _make_parent(target)
+    if isinstance(target.filesystem, pafs.S3FileSystem):
+        target.filesystem.copy_file(source.path, target.path)
+        return
+    _make_parent(staging)
+    target.filesystem.copy_file(source.path, staging.path)
+    target.filesystem.move(staging.path, target.path)
+
+
 def _make_parent(location: Location) -> None:
     if not isinstance(location.filesystem, pafs.S3FileSystem):  # S3 has no folders to create
         location.filesystem.create_dir(location.path.rsplit("/", 1)[0], recursive=True)
@@ -115,45 +171,110 @@ def parquet_files(location: Location) -> list[str]:
     if info.type == pafs.FileType.NotFound:
         raise StorageError(f"nothing at {location.uri}")
     selector = pafs.FileSelector(location.path, recursive=True)
+    # Hidden and underscore names are what writers stage in and what readers skip.
     files = sorted(
         entry.path
         for entry in location.filesystem.get_file_info(selector)
-        if entry.type == pafs.FileType.File and entry.path.endswith(".parquet")
+        if entry.type == pafs.FileType.File
+        and entry.path.endswith(".parquet")
+        and not _hidden(entry.path[len(location.path) :])
     )
     if not files:
         raise StorageError(f"no .parquet files under {location.uri}")
     return files
 
 
-def read_batches(location: Location, batch_rows: int) -> tuple[pa.Schema, int, Iterator[pa.Table]]:
-    """The input's schema, its row count, and its rows as tables of at most `batch_rows`."""
-    dataset = pads.dataset(
-        parquet_files(location), filesystem=location.filesystem, format="parquet"
-    )
-    total = dataset.count_rows()
+def _hidden(relative: str) -> bool:
+    return any(part.startswith((".", "_")) for part in relative.split("/") if part)
 
-    def batches() -> Iterator[pa.Table]:
-        for batch in dataset.to_batches(batch_size=batch_rows):
-            if batch.num_rows:
-                yield pa.Table.from_batches([batch])
 
-    return dataset.schema, total, batches()
+@dataclass(frozen=True)
+class Footer:
+    """What a Parquet file's footer says: its schema, rows and size."""
+
+    path: str
+    schema: pa.Schema
+    rows: int
+    bytes: int
+
+
+def read_footer(filesystem: pafs.FileSystem, path: str) -> Footer:
+    """The footer of a Parquet file, or a StorageError naming the file and what is wrong."""
+    try:
+        info = filesystem.get_file_info(path)
+        with filesystem.open_input_file(path) as handle:
+            metadata = pq.ParquetFile(handle).metadata
+            schema = metadata.schema.to_arrow_schema()
+    except (OSError, pa.ArrowException) as error:
+        _raise_if_unreachable(filesystem, path)
+        raise StorageError(f"{path}: not a readable Parquet file: {error}") from None
+    return Footer(path, schema, int(metadata.num_rows), int(info.size or 0))
+
+
+def decode_check(filesystem: pafs.FileSystem, path: str) -> None:
+    """Decode every page of a Parquet file (and drop the rows): a StorageError names the file
+    when a page is corrupt or its compression broken, which a footer cannot show."""
+    try:
+        with filesystem.open_input_file(path) as handle:
+            for _batch in pq.ParquetFile(handle).iter_batches(batch_size=8192):
+                pass
+    except (OSError, pa.ArrowException) as error:
+        _raise_if_unreachable(filesystem, path)
+        raise StorageError(f"{path}: its data cannot be decoded: {error}") from None
+
+
+def _raise_if_unreachable(filesystem: pafs.FileSystem, path: str) -> None:
+    """Let an outage (the store itself failing) propagate as itself: only a file that can
+    still be reached is judged broken."""
+    filesystem.get_file_info(path)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with the columns of `schema`, in its order (missing ones null)."""
+    columns = [
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def read_files(
+    filesystem: pafs.FileSystem, paths: list[str], schema: pa.Schema, batch_rows: int
+) -> Iterator[pa.Table]:
+    """The files' rows, in order, as tables of at most `batch_rows` rows with `schema`; a file
+    whose data cannot be decoded is a StorageError naming it."""
+    for path in paths:
+        try:
+            with filesystem.open_input_file(path) as handle:
+                for batch in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
+                    if batch.num_rows:
+                        yield conform(pa.Table.from_batches([batch]), schema)
+        except (OSError, pa.ArrowException) as error:
+            _raise_if_unreachable(filesystem, path)
+            raise StorageError(f"{path}: its data cannot be read: {error}") from None
 
 
 class ParquetOutput:
     """A Parquet file written batch by batch, that appears at its location only when closed.
 
-    It is written beside the target and moved into place on commit (a rename locally, a
-    server-side copy on S3). A run that fails leaves no partial file behind, and a reader of
-    the target sees either the previous file or the whole new one.
+    It is written at `staging` (else a dot-prefixed sibling of the target) and moved into
+    place on commit (a rename locally, a server-side copy on S3). A run that fails leaves no
+    partial file behind, and a reader of the target sees either the previous file or the
+    whole new one. A killed process may leave its staging file: see `remove_leftovers`.
     """
 
-    def __init__(self, location: Location, schema: pa.Schema) -> None:
+    def __init__(
+        self, location: Location, schema: pa.Schema, staging: Location | None = None
+    ) -> None:
         self.location = location
         self.schema = schema
         fs = location.filesystem
         _make_parent(location)
-        self._staging = f"{location.path}.{uuid.uuid4().hex}.tmp"
+        staged = staging or staging_sibling(location)
+        _make_parent(staged)
+        self._staging = staged.path
         self._writer = pq.ParquetWriter(self._staging, schema, filesystem=fs, compression="zstd")
 
     def write(self, table: pa.Table) -> None:

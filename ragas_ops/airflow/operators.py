@@ -46,13 +46,14 @@ class ScoreChunkOperator(BaseOperator):
                 raise ConfigError("batch mode needs the OpenAI judge; the local judge has none")
             return self._advance(context)
         settings.judge = dataclasses.replace(settings.judge, mode="sync")  # this run's choice
-        return run_score_chunk(
-            task_context.lake_for(settings),
-            self.chunk["day"],
-            context["run_id"],
-            chunk=piece,
-            settings=settings,
-        )
+        with task_context.failed_without_retry():
+            return run_score_chunk(
+                task_context.lake_for(settings),
+                self.chunk["day"],
+                context["run_id"],
+                chunk=piece,
+                settings=settings,
+            )
 
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         """Back from the trigger: collect the finished batches and go on."""
@@ -75,15 +76,16 @@ class ScoreChunkOperator(BaseOperator):
         from ragas_ops.pipeline.plan import chunk_from_dict
 
         settings = self._settings()
-        progress = asyncio.run(
-            advance(
-                task_context.lake_for(settings),
-                self.chunk["day"],
-                context["run_id"],
-                chunk=chunk_from_dict(self.chunk),
-                settings=settings,
+        with task_context.failed_without_retry():
+            progress = asyncio.run(
+                advance(
+                    task_context.lake_for(settings),
+                    self.chunk["day"],
+                    context["run_id"],
+                    chunk=chunk_from_dict(self.chunk),
+                    settings=settings,
+                )
             )
-        )
         if not isinstance(progress, Waiting):
             return progress
         judge = settings.judge

@@ -3,6 +3,8 @@ from an Airflow connection. Imported inside tasks only, never while the DAG file
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +26,45 @@ def day_of_run(context: Any) -> str:
         return parse_day(start.date().isoformat())
     run_after = context["dag_run"].run_after
     return parse_day((run_after - timedelta(days=1)).date().isoformat())
+
+
+def allow_shrink(context: Any) -> bool:
+    """The run's `allow_shrink` parameter: republish a day with fewer rows on purpose."""
+    return (context.get("params") or {}).get("allow_shrink") is True
+
+
+def try_number(context: Any) -> int | None:
+    ti = context.get("ti")
+    number = getattr(ti, "try_number", None)
+    return None if number is None else int(number)
+
+
+@contextmanager
+def skipped_when_superseded() -> Iterator[None]:
+    """A step that finds its run's table replaced by a later run's publish is skipped: the
+    later run's own steps describe the day."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from ragas_ops.pipeline.steps import Superseded
+
+    try:
+        yield
+    except Superseded as error:
+        raise AirflowSkipException(str(error)) from None
+
+
+@contextmanager
+def failed_without_retry() -> Iterator[None]:
+    """A fatal judge error (bad key, unknown model, no quota) fails the task at once: a retry
+    would only send the same requests again."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from ragas_ops.judge.base import JudgeFatalError
+
+    try:
+        yield
+    except JudgeFatalError as error:
+        raise AirflowFailException(f"the judge cannot be used, stopping: {error}") from None
 
 
 def is_backfill(context: Any) -> bool:

@@ -1,9 +1,15 @@
 """The input contract: which columns a log must have, and how each row is validated.
 
 A log must have a question (string), contexts (list of strings) and an answer (string), under
-whatever names the column mapping gives. Everything else (id, timestamp, segment columns) is
-carried through unchanged. A row that breaks the contract is never dropped: each metric that
-needs the broken field reports `invalid_input` with the reason, the others still score it.
+whatever names the column mapping gives; an `id` column, when present, holds strings or
+integers, and a `timestamp` column timestamps. Everything else (segment columns...) is carried
+through unchanged. A row that breaks the contract is never dropped: each metric that needs the
+broken field reports `invalid_input` with the reason, the others still score it.
+
+A file is judged on its own merits (`check_schema`): its columns and their types against the
+contract, never against the other files of its day, so the order of the files never changes
+which rows survive. `unify_inputs` gives the schema a set of files is read with: the
+contract's types, then the union of the other columns, widened where that loses nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ if TYPE_CHECKING:  # pyarrow stays out of imports that DAG parsing makes
 
 QUESTION, CONTEXTS, ANSWER = "question", "contexts", "answer"
 REQUIRED_FIELDS = (QUESTION, CONTEXTS, ANSWER)
+ID, TIMESTAMP = "id", "timestamp"
+REPLACEMENT_CHARACTER = "\ufffd"
+"""What an undecodable byte of a text cell is read as (see `repair_utf8`)."""
 
 
 class ContractError(ValueError):
@@ -94,6 +103,212 @@ def check_columns(schema: pa.Schema, mapping: ColumnMapping) -> None:
         )
 
 
+def contract_schema(mapping: ColumnMapping) -> pa.Schema:
+    """The contract's columns with the types every input is read with."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            (mapping.question, pa.string()),
+            (mapping.contexts, pa.list_(pa.string())),
+            (mapping.answer, pa.string()),
+        ]
+    )
+
+
+def check_schema(schema: pa.Schema, mapping: ColumnMapping) -> None:
+    """Fail, naming every offending column and its type, when `schema` breaks the contract."""
+    import pyarrow as pa
+
+    check_columns(schema, mapping)
+    problems = []
+    for name in REQUIRED_FIELDS:
+        column = mapping.source(name)
+        found = schema.field(column).type
+        fits, expected = (
+            (_is_text_list(found), "list<string>")
+            if name == CONTEXTS
+            else (_is_text(found), "string")
+        )
+        if not fits:
+            problems.append(f"{name} (column {column!r}) is {found}, the contract needs {expected}")
+    if ID in schema.names:
+        found = schema.field(ID).type
+        if not (pa.types.is_integer(found) or _is_text(found)):
+            problems.append(f"column {ID!r} is {found}, not a string or an integer")
+    if TIMESTAMP in schema.names:
+        found = schema.field(TIMESTAMP).type
+        if not (pa.types.is_timestamp(found) or pa.types.is_null(found)):
+            problems.append(f"column {TIMESTAMP!r} is {found}, not a timestamp")
+    if problems:
+        raise ContractError("; ".join(problems))
+
+
+def _is_text(value_type: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_string(value_type)
+        or pa.types.is_large_string(value_type)
+        or pa.types.is_null(value_type)  # a column of nulls only: every row says so
+    )
+
+
+def _is_text_list(value_type: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_null(value_type):
+        return True
+    if pa.types.is_list(value_type) or pa.types.is_large_list(value_type):
+        return _is_text(value_type.value_type)
+    return False
+
+
+@dataclass(frozen=True)
+class FileSchema:
+    """One input file as its footer describes it."""
+
+    path: str
+    schema: pa.Schema
+    rows: int
+
+
+@dataclass
+class UnifiedInputs:
+    """What `unify_inputs` decided: the schema to read with, and the files it cannot hold."""
+
+    schema: pa.Schema | None
+    rejected: dict[str, str] = field(default_factory=dict)
+    """Path -> why the file is left out."""
+
+
+def unify_inputs(files: Sequence[FileSchema], mapping: ColumnMapping) -> UnifiedInputs:
+    """The schema a set of input files is read with, and the files rejected with the reason.
+
+    Each file is checked on its own against the contract (`check_schema`). The other columns
+    are the union over the accepted files, in the order the files show them. A column whose
+    types differ is widened the way SQL engines do (int32 and int64 -> int64, an integer and
+    a double -> double, null -> anything), never between text and numbers, booleans and
+    numbers, or uint64 and signed integers; when its types cannot be joined, the type that
+    most rows have wins (ties: the type's name) and the files with the other type are
+    rejected, naming the column. The result does not depend on the files' order.
+    """
+    rejected: dict[str, str] = {}
+    for file in files:
+        try:
+            check_schema(file.schema, mapping)
+        except ContractError as error:
+            rejected[file.path] = str(error)
+    contract = contract_schema(mapping)
+    while True:  # a file rejected over one column no longer votes on the others
+        accepted = [file for file in files if file.path not in rejected]
+        extras, conflicts = _widened_extras(accepted, set(contract.names))
+        if not conflicts:
+            break
+        rejected.update(conflicts)
+    if not accepted:
+        return UnifiedInputs(None, rejected)
+    import pyarrow as pa
+
+    # Columns in the order the files show them (the first file's order, then new ones).
+    types = {column.name: column for column in [*contract, *extras]}
+    order = dict.fromkeys(name for file in accepted for name in file.schema.names)
+    return UnifiedInputs(pa.schema([types[name] for name in order]), rejected)
+
+
+def _widened_extras(
+    files: Sequence[FileSchema], contract_names: set[str]
+) -> tuple[list[pa.Field], dict[str, str]]:
+    import pyarrow as pa
+
+    votes: dict[str, dict[str, tuple[pa.DataType, int, list[str]]]] = {}
+    for file in files:
+        for column in file.schema:
+            if column.name in contract_names:
+                continue
+            by_type = votes.setdefault(column.name, {})
+            value_type, rows, paths = by_type.get(str(column.type), (column.type, 0, []))
+            by_type[str(column.type)] = (value_type, rows + file.rows, [*paths, file.path])
+    extras, conflicts = [], {}
+    for name, by_type in votes.items():
+        ranked = sorted(by_type.items(), key=lambda item: (-item[1][1], item[0]))
+        widened = ranked[0][1][0]
+        for type_name, (value_type, _rows, paths) in ranked[1:]:
+            joined = widen(widened, value_type)
+            if joined is None:
+                for path in paths:
+                    conflicts[path] = (
+                        f"column {name!r} is {type_name} here but {widened} in the other "
+                        "files, and the two cannot be joined without changing values"
+                    )
+            else:
+                widened = joined
+        extras.append(pa.field(name, widened))
+    return extras, conflicts
+
+
+def widen(first: pa.DataType, second: pa.DataType) -> pa.DataType | None:
+    """The type that holds every value of both, or None when there is none."""
+    import pyarrow as pa
+
+    if first == second:
+        return first
+    unsigned_64 = (pa.types.is_uint64(first) and pa.types.is_signed_integer(second)) or (
+        pa.types.is_uint64(second) and pa.types.is_signed_integer(first)
+    )
+    if unsigned_64:  # pyarrow would take int64, which cannot hold the large uint64 values
+        return None
+    try:
+        unified = pa.unify_schemas(
+            [pa.schema([("x", first)]), pa.schema([("x", second)])], promote_options="permissive"
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
+        return None
+    return unified.field("x").type
+
+
+def repair_utf8(table: pa.Table) -> pa.Table:
+    """`table` with every undecodable byte sequence of its text columns read as U+FFFD.
+
+    Parquet does not guarantee that a string column holds valid UTF-8. Such a cell would make
+    every later reader fail (pyarrow, DuckDB, the report); repaired, it stays readable and
+    `validate_row` makes its row `invalid_input` naming the field. A valid table is returned
+    as it is, after one validation pass.
+    """
+    import pyarrow as pa
+
+    columns = list(table.columns)
+    changed = False
+    for index, column in enumerate(columns):
+        if not (_is_text(column.type) or _is_text_list(column.type)):
+            continue
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            columns[index] = _decoded(column)
+            changed = True
+    return pa.Table.from_arrays(columns, schema=table.schema) if changed else table
+
+
+def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    import pyarrow as pa
+
+    def text(value: bytes | None) -> str | None:
+        return None if value is None else value.decode("utf-8", errors="replace")
+
+    if _is_text(column.type):
+        large = pa.types.is_large_string(column.type)
+        raw = column.cast(pa.large_binary() if large else pa.binary())
+        return pa.chunked_array([pa.array([text(v) for v in raw.to_pylist()], column.type)])
+    value_type = column.type.value_type
+    binary_list = (pa.large_list if pa.types.is_large_list(column.type) else pa.list_)(
+        pa.large_binary() if pa.types.is_large_string(value_type) else pa.binary()
+    )
+    rows = column.cast(binary_list).to_pylist()
+    repaired = [None if row is None else [text(item) for item in row] for row in rows]
+    return pa.chunked_array([pa.array(repaired, column.type)])
+
+
 def interactions_from_table(
     table: pa.Table, mapping: ColumnMapping, budget: SizeBudget
 ) -> list[Interaction]:
@@ -135,6 +350,9 @@ def _text_field(name: str, value: Any, max_chars: int, problems: dict[str, str])
     if not text:
         problems[name] = f"{name} is empty"
         return None
+    if REPLACEMENT_CHARACTER in text:
+        problems[name] = f"{name} is not valid UTF-8 text (an undecodable byte, read as U+FFFD)"
+        return None
     if len(text) > max_chars:
         problems[name] = f"{name} is over the size budget ({len(text):,} > {max_chars:,} chars)"
         return None
@@ -156,14 +374,23 @@ def _contexts_field(value: Any, max_chars: int, problems: dict[str, str]) -> lis
         )
         return None
     texts = [item.strip() for item in value if item.strip()]
-    if not texts:
-        problems[CONTEXTS] = "no contexts (the list is empty or holds only blank strings)"
+    problem = _contexts_problem(value, texts)
+    if problem:
+        problems[CONTEXTS] = problem
         return None
     total = sum(len(text) for text in texts)
     if total > max_chars:
         problems[CONTEXTS] = f"contexts are over the size budget ({total:,} > {max_chars:,} chars)"
         return None
     return texts
+
+
+def _contexts_problem(items: Sequence[str], texts: list[str]) -> str | None:
+    if any(REPLACEMENT_CHARACTER in item for item in items):
+        return "contexts are not valid UTF-8 text (an undecodable byte, read as U+FFFD)"
+    if not texts:
+        return "no contexts (the list is empty or holds only blank strings)"
+    return None
 
 
 def _distinct(texts: list[str]) -> list[str]:

@@ -4,18 +4,25 @@
     <warehouse_uri>/scored/dt=YYYY-MM-DD/scored.parquet        one file per day, replaced whole
     <warehouse_uri>/daily_metrics/dt=YYYY-MM-DD/daily_metrics.parquet
     <warehouse_uri>/reports/dt=YYYY-MM-DD/report.html, report.md
-    <warehouse_uri>/runs/dt=YYYY-MM-DD/<run>.json               one manifest per run
-    <warehouse_uri>/_staging/dt=YYYY-MM-DD/run=<run>/           chunk files of a run in progress
+    <warehouse_uri>/runs/dt=YYYY-MM-DD/<run>.<publish>.json     one manifest per run and publish
+    <warehouse_uri>/_staging/dt=YYYY-MM-DD/run=<run>/           a run in progress: its chunk
+                                                                files, the table it published
+                                                                (scored.parquet) and the files
+                                                                it is writing
     <warehouse_uri>/_batches/dt=YYYY-MM-DD/chunk-<n>-<hash>/    batch mode's record of a chunk
 
 A day's scored table is one file so that publishing it is one atomic replace, on a local disk
 (a rename) as on S3 (an object is replaced whole): readers never see a partial day, nor a day
-with rows from two runs.
+with rows from two runs. Nothing is ever written inside the partition folders readers glob:
+files are written under `_staging/` (which every engine skips: a leading underscore) and moved
+into place. A run's aggregate and report read the copy of the table the run published, in its
+staging folder, not whatever another run of the day has published since.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import date
 from typing import Protocol
 
@@ -73,15 +80,29 @@ class Lake:
     def report(self, day: str, extension: str) -> Location:
         return self.warehouse.child("reports", f"dt={parse_day(day)}", f"report.{extension}")
 
-    def manifest(self, day: str, run_id: str) -> Location:
-        return self.warehouse.child(
-            "runs", f"dt={parse_day(day)}", f"{run_folder_name(run_id)}.json"
-        )
+    def manifest(self, day: str, run_id: str, publish_id: str) -> Location:
+        """The manifest of one publish of a run: never overwritten by another run or try."""
+        name = f"{run_folder_name(run_id)}.{run_folder_name(publish_id)}.json"
+        return self.warehouse.child("runs", f"dt={parse_day(day)}", name)
+
+    def manifests(self, day: str) -> Location:
+        """The folder of the day's manifests."""
+        return self.warehouse.child("runs", f"dt={parse_day(day)}")
+
+    def staging_day(self, day: str) -> Location:
+        """The staging folders of every run of the day."""
+        return self.warehouse.child("_staging", f"dt={parse_day(day)}")
 
     def staging(self, day: str, run_id: str) -> Location:
-        return self.warehouse.child(
-            "_staging", f"dt={parse_day(day)}", f"run={run_folder_name(run_id)}"
-        )
+        return self.staging_day(day).child(f"run={run_folder_name(run_id)}")
+
+    def run_table(self, day: str, run_id: str) -> Location:
+        """The scored table as this run published it (read by its aggregate and report)."""
+        return self.staging(day, run_id).child("scored.parquet")
+
+    def scratch(self, day: str, run_id: str, name: str) -> Location:
+        """A unique place in the run's staging folder to write `name` before moving it in."""
+        return self.staging(day, run_id).child(f"{name}.{uuid.uuid4().hex}.tmp")
 
     def batch_work(self, day: str) -> Location:
         """Batch mode's records of the day's chunks (see `pipeline.batch_chunk`)."""

@@ -343,6 +343,8 @@ async def _scoring_pass(
     if output is not None:
         output.commit()
     events = judge.events + judge.sync_events()
-    result = steps.chunk_result(chunk, scorer, judge, started, mode="batch")
+    result = steps.chunk_result(
+        chunk, scorer, judge, started, mode="batch", attempt=steps.new_attempt_id()
+    )
     result["events"] = dict(events)
     return result

@@ -1,18 +1,25 @@
 """Planning a day: which input files there are, how many rows, and how to cut them in chunks.
 
-Planning reads only Parquet footers (schemas and row counts), never the rows, so a day of a
-million rows plans in about the time it takes to list its files. The number of chunks is
-bounded by `max_chunks` (chunks grow past `chunk_rows` when needed), so a day always fits in
-Airflow's mapping limit. A chunk is a list of row ranges of files, so each mapped task reads
-only its own slice.
+Planning reads the Parquet footers (schemas and row counts) and, with
+`pipeline.verify_input_pages`, decodes each file once to find corrupt pages before any judge
+is paid. The number of chunks is bounded by `max_chunks` (chunks grow past `chunk_rows` when
+needed), so a day always fits in Airflow's mapping limit. A chunk is a list of row ranges of
+files, so each mapped task reads only its own slice, with the day's schema.
 
-A file that cannot be read, or that breaks the input contract (a mapped column missing, or a
-column whose type conflicts with the day's other files), is rejected with the reason: the rest
-of the day is scored, and the run's manifest and report list the rejected files.
+A file is judged on its own merits: one that cannot be read or decoded, or whose columns or
+types break the input contract, is rejected with the reason (`contract.inputs.unify_inputs`),
+whatever the other files hold; the rest of the day is scored, and the run's manifest and report
+list the rejected files.
+
+Before anything is scored the plan refuses to shrink a published day without a reason: a raw
+root that does not exist is a configuration error, and a day whose raw partition is gone (or
+holds far fewer rows) while the warehouse holds its scored rows needs `allow_shrink`.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,10 +27,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragas_ops.config import Settings
-from ragas_ops.contract.inputs import ContractError, check_columns
+from ragas_ops.config import ConfigError, Settings
+from ragas_ops.contract.inputs import FileSchema, unify_inputs
 from ragas_ops.contract.layout import Lake
-from ragas_ops.storage import StorageError, parquet_files
+from ragas_ops.storage import Location, StorageError, decode_check, parquet_files, read_footer
+
+
+class ShrinkRefused(RuntimeError):
+    """Publishing would empty or shrink a day the warehouse holds, and no one asked for it."""
 
 
 @dataclass
@@ -52,6 +63,8 @@ class Slice:
 class Chunk:
     index: int
     slices: list[Slice]
+    schema: pa.Schema | None = None
+    """The day's input schema, which every chunk reads with."""
 
     @property
     def rows(self) -> int:
@@ -85,61 +98,115 @@ class DayPlan:
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
-    """A chunk as the plain dict that travels through XCom."""
-    return {"index": chunk.index, "slices": [asdict(piece) for piece in chunk.slices]}
+    """A chunk as the plain dict that travels through XCom (the schema as base64 Arrow IPC)."""
+    schema = None if chunk.schema is None else chunk.schema.serialize().to_pybytes()
+    return {
+        "index": chunk.index,
+        "slices": [asdict(piece) for piece in chunk.slices],
+        "schema": None if schema is None else base64.b64encode(schema).decode("ascii"),
+    }
 
 
 def chunk_from_dict(data: dict[str, Any]) -> Chunk:
-    return Chunk(int(data["index"]), [Slice(**piece) for piece in data["slices"]])
+    encoded = data.get("schema")
+    schema = (
+        None if encoded is None else pa.ipc.read_schema(pa.py_buffer(base64.b64decode(encoded)))
+    )
+    return Chunk(int(data["index"]), [Slice(**piece) for piece in data["slices"]], schema)
 
 
-def plan_day(lake: Lake, day: str, settings: Settings) -> DayPlan:
-    """List, check and cut the day's input files."""
+def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = False) -> DayPlan:
+    """List, check and cut the day's input files; refuse to shrink a published day unless
+    `allow_shrink` (see `check_shrink`)."""
+    if not lake.raw.exists():
+        raise ConfigError(
+            f"the raw root {lake.raw.uri} does not exist: check pipeline.raw_uri "
+            "(RAGAS_OPS_PIPELINE_RAW_URI). A day without traffic is a day folder missing under "
+            "an existing root, never a missing root."
+        )
     plan = DayPlan(day)
     folder = lake.raw_day(day)
-    if not folder.exists():
-        return plan  # no traffic: a normal, empty day
+    present = folder.exists()
     try:
-        paths = parquet_files(folder)
+        paths = parquet_files(folder) if present else []
     except StorageError:
-        return plan  # the folder holds no Parquet file: no traffic either
-    schemas: list[pa.Schema] = []
+        paths = []  # the folder holds no Parquet file: no traffic
+    footers, unreadable = [], {}
     for path in paths:
-        accepted = _check_file(folder.filesystem, path, settings, schemas)
-        if isinstance(accepted, RejectedFile):
-            plan.rejected.append(accepted)
-        else:
-            plan.files.append(accepted[0])
-            schemas.append(accepted[1])
-    if schemas:
-        plan.schema = pa.unify_schemas(schemas, promote_options="permissive")
+        try:
+            footers.append(read_footer(folder.filesystem, path))
+            if settings.pipeline.verify_input_pages:
+                decode_check(folder.filesystem, path)
+        except StorageError as error:
+            footers = [footer for footer in footers if footer.path != path]
+            unreadable[path] = str(error).removeprefix(f"{path}: ")
+    unified = unify_inputs(
+        [FileSchema(footer.path, footer.schema, footer.rows) for footer in footers],
+        settings.columns,
+    )
+    reasons = {**unreadable, **unified.rejected}
+    plan.rejected = [RejectedFile(path, reasons[path]) for path in paths if path in reasons]
+    plan.files = [
+        InputFile(footer.path, footer.bytes, footer.rows)
+        for footer in footers
+        if footer.path not in reasons
+    ]
+    plan.schema = unified.schema
+    check_shrink(lake, day, plan.rows, settings, allow_shrink=allow_shrink, raw_present=present)
     plan.chunk_rows = max(
         settings.pipeline.chunk_rows, math.ceil(plan.rows / settings.pipeline.max_chunks)
     )
     plan.chunks = cut_chunks(plan.files, plan.chunk_rows)
+    for chunk in plan.chunks:
+        chunk.schema = plan.schema
     return plan
 
 
-def _check_file(
-    filesystem: Any, path: str, settings: Settings, accepted: list[pa.Schema]
-) -> RejectedFile | tuple[InputFile, pa.Schema]:
-    try:
-        info = filesystem.get_file_info(path)
-        with filesystem.open_input_file(path) as handle:
-            metadata = pq.ParquetFile(handle).metadata
-            schema = metadata.schema.to_arrow_schema()
-    except (OSError, pa.ArrowException) as error:
-        return RejectedFile(path, f"not a readable Parquet file: {error}")
-    try:
-        check_columns(schema, settings.columns)
-    except ContractError as error:
-        return RejectedFile(path, str(error))
-    if accepted:
-        try:
-            pa.unify_schemas([*accepted, schema], promote_options="permissive")
-        except (pa.ArrowTypeError, pa.ArrowInvalid) as error:
-            return RejectedFile(path, f"its columns conflict with the day's other files: {error}")
-    return InputFile(path, int(info.size or 0), int(metadata.num_rows)), schema
+def published_rows(location: Location) -> int:
+    """Rows of the table published at `location` (0 when there is none), from its footer."""
+    if not location.exists():
+        return 0
+    return int(pq.ParquetFile(location.path, filesystem=location.filesystem).metadata.num_rows)
+
+
+def check_shrink(
+    lake: Lake,
+    day: str,
+    rows: int,
+    settings: Settings,
+    *,
+    allow_shrink: bool,
+    raw_present: bool = True,
+) -> None:
+    """Refuse to publish `rows` rows over a day the warehouse holds more of: nothing when the
+    day's raw partition is gone, fewer than `pipeline.min_republish_fraction` of the published
+    rows otherwise. `allow_shrink` (the DAG's parameter) republishes on purpose."""
+    fraction = settings.pipeline.min_republish_fraction
+    if not 0 <= fraction <= 1:
+        raise ConfigError(f"pipeline.min_republish_fraction must be in [0, 1], got {fraction!r}")
+    if allow_shrink or fraction == 0:
+        return
+    scored = lake.scored(day)
+    before = published_rows(scored)
+    if not before:
+        return
+    conf = json.dumps({"day": day, "allow_shrink": True})
+    remedy = (
+        "If this is on purpose, rerun with allow_shrink: "
+        f"airflow dags trigger ragas_ops_nightly -c '{conf}'"
+    )
+    if not raw_present:
+        raise ShrinkRefused(
+            f"the raw partition {lake.raw_day(day).uri} does not exist, but {scored.uri} holds "
+            f"{before:,} scored rows for {day}: refusing to publish an empty day over them "
+            f"(a mistyped pipeline.raw_uri?). {remedy}"
+        )
+    if rows < before * fraction:
+        raise ShrinkRefused(
+            f"{lake.raw_day(day).uri} holds {rows:,} rows to publish, but {scored.uri} holds "
+            f"{before:,} for {day} (below pipeline.min_republish_fraction {fraction:g}): "
+            f"refusing to shrink the published day. {remedy}"
+        )
 
 
 def cut_chunks(files: list[InputFile], chunk_rows: int) -> list[Chunk]:

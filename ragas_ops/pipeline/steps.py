@@ -15,23 +15,26 @@ import logging
 import os
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePath
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.layout import Lake
+from ragas_ops.contract.inputs import repair_utf8
+from ragas_ops.contract.layout import Lake, run_folder_name
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
-from ragas_ops.pipeline.plan import Chunk
+from ragas_ops.pipeline.plan import Chunk, check_shrink
 from ragas_ops.scoring.scorer import Scorer, package_version
-from ragas_ops.storage import ParquetOutput
+from ragas_ops.storage import ParquetOutput, conform, copy_into_place, remove_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +65,11 @@ def judge_share(settings: Settings) -> Settings:
 def read_slices(lake: Lake, chunk: Chunk) -> Iterator[pa.Table]:
     """The chunk's rows, a batch at a time, reading only the row groups each slice needs.
 
-    Every table has the same schema: the union of the chunk's files (missing columns null).
+    Every table has the day's schema (`chunk.schema`, from the plan; missing columns null),
+    and text that is not valid UTF-8 is repaired for `validate_row` to flag (`repair_utf8`).
     """
     filesystem = lake.raw.filesystem
-    schemas = []
-    for path in dict.fromkeys(piece.path for piece in chunk.slices):
-        with filesystem.open_input_file(path) as handle:
-            schemas.append(pq.ParquetFile(handle).schema_arrow)
-    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    schema = chunk.schema or _chunk_schema(lake, chunk)
     for piece in chunk.slices:
         with filesystem.open_input_file(piece.path) as handle:
             parquet = pq.ParquetFile(handle)
@@ -80,10 +80,19 @@ def read_slices(lake: Lake, chunk: Chunk) -> Iterator[pa.Table]:
                 lo, hi = max(piece.start, position), min(end, position + batch.num_rows)
                 if hi > lo:
                     piece_rows = pa.Table.from_batches([batch.slice(lo - position, hi - lo)])
-                    yield _conform(piece_rows, schema)
+                    yield repair_utf8(conform(piece_rows, schema))
                 position += batch.num_rows
                 if position >= end:
                     break
+
+
+def _chunk_schema(lake: Lake, chunk: Chunk) -> pa.Schema:
+    """The union of the chunk's files (a chunk planned before plans carried the schema)."""
+    schemas = []
+    for path in dict.fromkeys(piece.path for piece in chunk.slices):
+        with lake.raw.filesystem.open_input_file(path) as handle:
+            schemas.append(pq.ParquetFile(handle).schema_arrow)
+    return pa.unify_schemas(schemas, promote_options="permissive")
 
 
 def _row_groups_for(metadata: Any, start: int, rows: int) -> tuple[list[int], int]:
@@ -232,7 +241,7 @@ async def score_chunk(
         await judge.aclose()
     if output is not None:
         output.commit()
-    return chunk_result(chunk, scorer, judge, started, mode="sync")
+    return chunk_result(chunk, scorer, judge, started, mode="sync", attempt=new_attempt_id())
 
 
 def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
@@ -255,12 +264,23 @@ def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
 
 
 def publish_day(
-    lake: Lake, day: str, run_id: str, *, planned_rows: int, chunk_count: int, settings: Settings
+    lake: Lake,
+    day: str,
+    run_id: str,
+    *,
+    planned_rows: int,
+    chunk_count: int,
+    settings: Settings,
+    allow_shrink: bool = False,
 ) -> dict[str, Any]:
     """Merge the run's chunk files into the day's scored table and publish it in one move.
 
-    Checks that every planned chunk is there and that rows in = rows out before anything is
-    published; the previous table stays in place until the new one replaces it whole.
+    Checks that every planned chunk is there, that rows in = rows out and that the day does
+    not shrink without `allow_shrink` (`plan.check_shrink`) before anything is published. The
+    table is merged in the run's staging folder, where it stays as the version this run's
+    aggregate and report read (`Lake.run_table`), and copied into place whole: the previous
+    table stays until the new one replaces it. Then the day's leftovers of crashed runs are
+    deleted (see `remove_day_leftovers`).
     """
     files = [lake.chunk_file(day, run_id, index) for index in range(chunk_count)]
     missing = [file.uri for file in files if not file.exists()]
@@ -270,19 +290,113 @@ def publish_day(
     written = sum(p.metadata.num_rows for p in parquet)
     if written != planned_rows:
         raise RowCountMismatch(f"{planned_rows} rows planned for {day}, {written} scored")
-    schema = _published_schema(parquet, settings)
-    output = ParquetOutput(lake.scored(day), schema)
+    check_shrink(lake, day, written, settings, allow_shrink=allow_shrink)
+    publish_id = new_publish_id()
+    schema = _published_schema(parquet, settings).with_metadata(
+        {PUBLISH_ID_KEY: publish_id, RUN_ID_KEY: run_id}
+    )
+    snapshot = lake.run_table(day, run_id)
+    output = ParquetOutput(snapshot, schema, staging=lake.scratch(day, run_id, "scored.parquet"))
     try:
         for source in parquet:
             for batch in source.iter_batches(batch_size=READ_BATCH_ROWS * 8):
-                output.write(_conform(pa.Table.from_batches([batch]), schema))
+                output.write(conform(pa.Table.from_batches([batch]), schema))
     except BaseException:
         output.abort()
         raise
     output.commit()
-    lake.staging(day, run_id).delete_tree()
+    copy_into_place(snapshot, lake.scored(day), lake.scratch(day, run_id, "scored.parquet"))
+    for file in files:
+        file.filesystem.delete_file(file.path)
     lake.batch_work(day).delete_tree()  # batch mode's record: its answers are in the table now
-    return {"rows": written, "table": lake.scored(day).uri, "published_at": _now()}
+    return {
+        "rows": written,
+        "table": lake.scored(day).uri,
+        "publish_id": publish_id,
+        "run_table": snapshot.uri,
+        "published_at": _now(),
+        "removed_leftovers": remove_day_leftovers(lake, day, run_id, settings),
+    }
+
+
+PUBLISH_ID_KEY, RUN_ID_KEY = "ragas_ops.publish_id", "ragas_ops.run_id"
+"""Keys of the scored table's Parquet metadata: which publish, of which run, it is."""
+
+
+class Superseded(RuntimeError):
+    """Another run published the day after this one: its aggregate and report own the day."""
+
+
+def new_attempt_id() -> str:
+    """The id of one scoring of a chunk (a task's try), in its result: the day's spend counts
+    each attempt once however many manifests list it (see `day_spend`)."""
+    return uuid.uuid4().hex
+
+
+def new_publish_id() -> str:
+    """A publish's id: sortable by time, unique."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+def published_version(lake: Lake, day: str) -> str | None:
+    """The publish id of the day's published table (None: no table, or one without it)."""
+    location = lake.scored(day)
+    if not location.exists():
+        return None
+    metadata = pq.read_schema(location.path, filesystem=location.filesystem).metadata or {}
+    value = metadata.get(PUBLISH_ID_KEY.encode())
+    return None if value is None else value.decode()
+
+
+def check_current(
+    lake: Lake, day: str, published: dict[str, Any], run_id: str | None = None
+) -> None:
+    """Raise `Superseded` when the day's table is no longer the one `published` describes
+    (and delete the run's staging folder, `run_id`'s: nothing will read it any more)."""
+    current = published_version(lake, day)
+    if current != published["publish_id"]:
+        if run_id is not None:
+            lake.staging(day, run_id).delete_tree()
+        raise Superseded(
+            f"{lake.scored(day).uri} is now publish {current}, not this run's "
+            f"{published['publish_id']}: a later run of {day} published it, and its own "
+            "aggregate and report describe it"
+        )
+
+
+def remove_day_leftovers(lake: Lake, day: str, run_id: str, settings: Settings) -> list[str]:
+    """Delete what crashed runs of the day left: staging files in the day's partition folders
+    (written by earlier versions beside the table) and the staging folders of other runs not
+    touched for `pipeline.stale_staging_hours`. Returns their URIs."""
+    removed = [
+        path
+        for target in (lake.scored(day), lake.daily_metrics(day))
+        for path in remove_leftovers(target)
+    ]
+    root, mine = lake.staging_day(day), lake.staging(day, run_id).path
+    if not root.exists():
+        return removed
+    hours = settings.pipeline.stale_staging_hours
+    if hours < 0:
+        raise ValueError(f"pipeline.stale_staging_hours must be at least 0, got {hours!r}")
+    cutoff = time.time() - hours * 3600
+    for entry in root.filesystem.get_file_info(pafs.FileSelector(root.path)):
+        if entry.type != pafs.FileType.Directory or entry.path == mine:
+            continue
+        newest = _newest_mtime(root.filesystem, entry.path)
+        if newest is None or newest <= cutoff:
+            root.filesystem.delete_dir(entry.path)
+            removed.append(entry.path)
+    return removed
+
+
+def _newest_mtime(filesystem: pafs.FileSystem, folder: str) -> float | None:
+    stamps = [
+        entry.mtime.timestamp()
+        for entry in filesystem.get_file_info(pafs.FileSelector(folder, recursive=True))
+        if entry.type == pafs.FileType.File and entry.mtime is not None
+    ]
+    return max(stamps) if stamps else None
 
 
 def _published_schema(parquet: Sequence[pq.ParquetFile], settings: Settings) -> pa.Schema:
@@ -300,17 +414,6 @@ def _published_schema(parquet: Sequence[pq.ParquetFile], settings: Settings) -> 
     return output_schema(contract, build_metrics(settings.metrics.names))
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`table` with the columns of `schema`, in its order (missing ones null)."""
-    columns = [
-        table.column(f.name).cast(f.type)
-        if f.name in table.column_names
-        else pa.nulls(table.num_rows, f.type)
-        for f in schema
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
 # -- aggregate_day and report_day -------------------------------------------------------------
 
 REPORT_DAYS = 30
@@ -321,8 +424,19 @@ class RunProblem(RuntimeError):
     `on_bad_input`): someone has to look."""
 
 
-def aggregate_day(lake: Lake, day: str, settings: Settings) -> dict[str, Any]:
-    """Write the day's daily metrics; returns the regression verdict against the baseline."""
+def aggregate_day(
+    lake: Lake,
+    day: str,
+    settings: Settings,
+    published: dict[str, Any] | None = None,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """Write the day's daily metrics; returns the regression verdict against the baseline.
+
+    With `published` (what this run's `publish_day` returned) it reads the table this run
+    published, and raises `Superseded` instead of writing when another run has published the
+    day since; without, it reads the day's published table.
+    """
     from ragas_ops.quality.aggregate import TOKEN_COLUMNS, daily_metrics
 
     metrics, segments = settings.metrics.names, settings.pipeline.segments
@@ -334,36 +448,80 @@ def aggregate_day(lake: Lake, day: str, settings: Settings) -> dict[str, Any]:
         "judge",
         "embedding_model",
     ]
-    scored = read_table(lake.scored(day), columns=wanted)  # not the evidence: half the bytes
+    source = _table_of(lake, day, published, run_id)
+    scored = read_table(source, columns=wanted)  # not the evidence: half the bytes
     table = daily_metrics(day, scored, metrics, segments)
-    output = ParquetOutput(lake.daily_metrics(day), table.schema)
+    version = published_version(lake, day) if published is None else published["publish_id"]
+    table = with_spend(table, day_spend(lake, day, version))
+    if published is not None:
+        check_current(lake, day, published, run_id)
+    if published is not None:
+        table = table.replace_schema_metadata({PUBLISH_ID_KEY: published["publish_id"]})
+    target = lake.daily_metrics(day)
+    staging = None if run_id is None else lake.scratch(day, run_id, target.name)
+    output = ParquetOutput(target, table.schema, staging=staging)
     output.write(table)
     output.commit()
     regression = _regression(lake, day, settings, table)
     return {"daily_metrics": lake.daily_metrics(day).uri, "regression": regression.to_dict()}
 
 
-def report_day(lake: Lake, day: str, run_id: str, settings: Settings) -> dict[str, Any]:
-    """Write the day's report, complete the manifest, and fail the run if configured to."""
+def _metrics_version(lake: Lake, day: str) -> str | None:
+    """The publish id of the table the day's daily metrics were computed from."""
+    location = lake.daily_metrics(day)
+    if not location.exists():
+        return None
+    metadata = pq.read_schema(location.path, filesystem=location.filesystem).metadata or {}
+    value = metadata.get(PUBLISH_ID_KEY.encode())
+    return None if value is None else value.decode()
+
+
+def _table_of(lake: Lake, day: str, published: dict[str, Any] | None, run_id: str | None) -> Any:
+    if published is None or run_id is None:
+        return lake.scored(day)
+    return lake.run_table(day, run_id)
+
+
+def report_day(
+    lake: Lake,
+    day: str,
+    run_id: str,
+    settings: Settings,
+    published: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the day's report, complete the manifest, and fail the run if configured to.
+
+    With `published`, it reports the table this run published (or raises `Superseded`), and
+    the run's staging folder is deleted at the end.
+    """
     from ragas_ops.quality.report import build_report
 
+    publish_id = None if published is None else published["publish_id"]
+    if published is not None and _metrics_version(lake, day) != publish_id:
+        # A run that lost the race to publish wrote its daily metrics after this run's
+        # aggregate: this run's (the published table's) are written again.
+        aggregate_day(lake, day, settings, published, run_id)
     history = metrics_history(lake, day, REPORT_DAYS)
     regression = _regression(lake, day, settings, None)
-    manifest = read_manifest(lake, day, run_id)
+    manifest = read_manifest(lake, day, run_id, publish_id)
     report = build_report(
         day,
         history,
-        read_table(lake.scored(day)),
+        read_table(_table_of(lake, day, published, run_id)),
         regression,
         metrics=settings.metrics.names,
         manifest=manifest,
     )
+    if published is not None:
+        check_current(lake, day, published, run_id)
     html, markdown = lake.report(day, "html"), lake.report(day, "md")
-    html.write_text(report.html)
-    markdown.write_text(report.markdown)
+    html.write_text(report.html, staging=lake.scratch(day, run_id, html.name))
+    markdown.write_text(report.markdown, staging=lake.scratch(day, run_id, markdown.name))
     manifest["regression"] = regression.to_dict()
     manifest["report"] = {"html": html.uri, "markdown": markdown.uri}
     write_manifest(lake, day, run_id, manifest)
+    if published is not None:
+        lake.staging(day, run_id).delete_tree()  # the run is done: its table is in place
     problems = run_problems(manifest, regression.verdict.value, settings)
     if problems:
         raise RunProblem("; ".join(problems) + f" (report: {html.uri})")
@@ -422,14 +580,36 @@ def read_table(location: Any, columns: Sequence[str] | None = None) -> pa.Table:
 
 
 def write_manifest(lake: Lake, day: str, run_id: str, manifest: dict[str, Any]) -> str:
-    """Write (or rewrite) the run's manifest; returns its URI."""
-    target = lake.manifest(day, run_id)
-    target.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+    """Write the manifest of a run's publish (rewritten only by the same run's report: another
+    run, or another try of the publish, gets a file of its own); returns its URI."""
+    target = lake.manifest(day, run_id, _publish_id_of(manifest))
+    text = json.dumps(manifest, indent=2, sort_keys=True, default=str)
+    target.write_text(text, staging=lake.scratch(day, run_id, target.name))
     return target.uri
 
 
-def read_manifest(lake: Lake, day: str, run_id: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(lake.manifest(day, run_id).read_text())
+def _publish_id_of(manifest: dict[str, Any]) -> str:
+    return str((manifest.get("published") or {}).get("publish_id") or "unpublished")
+
+
+def read_manifest(
+    lake: Lake, day: str, run_id: str, publish_id: str | None = None
+) -> dict[str, Any]:
+    """The manifest of the run's publish `publish_id`, else of the run's latest publish."""
+    if publish_id is None:
+        prefix = f"{run_folder_name(run_id)}."
+        folder = lake.manifests(day)
+        names = sorted(
+            entry.base_name
+            for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path))
+            if entry.base_name.startswith(prefix) and entry.base_name.endswith(".json")
+        )
+        if not names:
+            raise FileNotFoundError(f"no manifest of run {run_id} under {folder.uri}")
+        location = folder.child(names[-1])
+    else:
+        location = lake.manifest(day, run_id, publish_id)
+    loaded: dict[str, Any] = json.loads(location.read_text())
     return loaded
 
 
@@ -451,7 +631,57 @@ def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "modes": sorted({result.get("mode", "sync") for result in chunk_results}),
         "batches": [batch for result in chunk_results for batch in result.get("batches", [])],
         "scoring_seconds": round(sum(result["seconds"] for result in chunk_results), 3),
+        "spend_by_attempt": {
+            str(result.get("attempt", f"chunk-{result['index']}")): result["usage"]["cost_usd"]
+            for result in chunk_results
+        },
     }
+
+
+SPEND_COLUMNS = ("run_spend_usd", "other_runs_spend_usd", "day_spend_usd", "day_runs")
+"""What the daily metrics say the day's judge calls cost, from the runs' manifests (see
+docs/lake-safety.md): the same on every row of a day."""
+
+
+def day_spend(lake: Lake, day: str, publish_id: str | None) -> dict[str, Any]:
+    """What the day's runs paid, from their manifests: the publishing run's (the manifest of
+    `publish_id`), every run's together (each chunk attempt counted once, however many
+    manifests list it), and the other runs' (the difference). A cost is None when a price was
+    unknown, never a partial sum."""
+    folder = lake.manifests(day)
+    spent: dict[str, float | None] = {}
+    runs: set[str] = set()
+    this_run: float | None = 0.0
+    if folder.exists():
+        for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path)):
+            if not entry.base_name.endswith(".json") or entry.base_name.startswith("."):
+                continue
+            manifest = json.loads(folder.child(entry.base_name).read_text())
+            runs.add(str(manifest.get("run_id")))
+            scoring = manifest.get("scoring") or {}
+            by_attempt = scoring.get("spend_by_attempt") or {
+                entry.base_name: (scoring.get("usage") or {}).get("cost_usd", 0.0)
+            }
+            spent.update(by_attempt)
+            if (manifest.get("published") or {}).get("publish_id") == publish_id:
+                this_run = (scoring.get("usage") or {}).get("cost_usd", 0.0)
+    values = list(spent.values())
+    total = None if None in values else float(sum(v for v in values if v is not None))
+    others = None if total is None or this_run is None else max(0.0, total - this_run)
+    return {
+        "run_spend_usd": this_run,
+        "other_runs_spend_usd": others,
+        "day_spend_usd": total,
+        "day_runs": len(runs),
+    }
+
+
+def with_spend(table: pa.Table, spend: dict[str, Any]) -> pa.Table:
+    """The daily metrics with the day's spend columns (`SPEND_COLUMNS`)."""
+    for name in SPEND_COLUMNS:
+        kind = pa.int64() if name == "day_runs" else pa.float64()
+        table = table.append_column(name, pa.array([spend[name]] * table.num_rows, kind))
+    return table
 
 
 def manifest_base(day: str, run_id: str, settings: Settings) -> dict[str, Any]:

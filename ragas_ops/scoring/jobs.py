@@ -7,17 +7,32 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+import pyarrow as pa
 from tqdm import tqdm
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.inputs import check_columns
+from ragas_ops.contract.inputs import (
+    ContractError,
+    FileSchema,
+    check_columns,
+    repair_utf8,
+    unify_inputs,
+)
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
 from ragas_ops.scoring.scorer import RunSummary, Scorer
-from ragas_ops.storage import ParquetOutput, locate, read_batches
+from ragas_ops.storage import (
+    Location,
+    ParquetOutput,
+    locate,
+    parquet_files,
+    read_files,
+    read_footer,
+    remove_leftovers,
+)
 
 
 @dataclass
@@ -91,6 +106,24 @@ class ScoreOutcome:
         return line
 
 
+def input_schema(source: Location, settings: Settings) -> tuple[pa.Schema, list[str], int]:
+    """The schema a Parquet file or folder is read with (the contract's types and the union of
+    the files' other columns), its files and its rows. Any file that cannot be read or breaks
+    the contract is a ContractError naming every such file and why: nothing is scored."""
+    paths = parquet_files(source)
+    footers = [read_footer(source.filesystem, path) for path in paths]
+    unified = unify_inputs(
+        [FileSchema(footer.path, footer.schema, footer.rows) for footer in footers],
+        settings.columns,
+    )
+    if unified.rejected or unified.schema is None:
+        if len(paths) == 1 and footers:
+            check_columns(footers[0].schema, settings.columns)  # the detailed message
+        reasons = "; ".join(f"{path}: {reason}" for path, reason in unified.rejected.items())
+        raise ContractError(f"input file(s) rejected: {reasons}")
+    return unified.schema, paths, sum(footer.rows for footer in footers)
+
+
 async def score_file(
     input_uri: str,
     output_uri: str,
@@ -105,9 +138,13 @@ async def score_file(
         settings.metrics.answer_relevance_questions,
         settings.metrics.question_strategy,
     )
-    schema, row_count, tables = read_batches(locate(input_uri), settings.batch_rows)
-    check_columns(schema, settings.columns)  # before any judge is built or paid
+    source = locate(input_uri)
+    schema, paths, row_count = input_schema(source, settings)  # before any judge is paid
     out_schema = output_schema(schema, metrics)
+    tables = (
+        repair_utf8(table)
+        for table in read_files(source.filesystem, paths, schema, settings.batch_rows)
+    )
     judge = judge or build_judge(settings)
     scorer = Scorer(
         metrics,
@@ -116,7 +153,9 @@ async def score_file(
         settings.size_budget,
         sample_fraction=settings.pipeline.sample_fraction,
     )
-    output = ParquetOutput(locate(output_uri), out_schema)
+    target = locate(output_uri)
+    remove_leftovers(target)  # the staging files of a killed earlier run of this output
+    output = ParquetOutput(target, out_schema)
     bar = tqdm(total=row_count, unit="row", disable=not progress, file=sys.stderr)
     try:
         async for table in scorer.score_stream(tables):

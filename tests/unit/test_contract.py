@@ -201,3 +201,119 @@ def test_interactions_from_table_fails_early_on_a_missing_column():
     table = pa.table({"question": ["q"], "answer": ["a"]})
     with pytest.raises(ContractError, match="contexts"):
         interactions_from_table(table, ColumnMapping(), BUDGET)
+
+
+# -- the contract's types, file by file (issue 13 point 1, issue 15 point 7) ---------------------
+
+from itertools import permutations  # noqa: E402
+
+from ragas_ops.contract.inputs import (  # noqa: E402
+    FileSchema,
+    check_schema,
+    repair_utf8,
+    unify_inputs,
+    widen,
+)
+
+MAPPING = ColumnMapping()
+
+
+def _schema(**extra: pa.DataType) -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("question", pa.string()),
+            ("contexts", pa.list_(pa.string())),
+            ("answer", pa.string()),
+            *extra.items(),
+        ]
+    )
+
+
+def test_a_file_whose_answer_is_not_text_is_rejected_naming_the_column_and_type():
+    bad = _schema().set(3, pa.field("answer", pa.int64()))
+    with pytest.raises(ContractError, match=r"answer \(column 'answer'\) is int64.*needs string"):
+        check_schema(bad, MAPPING)
+    check_schema(_schema().set(3, pa.field("answer", pa.large_string())), MAPPING)
+    with pytest.raises(ContractError, match=r"contexts.*list<string>"):
+        check_schema(_schema().set(2, pa.field("contexts", pa.string())), MAPPING)
+    with pytest.raises(ContractError, match="'timestamp' is string, not a timestamp"):
+        check_schema(_schema(timestamp=pa.string()), MAPPING)
+
+
+def test_file_order_never_changes_which_files_are_accepted_nor_the_schema():
+    files = [
+        FileSchema("good-1", _schema(tenant=pa.int32()), 20),
+        FileSchema("good-2", _schema(tenant=pa.int64(), app=pa.string()), 20),
+        FileSchema("int-answer", _schema().set(3, pa.field("answer", pa.int64())), 5),
+        FileSchema("text-tenant", _schema(tenant=pa.string()), 5),
+    ]
+    outcomes = set()
+    for order in permutations(files):
+        unified = unify_inputs(order, MAPPING)
+        assert unified.schema is not None
+        outcomes.add(
+            (
+                tuple(sorted(unified.rejected)),
+                tuple(sorted((f.name, str(f.type)) for f in unified.schema)),
+            )
+        )
+    ((rejected, fields),) = outcomes  # one outcome whatever the order
+    assert rejected == ("int-answer", "text-tenant")
+    assert dict(fields) == {
+        "id": "string",
+        "question": "string",
+        "contexts": "list<item: string>",
+        "answer": "string",
+        "tenant": "int64",  # int32 and int64 widened
+        "app": "string",  # a column of one file only: kept, null elsewhere
+    }
+    reasons = unify_inputs(files, MAPPING).rejected
+    assert "answer (column 'answer') is int64" in reasons["int-answer"]
+    assert "column 'tenant' is string here but int64" in reasons["text-tenant"]
+
+
+def test_widening_never_changes_a_value():
+    assert widen(pa.int32(), pa.int64()) == pa.int64()
+    assert widen(pa.int64(), pa.float64()) == pa.float64()
+    assert widen(pa.null(), pa.string()) == pa.string()
+    assert widen(pa.uint64(), pa.int64()) is None
+    assert widen(pa.int64(), pa.string()) is None
+    assert widen(pa.bool_(), pa.int64()) is None
+
+
+def _invalid_utf8(values: list[bytes | None]) -> pa.Array:
+    raw = pa.array(values, pa.binary())
+    return pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
+
+
+def test_invalid_utf8_makes_that_row_invalid_input_naming_the_field_and_no_other():
+    table = pa.table(
+        {
+            "question": ["q1", "q2", "q3"],
+            "contexts": [["c"], ["c"], ["c"]],
+            "answer": _invalid_utf8([b"fine", b"bro\xffken", None]),
+        }
+    )
+    with pytest.raises(pa.ArrowInvalid):
+        table.validate(full=True)
+
+    repaired = repair_utf8(table)
+
+    repaired.validate(full=True)  # every reader can read it now
+    rows = interactions_from_table(repaired, MAPPING, BUDGET)
+    assert rows[0].problems == {}
+    assert rows[1].problems == {
+        "answer": "answer is not valid UTF-8 text (an undecodable byte, read as U+FFFD)"
+    }
+    assert rows[2].problems == {"answer": "answer is missing (null)"}
+    assert repair_utf8(repaired) is repaired, "a valid table is left as it is"
+
+
+def test_invalid_utf8_in_one_context_makes_the_contexts_invalid():
+    contexts = pa.ListArray.from_arrays(pa.array([0, 2]), _invalid_utf8([b"ok", b"\xfe"]))
+    table = pa.table({"question": ["q"], "contexts": contexts, "answer": ["a"]})
+
+    (row,) = interactions_from_table(repair_utf8(table), MAPPING, BUDGET)
+
+    assert "contexts are not valid UTF-8" in row.problems["contexts"]

@@ -149,8 +149,8 @@ class ReportData:
         row = self.today_overall(self.metrics[0]) if self.metrics else None
         if row is None:
             return [("Rows", "no aggregates for this day")]
-        month = [
-            self.overall[self.metrics[0]][dt]["cost_usd"]
+        month: list[Any] = [
+            _paid(self.overall[self.metrics[0]][dt])
             for dt in self.days
             if dt in self.overall[self.metrics[0]]
         ]
@@ -170,6 +170,15 @@ class ReportData:
             ("Cost", _money(row["cost_usd"])),
             ("Cost per 1,000 rows", per_1k),
         ]
+        if "day_spend_usd" in row:  # what the day's runs paid, from their manifests
+            rows += [
+                ("Paid by the run that published", _money(row["run_spend_usd"])),
+                (
+                    f"Paid by the day's other runs ({max(0, (row['day_runs'] or 1) - 1)})",
+                    _money(row["other_runs_spend_usd"]),
+                ),
+                ("Paid for the day in all", _money(row["day_spend_usd"])),
+            ]
         if sampling:
             rows.append(("Cost per 1,000 sampled rows", sampling.cost_per_1k(row["cost_usd"])))
         rows.append(
@@ -184,6 +193,14 @@ class ReportData:
             if row is not None:
                 statuses.update(json.loads(row["failures_by_status"]))
         return sorted(statuses)
+
+
+def _paid(row: Mapping[str, Any]) -> float | None:
+    """What a day's judge calls were paid: every run's spend (the manifests') when the daily
+    metrics have it, else the cost of its rows."""
+    if "day_spend_usd" in row and row.get("day_runs"):
+        return row["day_spend_usd"]  # type: ignore[no-any-return]
+    return row["cost_usd"]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ def airflow_database() -> None:
 def lake(tmp_path: Path, judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Pipeline settings for a local lake under tmp_path, scored by the test judge server."""
     root = tmp_path / "lake"
+    (root / "raw").mkdir(parents=True)  # the log lake exists; its days may not
     for name, value in {
         "RAGAS_OPS_PIPELINE_RAW_URI": str(root / "raw"),
         "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(root / "warehouse"),

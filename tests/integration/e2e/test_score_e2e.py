@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -397,3 +398,131 @@ def test_logged_text_is_judged_as_content(
     assert scored.column("faithfulness_score")[0].as_py() < 0.5
     statements = json.loads(scored.column("faithfulness_evidence")[0].as_py())["statements"]
     assert any("cheese" in item["statement"] for item in statements)
+
+
+# -- damaged input files (issue 15 point 7) -----------------------------------------------------
+
+
+def corrupt_a_page(path: Path, column: str) -> None:
+    """Overwrite the compressed body of `column`'s pages, leaving page headers and the footer
+    intact: reading it fails with "Corrupt snappy compressed data"."""
+    metadata = pq.ParquetFile(path).metadata
+    chunk = metadata.row_group(0).column(metadata.schema.to_arrow_schema().get_field_index(column))
+    assert chunk.compression == "SNAPPY"
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    end = start + chunk.total_compressed_size
+    data = bytearray(path.read_bytes())
+    data[start + 24 : end - 8] = b"\xab" * (end - 8 - start - 24)
+    path.write_bytes(bytes(data))
+
+
+def test_a_file_with_a_corrupt_page_is_rejected_by_name_with_exit_2(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    pq.write_table(sample_interactions(20, seed=1), folder / "a.parquet")
+    pq.write_table(sample_interactions(20, seed=2), folder / "b.parquet", compression="snappy")
+    corrupt_a_page(folder / "b.parquet", "answer")
+    target = tmp_path / "o.parquet"
+
+    code = main(score_args(judge_server, folder, target, tmp_path / "c.sqlite"))
+
+    assert code == EXIT_USAGE
+    error = capsys.readouterr().err
+    assert f"{folder / 'b.parquet'}: its data cannot be read" in error
+    assert "Traceback" not in error
+    assert not target.exists()
+    assert not list(tmp_path.glob(".o.parquet.*")), "no staging file left"
+
+
+def test_invalid_utf8_in_one_answer_makes_that_row_invalid_input_and_the_others_are_scored(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    source = sample_interactions(8, seed=3)
+    answers = [text.encode() for text in source.column("answer").to_pylist()]
+    answers[2] = b"The viaduct opened in 2004 \xff\xfe and is 343 m tall."
+    raw = pa.array(answers, pa.binary())
+    broken = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
+    pq.write_table(
+        source.set_column(source.schema.get_field_index("answer"), "answer", broken),
+        tmp_path / "logs.parquet",
+    )
+
+    code = main(
+        score_args(
+            judge_server, tmp_path / "logs.parquet", tmp_path / "o.parquet", tmp_path / "c.sqlite"
+        )
+    )
+
+    assert code == EXIT_OK
+    scored = pq.read_table(tmp_path / "o.parquet")
+    scored.validate(full=True)
+    rows = scored.to_pylist()
+    assert rows[2]["faithfulness_status"] == Status.INVALID_INPUT
+    assert "answer is not valid UTF-8" in rows[2]["faithfulness_reason"]
+    assert rows[2]["answer_relevance_status"] == Status.INVALID_INPUT
+    assert rows[2]["context_relevance_status"] != Status.INVALID_INPUT, "it needs no answer"
+    others = [row for index, row in enumerate(rows) if index != 2]
+    assert all("UTF-8" not in (row["faithfulness_reason"] or "") for row in others)
+    assert any(row["faithfulness_status"] == Status.OK for row in others)
+
+
+def test_a_folder_of_files_with_different_columns_is_read_with_their_union(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    first = sample_interactions(6, seed=4)
+    second = sample_interactions(4, seed=5)
+    second = second.append_column("tenant", pa.array(["acme", "acme", "globex", None]))
+    pq.write_table(first, folder / "a.parquet")
+    pq.write_table(second, folder / "b.parquet")
+
+    code = main(score_args(judge_server, folder, tmp_path / "o.parquet", tmp_path / "c.sqlite"))
+
+    assert code == EXIT_OK
+    scored = pq.read_table(tmp_path / "o.parquet")
+    assert scored.column("tenant").to_pylist() == [None] * 6 + ["acme", "acme", "globex", None]
+    assert (
+        scored.column("id").to_pylist()
+        == first.column("id").to_pylist() + second.column("id").to_pylist()
+    )
+
+
+def test_a_score_killed_with_sigkill_leaves_a_staging_file_the_next_run_removes(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = start_judge_server(latency_ms=300)
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    pq.write_table(sample_interactions(20, seed=6), tmp_path / "logs.parquet")
+    target, cache = tmp_path / "o.parquet", tmp_path / "c.sqlite"
+    command = [
+        sys.executable,
+        "-m",
+        "ragas_ops.cli",
+        *score_args(slow, tmp_path / "logs.parquet", target, cache),
+    ]
+    process = subprocess.Popen(command, env=os.environ.copy(), stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".o.parquet.*.tmp")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "still scoring when killed"
+    finally:
+        process.kill()  # SIGKILL: no cleanup runs
+        process.wait(timeout=30)
+    (leftover,) = tmp_path.glob(".o.parquet.*.tmp")
+    assert not target.exists()
+
+    assert main(score_args(slow, tmp_path / "logs.parquet", target, cache)) == EXIT_OK
+
+    assert not leftover.exists()
+    assert pq.read_table(target).num_rows == 20
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".")) == []

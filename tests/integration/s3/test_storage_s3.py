@@ -11,7 +11,7 @@ import pytest
 
 from ragas_ops.cli.main import EXIT_OK, main
 from ragas_ops.samples import sample_interactions
-from ragas_ops.storage import StorageError, locate, parquet_files, read_batches
+from ragas_ops.storage import StorageError, locate, parquet_files, read_files
 from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY
 
@@ -76,10 +76,13 @@ def test_local_folder_is_read_in_bounded_batches(tmp_path: Path) -> None:
     pq.write_table(sample_interactions(25, seed=2), folder / "b.parquet")
     (folder / "_SUCCESS").write_text("")
 
-    schema, rows, batches = read_batches(locate(str(tmp_path / "raw")), batch_rows=10)
+    raw = locate(str(tmp_path / "raw"))
+    paths = parquet_files(raw)
+    schema = pq.read_schema(paths[0])
+    batches = list(read_files(raw.filesystem, paths, schema, batch_rows=10))
 
     sizes = [table.num_rows for table in batches]
-    assert rows == 50
+    assert [Path(path).name for path in paths] == ["a.parquet", "b.parquet"]
     assert sum(sizes) == 50
     assert max(sizes) <= 10
-    assert "question" in schema.names
+    assert all(table.schema == schema for table in batches)
