@@ -102,10 +102,14 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
 def day_verdict(warehouse: Path, day: str, run_id: str) -> str:
     """The verdict the run stored in its manifest, with its headline: a run's state says only
     that the pipeline worked, not whether the day's scores held."""
-    manifest = warehouse / "runs" / f"dt={day}" / f"{run_folder_name(run_id)}.json"
+    folder = warehouse / "runs" / f"dt={day}"
+    # One manifest per publish of the run (`<run>.<publish id>.json`); the newest has the verdict.
+    manifests = sorted(
+        folder.glob(f"{run_folder_name(run_id)}.*.json"), key=lambda path: path.stat().st_mtime
+    )
     try:
-        regression = json.loads(manifest.read_text()).get("regression") or {}
-    except (OSError, ValueError):
+        regression = json.loads(manifests[-1].read_text()).get("regression") or {}
+    except (IndexError, OSError, ValueError):
         return "no verdict (the run wrote no manifest)"
     if not regression:
         return "no verdict (the run stopped before the regression check)"

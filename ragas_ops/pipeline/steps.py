@@ -18,7 +18,6 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
-from pathlib import PurePath
 from typing import Any
 
 import pyarrow as pa
@@ -688,7 +687,11 @@ def manifest_base(day: str, run_id: str, settings: Settings) -> dict[str, Any]:
     judge = settings.judge
     # The local judge answers both kinds of call with its one model; the OpenAI model names
     # in the settings then played no part and would mislead.
-    local = f"local:{PurePath(judge.local_model).name}" if judge.kind == "local" else None
+    local = None
+    if judge.kind == "local":
+        from ragas_ops.judge.local.judge import local_model_name
+
+        local = f"local:{local_model_name(judge.local_model, judge.local_backend)}"
     return {
         "day": day,
         "run_id": run_id,

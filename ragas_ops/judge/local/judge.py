@@ -66,7 +66,7 @@ from ragas_ops.judge.local.evidence import (
     support,
     worth_embedding,
 )
-from ragas_ops.judge.local.onnx_embedder import OnnxEmbedder, onnx_available
+from ragas_ops.judge.local.onnx_embedder import ONNX_MODEL_NAME, OnnxEmbedder, onnx_available
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.text import split_sentences
 
@@ -103,19 +103,27 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
 
 
-def embedder_for(model: str, backend: LocalBackend = "auto") -> Embedder:
-    """The model to run: the packaged default as int8 ONNX (no PyTorch) when that is installed
-    and `backend` allows it, else sentence-transformers (any model name or path)."""
+def runs_as_onnx(model: str, backend: LocalBackend = "auto") -> bool:
+    """Whether the local judge runs `model` as the packaged int8 ONNX export."""
     if backend == "onnx" and model != DEFAULT_LOCAL_MODEL:
         raise ConfigError(
             f"judge.local_backend = onnx runs the packaged {DEFAULT_LOCAL_MODEL} only, not "
             f"{model!r}; use local_backend = torch for other models"
         )
-    if backend == "onnx" or (
+    return backend == "onnx" or (
         backend == "auto" and model == DEFAULT_LOCAL_MODEL and onnx_available()
-    ):
-        return OnnxEmbedder()
-    return SentenceEmbedder(model)
+    )
+
+
+def local_model_name(model: str, backend: LocalBackend = "auto") -> str:
+    """The name the local judge goes by for `model` (its rows say `local:<name>`)."""
+    return ONNX_MODEL_NAME if runs_as_onnx(model, backend) else (Path(model).name or model)
+
+
+def embedder_for(model: str, backend: LocalBackend = "auto") -> Embedder:
+    """The model to run: the packaged default as int8 ONNX (no PyTorch) when that is installed
+    and `backend` allows it, else sentence-transformers (any model name or path)."""
+    return OnnxEmbedder() if runs_as_onnx(model, backend) else SentenceEmbedder(model)
 
 
 class SentenceEmbedder:

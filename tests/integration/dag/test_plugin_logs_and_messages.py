@@ -115,6 +115,7 @@ if sys.argv[1] == "quiet":
 from ragas_ops.judge.factory import build_judge
 settings = Settings()
 settings.judge.kind, settings.judge.cache_path = "local", None
+settings.judge.local_backend = "torch"  # the ONNX backend loads no weights with a progress bar
 asyncio.run(build_judge(settings).embed(["hello"]))
 """
 
