@@ -16,7 +16,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePath
 from typing import Any
@@ -33,7 +33,7 @@ from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
 from ragas_ops.pipeline.plan import Chunk, DayPlan, check_shrink, chunk_to_dict
-from ragas_ops.scoring.run import RowCountMismatch, score_into, scorer_for
+from ragas_ops.scoring.run import MismatchMessage, RowCountMismatch, score_into, scorer_for
 from ragas_ops.scoring.scorer import Scorer, package_version
 from ragas_ops.storage import ParquetOutput, conform, copy_into_place, remove_leftovers
 
@@ -135,7 +135,7 @@ def chunk_output_schema(lake: Lake, chunk: Chunk, scorer: Scorer) -> pa.Schema:
     return output_schema(chunk.schema or _chunk_schema(lake, chunk), scorer.metrics)
 
 
-def chunk_mismatch(chunk: Chunk) -> Callable[[int, int], str]:
+def chunk_mismatch(chunk: Chunk) -> MismatchMessage:
     """How a chunk's `RowCountMismatch` is worded."""
     return lambda planned, scored: f"chunk {chunk.index}: {planned} rows planned, {scored} scored"
 

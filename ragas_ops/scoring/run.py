@@ -17,6 +17,9 @@ from ragas_ops.metrics.base import Metric
 from ragas_ops.scoring.scorer import Scorer
 from ragas_ops.storage import Location, ParquetOutput
 
+MismatchMessage = Callable[[int, int], str]
+"""How a `RowCountMismatch` is worded, from the rows expected and the rows scored."""
+
 
 class RowCountMismatch(RuntimeError):
     """Rows in and rows out of a step differ: nothing is published."""
@@ -57,7 +60,7 @@ async def score_into(
     expected_rows: int,
     staging: Location | None = None,
     on_table: Callable[[pa.Table], object] | None = None,
-    mismatch: Callable[[int, int], str] = row_count_error,
+    mismatch: MismatchMessage = row_count_error,
     complete: Callable[[], bool] | None = None,
 ) -> bool:
     """Score `tables` into a Parquet file at `target` with the output `schema`, published
