@@ -40,22 +40,15 @@ DAILY_METRICS = Asset("ragas_ops_daily_metrics")
 def plan() -> dict[str, Any]:
     """List and check the day's input files and cut them into chunks."""
     from ragas_ops.airflow import task_context
-    from ragas_ops.pipeline.plan import chunk_to_dict, plan_day
+    from ragas_ops.pipeline import steps
+    from ragas_ops.pipeline.plan import plan_day
 
     context = get_current_context()
     day = task_context.day_of_run(context)
     settings = task_context.pipeline_settings()
     lake = task_context.lake_for(settings)
     day_plan = plan_day(lake, day, settings, allow_shrink=task_context.allow_shrink(context))
-    return {
-        "day": day,
-        "summary": day_plan.summary(),
-        "chunks": [
-            {**chunk_to_dict(chunk), "day": day, "day_rows": day_plan.rows}
-            for chunk in day_plan.chunks
-        ],
-        "backfill": task_context.is_backfill(context),
-    }
+    return steps.plan_result(day_plan, backfill=task_context.is_backfill(context))
 
 
 @task
@@ -87,8 +80,7 @@ def publish(
     lake = task_context.lake_for(settings)
     day, summary = day_plan["day"], day_plan["summary"]
     # Indexing (not iterating) the mapped results: iteration probes one past the end.
-    results = [part[i] for part in (scored, backfilled) if part for i in range(len(part))]
-    chunk_results = sorted(results, key=lambda result: result["index"])
+    chunk_results = [part[i] for part in (scored, backfilled) if part for i in range(len(part))]
     published = steps.publish_day(
         lake,
         day,
@@ -98,14 +90,15 @@ def publish(
         settings=settings,
         allow_shrink=task_context.allow_shrink(context),
     )
-    manifest = {
-        **steps.manifest_base(day, context["run_id"], settings),
-        "try_number": task_context.try_number(context),
-        "plan": summary,
-        "scoring": steps.run_totals(chunk_results),
-        "published": published,
-        "no_traffic": summary["rows"] == 0 and not summary["rejected_files"],
-    }
+    manifest = steps.run_manifest(
+        day,
+        context["run_id"],
+        settings,
+        try_number=task_context.try_number(context),
+        plan_summary=summary,
+        chunk_results=chunk_results,
+        published=published,
+    )
     context["outlet_events"][SCORED].extra = {"day": day, "table": published["table"]}
     return {
         "day": day,

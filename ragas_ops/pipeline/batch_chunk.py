@@ -28,8 +28,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
 from ragas_ops.judge.base import JudgeFatalError, JudgeRowError
@@ -47,8 +45,9 @@ from ragas_ops.judge.openai.judge import OpenAIJudge, budget_for, open_cache
 from ragas_ops.pipeline import steps
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.pricing import price_for
+from ragas_ops.scoring.run import score_into
 from ragas_ops.secrets import Secret
-from ragas_ops.storage import Location, ParquetOutput
+from ragas_ops.storage import Location
 
 # Passes run back to back when a round sends nothing (everything over budget or too large);
 # more than this means a bug, not a slow batch.
@@ -327,21 +326,19 @@ async def _scoring_pass(
 
     judge = BatchPassJudge(settings.judge, price, book, sync_judge)
     scorer = steps.chunk_scorer(settings, judge)
-    tables: list[pa.Table] = []
-    try:
-        async for scored in scorer.score_stream(steps.chunk_tables(lake, chunk, settings)):
-            tables.append(scored)
-    finally:
-        await judge.aclose()
-    if judge.waiting:
+    # The scored tables go to the chunk's staging file as they come (the pass used to keep
+    # them all in memory); a pass still waiting for answers discards it.
+    finished = await score_into(
+        scorer,
+        steps.chunk_tables(lake, chunk, settings),
+        lake.chunk_file(day, run_id, chunk.index),
+        steps.chunk_output_schema(lake, chunk, scorer),
+        expected_rows=chunk.rows,
+        mismatch=steps.chunk_mismatch(chunk),
+        complete=lambda: not judge.waiting,
+    )
+    if not finished:
         return judge
-    steps.check_chunk_rows(chunk, scorer)
-    output: ParquetOutput | None = None
-    for table in tables:
-        output = output or ParquetOutput(lake.chunk_file(day, run_id, chunk.index), table.schema)
-        output.write(table)
-    if output is not None:
-        output.commit()
     events = judge.events + judge.sync_events()
     result = steps.chunk_result(
         chunk, scorer, judge, started, mode="batch", attempt=steps.new_attempt_id()

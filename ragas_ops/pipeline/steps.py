@@ -31,17 +31,14 @@ from ragas_ops.contract.outputs import output_schema
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
-from ragas_ops.pipeline.plan import Chunk, check_shrink
+from ragas_ops.pipeline.plan import Chunk, DayPlan, check_shrink, chunk_to_dict
+from ragas_ops.scoring.run import MismatchMessage, RowCountMismatch, score_into, scorer_for
 from ragas_ops.scoring.scorer import Scorer, package_version
 from ragas_ops.storage import ParquetOutput, conform, copy_into_place, remove_leftovers
 
 log = logging.getLogger(__name__)
 
 READ_BATCH_ROWS = 1024
-
-
-class RowCountMismatch(RuntimeError):
-    """Rows in and rows out of a step differ: nothing is published."""
 
 
 def judge_share(settings: Settings) -> Settings:
@@ -124,18 +121,7 @@ def chunk_settings(settings: Settings, chunk_rows: int, day_rows: int) -> Settin
 def chunk_scorer(settings: Settings, judge: Judge) -> Scorer:
     """The scorer of the pipeline's chunks, in sync and in batch mode."""
     quiet_libraries()
-    metrics = build_metrics(
-        settings.metrics.names,
-        settings.metrics.answer_relevance_questions,
-        settings.metrics.question_strategy,
-    )
-    return Scorer(
-        metrics,
-        judge,
-        settings.columns,
-        settings.size_budget,
-        sample_fraction=settings.pipeline.sample_fraction,
-    )
+    return scorer_for(settings, judge)
 
 
 def chunk_tables(lake: Lake, chunk: Chunk, settings: Settings) -> Iterator[pa.Table]:
@@ -143,11 +129,14 @@ def chunk_tables(lake: Lake, chunk: Chunk, settings: Settings) -> Iterator[pa.Ta
     return _rebatched(read_slices(lake, chunk), settings.batch_rows)
 
 
-def check_chunk_rows(chunk: Chunk, scorer: Scorer) -> None:
-    if scorer.summary.rows != chunk.rows:
-        raise RowCountMismatch(
-            f"chunk {chunk.index}: {chunk.rows} rows planned, {scorer.summary.rows} scored"
-        )
+def chunk_output_schema(lake: Lake, chunk: Chunk, scorer: Scorer) -> pa.Schema:
+    """The schema of the chunk's scored file: the day's columns and the scorer's."""
+    return output_schema(chunk.schema or _chunk_schema(lake, chunk), scorer.metrics)
+
+
+def chunk_mismatch(chunk: Chunk) -> MismatchMessage:
+    """How a chunk's `RowCountMismatch` is worded."""
+    return lambda planned, scored: f"chunk {chunk.index}: {planned} rows planned, {scored} scored"
 
 
 def chunk_result(
@@ -224,22 +213,14 @@ async def score_chunk(
     quiet_libraries()
     judge = judge or build_judge(settings)
     scorer = chunk_scorer(settings, judge)
-    target = lake.chunk_file(day, run_id, chunk.index)
-    output: ParquetOutput | None = None
-    try:
-        async for scored in scorer.score_stream(chunk_tables(lake, chunk, settings)):
-            if output is None:
-                output = ParquetOutput(target, scored.schema)
-            output.write(scored)
-        check_chunk_rows(chunk, scorer)
-    except BaseException:
-        if output is not None:
-            output.abort()
-        raise
-    finally:
-        await judge.aclose()
-    if output is not None:
-        output.commit()
+    await score_into(
+        scorer,
+        chunk_tables(lake, chunk, settings),
+        lake.chunk_file(day, run_id, chunk.index),
+        chunk_output_schema(lake, chunk, scorer),
+        expected_rows=chunk.rows,
+        mismatch=chunk_mismatch(chunk),
+    )
     return chunk_result(chunk, scorer, judge, started, mode="sync", attempt=new_attempt_id())
 
 
@@ -701,6 +682,46 @@ def manifest_base(day: str, run_id: str, settings: Settings) -> dict[str, Any]:
         "judge_model": local or judge.model,
         "embedding_model": local or judge.embedding_model,
         "created_at": _now(),
+    }
+
+
+def plan_result(day_plan: DayPlan, *, backfill: bool) -> dict[str, Any]:
+    """What the plan task hands on through XCom: the day, the plan's summary (for the
+    manifest), its chunks as plain dicts that carry the day and its rows (a chunk's share
+    of the judge's budget), and whether the run is a backfill (which pool scores it)."""
+    return {
+        "day": day_plan.day,
+        "summary": day_plan.summary(),
+        "chunks": [
+            {**chunk_to_dict(chunk), "day": day_plan.day, "day_rows": day_plan.rows}
+            for chunk in day_plan.chunks
+        ],
+        "backfill": backfill,
+    }
+
+
+def run_manifest(
+    day: str,
+    run_id: str,
+    settings: Settings,
+    *,
+    try_number: int | None,
+    plan_summary: dict[str, Any],
+    chunk_results: Sequence[dict[str, Any]],
+    published: dict[str, Any],
+) -> dict[str, Any]:
+    """The manifest of a run's publish: what ran (`manifest_base`), the task's try, the
+    plan, the scoring summed over the chunks (`run_totals`, chunks in index order whatever
+    order they came in), what was published, and whether the day simply had no traffic
+    (no rows and no rejected file)."""
+    ordered = sorted(chunk_results, key=lambda result: result["index"])
+    return {
+        **manifest_base(day, run_id, settings),
+        "try_number": try_number,
+        "plan": plan_summary,
+        "scoring": run_totals(ordered),
+        "published": published,
+        "no_traffic": plan_summary["rows"] == 0 and not plan_summary["rejected_files"],
     }
 
 

@@ -22,11 +22,10 @@ from ragas_ops.contract.outputs import output_schema
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
-from ragas_ops.metrics import build_metrics
-from ragas_ops.scoring.scorer import RunSummary, Scorer
+from ragas_ops.scoring.run import configured_metrics, score_into, scorer_for
+from ragas_ops.scoring.scorer import RunSummary
 from ragas_ops.storage import (
     Location,
-    ParquetOutput,
     locate,
     parquet_files,
     read_files,
@@ -133,44 +132,29 @@ async def score_file(
 ) -> ScoreOutcome:
     """Score every row of a Parquet file or folder into one Parquet file, published whole."""
     started = time.monotonic()
-    metrics = build_metrics(
-        settings.metrics.names,
-        settings.metrics.answer_relevance_questions,
-        settings.metrics.question_strategy,
-    )
+    metrics = configured_metrics(settings)  # a bad metric name fails before any reading
     source = locate(input_uri)
     schema, paths, row_count = input_schema(source, settings)  # before any judge is paid
-    out_schema = output_schema(schema, metrics)
     tables = (
         repair_utf8(table)
         for table in read_files(source.filesystem, paths, schema, settings.batch_rows)
     )
-    judge = judge or build_judge(settings)
-    scorer = Scorer(
-        metrics,
-        judge,
-        settings.columns,
-        settings.size_budget,
-        sample_fraction=settings.pipeline.sample_fraction,
-    )
     target = locate(output_uri)
     remove_leftovers(target)  # the staging files of a killed earlier run of this output
-    output = ParquetOutput(target, out_schema)
+    judge = judge or build_judge(settings)
+    scorer = scorer_for(settings, judge, metrics)
     bar = tqdm(total=row_count, unit="row", disable=not progress, file=sys.stderr)
     try:
-        async for table in scorer.score_stream(tables):
-            output.write(table)
-            bar.update(table.num_rows)
-        if scorer.summary.rows != row_count:
-            raise RuntimeError(f"read {row_count} rows but scored {scorer.summary.rows}")
-    except BaseException:
-        output.abort()
-        raise
-    else:
-        output.commit()
+        await score_into(
+            scorer,
+            tables,
+            target,
+            output_schema(schema, metrics),
+            expected_rows=row_count,
+            on_table=lambda table: bar.update(table.num_rows),
+        )
     finally:
         bar.close()
-        await judge.aclose()
     return ScoreOutcome(
         output=output_uri,
         metrics=[metric.name for metric in metrics],

@@ -1,0 +1,111 @@
+"""What the pipeline's publish writes in the run's manifest, and what the plan hands on:
+built in `pipeline.steps`, so that the DAG file only wires tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from ragas_ops.config import Settings
+from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.plan import Chunk, DayPlan, InputFile, RejectedFile, Slice, chunk_from_dict
+
+DAY = "2026-03-04"
+
+
+def chunk_result(index: int, rows: int, cost: float | None, **extra: Any) -> dict[str, Any]:
+    usage = {
+        "requests": rows,
+        "prompt_tokens": 10 * rows,
+        "cached_prompt_tokens": 0,
+        "completion_tokens": rows,
+        "embedding_requests": 0,
+        "embedding_tokens": 0,
+        "cache_hits": 0,
+        "cost_usd": cost,
+    }
+    return {
+        "index": index,
+        "rows": rows,
+        "statuses": {"faithfulness": {"ok": rows - 1, "judge_error": 1}},
+        "usage": usage,
+        "events": {},
+        "judge": "openai:test-judge",
+        "seconds": 1.5,
+        "attempt": f"attempt-{index}",
+        **extra,
+    }
+
+
+def plan(rows: int, rejected: bool = False) -> dict[str, Any]:
+    day_plan = DayPlan(DAY, files=[InputFile("raw/a.parquet", 100, rows)] if rows else [])
+    if rejected:
+        day_plan.rejected.append(RejectedFile("raw/b.parquet", "not Parquet"))
+    return day_plan.summary()
+
+
+def manifest(summary: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
+    return steps.run_manifest(
+        DAY,
+        "manual__1",
+        Settings(),
+        try_number=2,
+        plan_summary=summary,
+        chunk_results=results,
+        published={"publish_id": "p1", "table": "lake/scored.parquet"},
+    )
+
+
+def test_the_manifest_sums_the_chunks_in_index_order_whatever_order_they_came_in() -> None:
+    results = [chunk_result(1, 3, 0.5, mode="batch", batches=["b2"]), chunk_result(0, 4, 0.25)]
+    made = manifest(plan(7), results)
+    scoring = made["scoring"]
+    assert scoring["rows_out"] == 7
+    assert scoring["statuses"] == {"faithfulness": {"ok": 5, "judge_error": 2}}
+    assert scoring["usage"]["cost_usd"] == 0.75
+    assert scoring["usage"]["prompt_tokens"] == 70
+    assert scoring["modes"] == ["batch", "sync"]
+    assert scoring["batches"] == ["b2"]
+    assert list(scoring["spend_by_attempt"]) == ["attempt-0", "attempt-1"]
+    assert scoring["scoring_seconds"] == 3.0
+    assert scoring == steps.run_totals(sorted(results, key=lambda result: result["index"]))
+
+
+def test_the_manifest_records_the_run_the_plan_and_the_publish() -> None:
+    settings = Settings()
+    made = manifest(plan(4), [chunk_result(0, 4, 0.1)])
+    base = steps.manifest_base(DAY, "manual__1", settings)
+    assert {key: made[key] for key in base if key != "created_at"} == {
+        key: value for key, value in base.items() if key != "created_at"
+    }
+    assert made["run_id"] == "manual__1"
+    assert made["try_number"] == 2
+    assert made["plan"] == plan(4)
+    assert made["published"] == {"publish_id": "p1", "table": "lake/scored.parquet"}
+    assert made["no_traffic"] is False
+
+
+def test_an_unknown_price_is_an_unknown_cost_never_a_partial_sum() -> None:
+    made = manifest(plan(7), [chunk_result(0, 4, 0.25), chunk_result(1, 3, None)])
+    assert made["scoring"]["usage"]["cost_usd"] is None
+
+
+def test_no_traffic_is_a_day_without_rows_and_without_rejected_files() -> None:
+    assert manifest(plan(0), [])["no_traffic"] is True
+    assert manifest(plan(0, rejected=True), [])["no_traffic"] is False
+
+
+def test_the_plan_hands_on_its_chunks_with_the_day_and_its_rows() -> None:
+    schema = pa.schema([("question", pa.string())])
+    chunks = [
+        Chunk(0, [Slice("raw/a.parquet", 0, 60)], schema),
+        Chunk(1, [Slice("raw/a.parquet", 60, 40)], schema),
+    ]
+    day_plan = DayPlan(DAY, files=[InputFile("raw/a.parquet", 100, 100)], chunks=chunks)
+    result = steps.plan_result(day_plan, backfill=True)
+    assert result["day"] == DAY
+    assert result["backfill"] is True
+    assert result["summary"] == day_plan.summary()
+    assert [(chunk["day"], chunk["day_rows"]) for chunk in result["chunks"]] == [(DAY, 100)] * 2
+    assert [chunk_from_dict(chunk) for chunk in result["chunks"]] == chunks
