@@ -31,6 +31,8 @@ JudgeKind = Literal["openai", "local"]
 LocalBackend = Literal["auto", "onnx", "torch"]
 JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
+SharedBudgetMode = Literal["none", "local"]
+BudgetPool = Literal["nightly", "backfill"]
 ENV_PREFIX = "RAGAS_OPS_"
 
 
@@ -148,6 +150,21 @@ class JudgeSettings:
     admission_margin: float = field(default=0.05, metadata={"minimum": 0, "maximum": 1})
     """Share added to a request's token count at admission (messages, the response_format
     schema, max_tokens x n), against a provider counting a little more than the estimate."""
+    shared_budget: SharedBudgetMode = "local"
+    """`local`: the scoring processes of one machine that use one account (endpoint and model)
+    share its `rpm` and `tpm` through a file beside the cache (`budget.sqlite`; see
+    docs/shared-budget.md); `none`: each process uses its static share alone."""
+    backfill_share: float = field(default=0.25, metadata={"minimum": 0, "maximum": 1})
+    """With `shared_budget = local`: the share of the account the backfill pool's processes
+    split while a nightly process is live (nightly ones split the rest); all of it otherwise."""
+    budget_pool: BudgetPool = "nightly"
+    """The pool this process counts in for the shared budget: `nightly` or `backfill`."""
+    static_share: float = fraction(1.0)
+    """The share of `rpm` and `tpm` this process uses when the shared budget is off or its
+    file fails; the pipeline sets 1/(pool_slots + backfill_pool_slots) for its chunks."""
+    shared_budget_heartbeat_seconds: float = positive(2.0)
+    """How often a process beats and re-reads its share; a process silent for three beats
+    has died and drops out."""
 
 
 @dataclass

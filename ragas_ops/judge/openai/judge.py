@@ -57,6 +57,7 @@ from ragas_ops.judge.openai.replies import (
 )
 from ragas_ops.judge.priority import RowOrder
 from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
+from ragas_ops.judge.shared_budget import shared_budget_for, static_rates
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.secrets import Secret, redact
@@ -273,7 +274,10 @@ class OpenAIJudge:
         self._chat_price = price_for(settings.model, prices)
         self._embedding_price = price_for(settings.embedding_model, prices)
         self._cache = cache or ResponseCache(None)
-        self._limiter = RateLimiter(settings.rpm, settings.tpm)
+        static = static_rates(settings)
+        self._limiter = RateLimiter(static.rpm, static.tpm)
+        self.shared_budget = shared_budget_for(settings, self.endpoint, self._limiter)
+        """This process's share of the account, kept up to date with the others (or None)."""
         self._slots = PrioritySlots(settings.max_concurrency)
         self._in_flight: dict[str, asyncio.Future[list[str]]] = {}
         self._row_order = RowOrder()
@@ -308,6 +312,8 @@ class OpenAIJudge:
         return self._limiter.waited_seconds
 
     async def aclose(self) -> None:
+        if self.shared_budget is not None:
+            await self.shared_budget.stop()
         await self._client.close()
 
     # -- chat ---------------------------------------------------------------------------------
@@ -633,6 +639,8 @@ class OpenAIJudge:
         """One attempt, holding a slot: admission, the budget, the call, and what came back."""
         reserved = await self._reserve(request)
         try:
+            if self.shared_budget is not None:
+                await self.shared_budget.start()  # the first request joins the others
             await self._limiter.acquire(request.tokens)
             if self._fatal is not None:  # another request found the judge unusable
                 raise self._fatal
@@ -663,6 +671,7 @@ class OpenAIJudge:
             self.events["retry_429"] += 1
             wait = self._retry_after(error.response.headers, attempt)
             self._limiter.pause_for(wait)
+            self._limiter.slow_down()  # AIMD: sustained 429s lower the pace
             log.debug("%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt)
             return _Attempt(problem="rate limited (429)", rate_limited=True)
         if isinstance(error, openai.APIStatusError):
