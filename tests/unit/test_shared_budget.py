@@ -238,3 +238,24 @@ def test_shared_budget_for_follows_the_settings(tmp_path):
     assert shared_budget_for(settings, "x", limiter) is None
     settings.shared_budget, settings.cache_path = "local", None
     assert shared_budget_for(settings, "x", limiter) is None  # no file to share
+
+
+# -- the pipeline's chunks ------------------------------------------------------------------------
+
+
+def test_a_chunk_keeps_the_account_under_the_shared_budget_and_falls_back_to_its_slot():
+    from ragas_ops.config import Settings
+    from ragas_ops.pipeline.steps import chunk_settings
+
+    settings = Settings()
+    settings.judge.rpm, settings.judge.tpm = 600, 400_000
+    share = chunk_settings(settings, chunk_rows=10, day_rows=40, pool="backfill").judge
+    assert (share.rpm, share.tpm) == (600, 400_000)  # the coordinator divides it
+    assert share.budget_pool == "backfill"
+    slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
+    assert share.static_share == pytest.approx(1 / slots)
+
+    settings.judge.shared_budget = "none"
+    static = chunk_settings(settings, chunk_rows=10, day_rows=40).judge
+    assert (static.rpm, static.tpm) == (600 // slots, 400_000 // slots)  # as before
+    assert static.budget_pool == "nightly"
