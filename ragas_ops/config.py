@@ -199,8 +199,8 @@ class PipelineSettings:
     """Airflow pool of the scoring tasks of backfill runs: backfills never take the nightly
     run's slots."""
     backfill_pool_slots: int = at_least_one(2)
-    """Size of that pool. Every scoring task uses 1/(pool_slots + backfill_pool_slots) of the
-    judge's rpm and tpm, so both pools running full stay within the account's limits."""
+    """Size of that pool. The scoring tasks of a machine share the judge's rpm and tpm
+    (`judge.shared_budget`); 1/(pool_slots + backfill_pool_slots) each is their static share."""
     task_retries: int = 2
     """Retries of a failed scoring task (a retry in batch mode re-attaches to its batches)."""
     retry_delay_seconds: float = positive(30.0)
