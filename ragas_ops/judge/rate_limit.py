@@ -12,7 +12,7 @@ second instead of spending a minute's budget in a burst the provider would refus
 The rates may change while requests wait (`set_rates`: a share of the account that changed as
 other processes came and went). Sustained 429s lower them further (`slow_down`: AIMD, a
 multiplicative decrease at most once per `decrease_interval`), and they climb back by an
-additive step per second without a 429 (`additive_increase` of the ceiling), so processes that
+additive step per second without a 429 (a share of the pace the 429 came at), so processes that
 share nothing still converge on what the account allows.
 """
 
@@ -51,8 +51,9 @@ class TokenBucket:
 # A wait shorter than this is no wait: sleeping it may not move a clock at all.
 _CLOCK_TOLERANCE_SECONDS = 1e-6
 
-# AIMD: a 429 halves the pace; each second without one gives back 5% of the ceiling (from
-# half to full in ten seconds); the pace never drops below 1/64 of the ceiling.
+# AIMD: a 429 halves the pace; each second without one gives back 5% of the pace the 429
+# came at (from half to full in ten seconds), so the climb is gentle where 429s came at a low
+# pace; the pace never drops below 1/64 of the ceiling.
 DECREASE_FACTOR = 0.5
 ADDITIVE_INCREASE_PER_SECOND = 0.05
 MINIMUM_PACE = 1 / 64
@@ -80,6 +81,7 @@ class RateLimiter:
         self.decrease_interval = 1.0
         """A burst of 429s answering requests sent together lowers the pace once."""
         self._paced_at = now
+        self._increase_per_second = ADDITIVE_INCREASE_PER_SECOND
         self._last_decrease = -math.inf
         self.decreases = 0
         """How many times 429s lowered the pace."""
@@ -141,6 +143,7 @@ class RateLimiter:
         self._recover(now)
         self._last_decrease = now
         self.decreases += 1
+        self._increase_per_second = ADDITIVE_INCREASE_PER_SECOND * self.pace
         self.pace = max(MINIMUM_PACE, self.pace * DECREASE_FACTOR)
         self._apply_pace(now)
 
@@ -149,7 +152,7 @@ class RateLimiter:
         elapsed = now - self._paced_at
         self._paced_at = now
         if self.pace < 1.0 and elapsed > 0:
-            self.pace = min(1.0, self.pace + ADDITIVE_INCREASE_PER_SECOND * elapsed)
+            self.pace = min(1.0, self.pace + self._increase_per_second * elapsed)
             self._apply_pace(now)
 
     def _apply_pace(self, now: float) -> None:

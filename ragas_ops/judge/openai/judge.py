@@ -70,6 +70,8 @@ REQUEST_OVERHEAD_TOKENS = 3
 """Tokens a provider adds to every chat request (the reply's priming)."""
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 30.0
+# A request may be answered 429 this many times max_attempts before its 429s use attempts.
+RATE_LIMITED_ATTEMPTS_PER_ATTEMPT = 4
 MAX_EMBEDDING_TOKENS_PER_REQUEST = 250_000  # OpenAI refuses more than 300k per request
 REPAIR_INSTRUCTION = (
     "Your reply cannot be used: {problem}. Reply again with only the JSON object, following "
@@ -310,6 +312,11 @@ class OpenAIJudge:
     def rate_limit_wait_seconds(self) -> float:
         """Seconds requests waited for the RPM/TPM budget or a Retry-After."""
         return self._limiter.waited_seconds
+
+    @property
+    def rate_limit_slowdowns(self) -> int:
+        """How many times sustained 429s halved the request and token rates (AIMD)."""
+        return self._limiter.decreases
 
     async def aclose(self) -> None:
         if self.shared_budget is not None:
@@ -611,12 +618,21 @@ class OpenAIJudge:
         the moment it is sent (not while it waits) until its reply says what it cost.
         """
         last_problem = ""
-        for attempt in range(1, self.settings.max_attempts + 1):
+        attempt, rate_limited, sent = 0, 0, 0
+        while attempt < self.settings.max_attempts:
+            attempt += 1
+            sent += 1
             async with self._slots.slot(request.priority):
-                outcome = await self._attempt(request, spent, attempt)
+                outcome = await self._attempt(request, spent, sent)
             if outcome.rate_limited:
+                # The limiter holds this request (and all others) for Retry-After and slows
+                # down: a 429 is the account's pace, not this request failing, so only the
+                # 429s beyond RATE_LIMITED_ATTEMPTS_PER_ATTEMPT x max_attempts use attempts.
                 last_problem = outcome.problem
-                continue  # the limiter holds this request (and all others) for Retry-After
+                rate_limited += 1
+                if rate_limited < RATE_LIMITED_ATTEMPTS_PER_ATTEMPT * self.settings.max_attempts:
+                    attempt -= 1
+                continue
             if not outcome.problem:
                 return outcome.reply
             last_problem = outcome.problem
@@ -631,7 +647,7 @@ class OpenAIJudge:
             if attempt < self.settings.max_attempts:
                 await asyncio.sleep(self._backoff(attempt))
         raise JudgeUnavailableError(
-            f"{request.what}: gave up after {self.settings.max_attempts} attempts; "
+            f"{request.what}: gave up after {sent} attempts; "
             f"last: {last_problem}"
         )
 

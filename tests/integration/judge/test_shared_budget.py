@@ -3,6 +3,7 @@ test server's account-wide RPM/TPM limit: sharing it through budget.sqlite, they
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import subprocess
@@ -11,9 +12,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.samples import sample_interactions
+from ragas_ops.secrets import Secret
 from ragas_ops.testing.judge_server import JudgeServer
-from tests.support import TEST_KEY
+from tests.support import TEST_KEY, settings_for
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 RPM, TPM = 1200, 800_000
@@ -89,3 +93,30 @@ def assert_rows_scored(targets: list[Path]) -> None:
         for row in rows:
             for metric in METRICS:
                 assert row[f"{metric}_status"] != "judge_unavailable", row[f"{metric}_reason"]
+
+
+def test_a_judge_told_too_much_backs_off_on_429s_and_answers_every_request(
+    start_judge_server, tmp_path
+):
+    """One process believing it has 10x the account's rate: AIMD and Retry-After bring it
+    down to what the server allows, and no request runs out of attempts."""
+    server = start_judge_server(rpm=300, burst_seconds=1.0, latency_ms=20)
+    settings = settings_for(server, tmp_path, rpm=3000, shared_budget="none", max_attempts=8)
+    rows = [
+        {"question": f"When did bridge {i} open?", "answer": f"Bridge {i} opened in {1900 + i}."}
+        for i in range(40)
+    ]
+
+    async def run() -> tuple[int, int]:
+        judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+        try:
+            await asyncio.gather(*(judge.complete(STATEMENTS_PROMPT, row) for row in rows))
+            return judge.rate_limit_slowdowns, judge.events["retry_429"]
+        finally:
+            await judge.aclose()
+
+    slowdowns, retried = asyncio.run(run())
+    stats = server.stats()
+    assert stats["answered_by_endpoint"]["chat"] == 40
+    assert retried == stats["rate_limited"] > 0
+    assert slowdowns >= 1
