@@ -111,7 +111,8 @@ class JudgeSettings:
     """Requests in flight at once."""
     timeout_seconds: float = positive(60.0)
     max_attempts: int = at_least_one(8)
-    """Tries per request, counting the first, across 429s, 5xx errors and timeouts."""
+    """Tries per request, counting the first, across 429s, 5xx errors and timeouts (a
+    request's first 4 x max_attempts 429s do not count: they are the account's pace)."""
     structured_output: StructuredOutput = "json_schema"
     """How to ask for JSON: OpenAI's strict json_schema, plain json_object, or the prompt only."""
     embedding_batch_size: int = at_least_one(512)
