@@ -647,8 +647,7 @@ class OpenAIJudge:
             if attempt < self.settings.max_attempts:
                 await asyncio.sleep(self._backoff(attempt))
         raise JudgeUnavailableError(
-            f"{request.what}: gave up after {sent} attempts; "
-            f"last: {last_problem}"
+            f"{request.what}: gave up after {sent} attempts; last: {last_problem}"
         )
 
     async def _attempt(self, request: _Request, spent: Usage, attempt: int) -> _Attempt:
