@@ -31,6 +31,8 @@ JudgeKind = Literal["openai", "local"]
 LocalBackend = Literal["auto", "onnx", "torch"]
 JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
+SharedBudgetMode = Literal["none", "local"]
+BudgetPool = Literal["nightly", "backfill"]
 ENV_PREFIX = "RAGAS_OPS_"
 
 
@@ -109,7 +111,8 @@ class JudgeSettings:
     """Requests in flight at once."""
     timeout_seconds: float = positive(60.0)
     max_attempts: int = at_least_one(8)
-    """Tries per request, counting the first, across 429s, 5xx errors and timeouts."""
+    """Tries per request, counting the first, across 429s, 5xx errors and timeouts (a
+    request's first 4 x max_attempts 429s do not count: they are the account's pace)."""
     structured_output: StructuredOutput = "json_schema"
     """How to ask for JSON: OpenAI's strict json_schema, plain json_object, or the prompt only."""
     embedding_batch_size: int = at_least_one(512)
@@ -148,6 +151,21 @@ class JudgeSettings:
     admission_margin: float = field(default=0.05, metadata={"minimum": 0, "maximum": 1})
     """Share added to a request's token count at admission (messages, the response_format
     schema, max_tokens x n), against a provider counting a little more than the estimate."""
+    shared_budget: SharedBudgetMode = "local"
+    """`local`: the scoring processes of one machine that use one account (endpoint and model)
+    share its `rpm` and `tpm` through a file beside the cache (`budget.sqlite`; see
+    docs/shared-budget.md); `none`: each process uses its static share alone."""
+    backfill_share: float = field(default=0.25, metadata={"minimum": 0, "maximum": 1})
+    """With `shared_budget = local`: the share of the account the backfill pool's processes
+    split while a nightly process is live (nightly ones split the rest); all of it otherwise."""
+    budget_pool: BudgetPool = "nightly"
+    """The pool this process counts in for the shared budget: `nightly` or `backfill`."""
+    static_share: float = fraction(1.0)
+    """The share of `rpm` and `tpm` this process uses when the shared budget is off or its
+    file fails; the pipeline sets 1/(pool_slots + backfill_pool_slots) for its chunks."""
+    shared_budget_heartbeat_seconds: float = positive(2.0)
+    """How often a process beats and re-reads its share; a process silent for three beats
+    has died and drops out."""
 
 
 @dataclass
@@ -182,8 +200,8 @@ class PipelineSettings:
     """Airflow pool of the scoring tasks of backfill runs: backfills never take the nightly
     run's slots."""
     backfill_pool_slots: int = at_least_one(2)
-    """Size of that pool. Every scoring task uses 1/(pool_slots + backfill_pool_slots) of the
-    judge's rpm and tpm, so both pools running full stay within the account's limits."""
+    """Size of that pool. The scoring tasks of a machine share the judge's rpm and tpm
+    (`judge.shared_budget`); 1/(pool_slots + backfill_pool_slots) each is their static share."""
     task_retries: int = 2
     """Retries of a failed scoring task (a retry in batch mode re-attaches to its batches)."""
     retry_delay_seconds: float = positive(30.0)

@@ -109,10 +109,12 @@ class ScoreChunkOperator(BaseOperator):
         from ragas_ops.airflow import task_context
         from ragas_ops.pipeline.steps import chunk_settings
 
+        settings = task_context.pipeline_settings()
         piece_rows = sum(int(piece["rows"]) for piece in self.chunk["slices"])
-        return chunk_settings(
-            task_context.pipeline_settings(), piece_rows, int(self.chunk.get("day_rows", 0))
-        )
+        day_rows = int(self.chunk.get("day_rows", 0))
+        if self.pool == settings.pipeline.backfill_pool:
+            return chunk_settings(settings, piece_rows, day_rows, "backfill")
+        return chunk_settings(settings, piece_rows, day_rows, "nightly")
 
     @staticmethod
     def _mode(context: Any, default: str) -> str:

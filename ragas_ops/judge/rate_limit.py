@@ -8,6 +8,12 @@ headers can only lower what the buckets believe is left (`observe_remaining`).
 
 The buckets hold at most `burst_seconds` of budget, so a run paces itself from the first
 second instead of spending a minute's budget in a burst the provider would refuse.
+
+The rates may change while requests wait (`set_rates`: a share of the account that changed as
+other processes came and went). Sustained 429s lower them further (`slow_down`: AIMD, a
+multiplicative decrease at most once per `decrease_interval`), and they climb back by an
+additive step per second without a 429 (a share of the pace the 429 came at), so processes that
+share nothing still converge on what the account allows.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -44,6 +51,13 @@ class TokenBucket:
 # A wait shorter than this is no wait: sleeping it may not move a clock at all.
 _CLOCK_TOLERANCE_SECONDS = 1e-6
 
+# AIMD: a 429 halves the pace; each second without one gives back 5% of the pace the 429
+# came at (from half to full in ten seconds), so the climb is gentle where 429s came at a low
+# pace; the pace never drops below 1/64 of the ceiling.
+DECREASE_FACTOR = 0.5
+ADDITIVE_INCREASE_PER_SECOND = 0.05
+MINIMUM_PACE = 1 / 64
+
 
 class RateLimiter:
     """Paces requests to an RPM and a TPM budget; either limit may be None (unlimited)."""
@@ -58,7 +72,19 @@ class RateLimiter:
     ) -> None:
         self._clock = clock
         self._sleep = sleep
+        self._burst_seconds = burst_seconds
         now = clock()
+        self.rpm, self.tpm = _checked(rpm), _checked(tpm)
+        """The ceiling: the rates this process may use at most (its share of the account)."""
+        self.pace = 1.0
+        """The share of the ceiling AIMD currently allows, in [MINIMUM_PACE, 1]."""
+        self.decrease_interval = 1.0
+        """A burst of 429s answering requests sent together lowers the pace once."""
+        self._paced_at = now
+        self._increase_per_second = ADDITIVE_INCREASE_PER_SECOND
+        self._last_decrease = -math.inf
+        self.decreases = 0
+        """How many times 429s lowered the pace."""
         self.requests = _bucket(rpm, burst_seconds, now, minimum=1.0)
         self.tokens = _bucket(tpm, burst_seconds, now, minimum=1.0)
         self._paused_until = 0.0
@@ -71,6 +97,7 @@ class RateLimiter:
         async with self._lock:
             while True:
                 now = self._clock()
+                self._recover(now)
                 wait = self._paused_until - now
                 for bucket, amount in ((self.requests, 1.0), (self.tokens, float(tokens))):
                     if bucket is not None:
@@ -101,6 +128,44 @@ class RateLimiter:
         """Hold every request for `seconds` (a 429's Retry-After)."""
         self._paused_until = max(self._paused_until, self._clock() + seconds)
 
+    def set_rates(self, rpm: float | None, tpm: float | None) -> None:
+        """Change the ceiling while running (None: no limit). What the buckets hold is kept,
+        up to their new capacity, so a change neither grants a burst nor takes back budget."""
+        self.rpm, self.tpm = _checked(rpm), _checked(tpm)
+        self._apply_pace(self._clock())
+
+    def slow_down(self) -> None:
+        """A 429 from the provider: halve the pace, unless it was just halved (the other
+        429s of one burst say the same thing)."""
+        now = self._clock()
+        if now - self._last_decrease < self.decrease_interval:
+            return
+        self._recover(now)
+        self._last_decrease = now
+        self.decreases += 1
+        self._increase_per_second = ADDITIVE_INCREASE_PER_SECOND * self.pace
+        self.pace = max(MINIMUM_PACE, self.pace * DECREASE_FACTOR)
+        self._apply_pace(now)
+
+    def _recover(self, now: float) -> None:
+        """Additive increase: the pace climbs back while no 429 comes."""
+        elapsed = now - self._paced_at
+        self._paced_at = now
+        if self.pace < 1.0 and elapsed > 0:
+            self.pace = min(1.0, self.pace + self._increase_per_second * elapsed)
+            self._apply_pace(now)
+
+    def _apply_pace(self, now: float) -> None:
+        self.requests = _rebucket(self.requests, self.rpm, self.pace, self._burst_seconds, now)
+        self.tokens = _rebucket(self.tokens, self.tpm, self.pace, self._burst_seconds, now)
+
+    def current_rates(self) -> tuple[float | None, float | None]:
+        """The rates per minute the buckets refill at now (the ceiling times the pace)."""
+        return (
+            None if self.requests is None else self.requests.rate * 60.0,
+            None if self.tokens is None else self.tokens.rate * 60.0,
+        )
+
     def observe_remaining(self, requests: int | None, tokens: int | None) -> None:
         """Believe the provider when it says less budget is left than the buckets think."""
         now = self._clock()
@@ -108,6 +173,30 @@ class RateLimiter:
             if bucket is not None and remaining is not None:
                 bucket.refill(now)
                 bucket.level = min(bucket.level, float(remaining))
+
+
+def _checked(per_minute: float | None) -> float | None:
+    if per_minute is not None and per_minute <= 0:
+        raise ValueError("a rate limit must be positive (or None for no limit)")
+    return per_minute
+
+
+def _rebucket(
+    bucket: TokenBucket | None,
+    per_minute: float | None,
+    pace: float,
+    burst_seconds: float,
+    now: float,
+) -> TokenBucket | None:
+    """`bucket` refilling at `per_minute * pace` from now on, keeping what it holds."""
+    if per_minute is None:
+        return None
+    fresh = _bucket(per_minute * pace, burst_seconds, now, minimum=1.0)
+    assert fresh is not None
+    if bucket is not None:
+        bucket.refill(now)
+        fresh.level = min(fresh.capacity, bucket.level)
+    return fresh
 
 
 def _bucket(

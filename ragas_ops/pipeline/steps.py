@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ragas_ops.config import Settings
+from ragas_ops.config import BudgetPool, Settings
 from ragas_ops.contract.inputs import repair_utf8
 from ragas_ops.contract.layout import Lake, run_folder_name
 from ragas_ops.contract.outputs import output_schema
@@ -41,16 +41,28 @@ log = logging.getLogger(__name__)
 READ_BATCH_ROWS = 1024
 
 
-def judge_share(settings: Settings) -> Settings:
-    """Settings for one of the scoring tasks that may run at once (the slots of both pools):
-    each gets its share of the account's requests and tokens per minute, so that together
-    they stay within it."""
+def judge_share(settings: Settings, pool: BudgetPool = "nightly") -> Settings:
+    """Settings for one of the scoring tasks that may run at once (the slots of both pools).
+
+    With `judge.shared_budget = local` the task keeps the account's rpm and tpm: the tasks
+    live on the machine share them among themselves (nightly first, see
+    docs/shared-budget.md), and 1/(slots of both pools) is only the static share a task falls
+    back to. With `none`, each task gets that static share outright, so that together they
+    stay within the account.
+    """
     share = dataclasses.replace(settings)
     slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
+    judge = settings.judge
+    if judge.shared_budget == "local":
+        share.judge = dataclasses.replace(
+            judge, budget_pool=pool, static_share=judge.static_share / slots
+        )
+        return share
     share.judge = dataclasses.replace(
-        settings.judge,
-        rpm=None if settings.judge.rpm is None else max(1, settings.judge.rpm // slots),
-        tpm=None if settings.judge.tpm is None else max(1, settings.judge.tpm // slots),
+        judge,
+        budget_pool=pool,
+        rpm=None if judge.rpm is None else max(1, judge.rpm // slots),
+        tpm=None if judge.tpm is None else max(1, judge.tpm // slots),
     )
     return share
 
@@ -104,10 +116,12 @@ def _row_groups_for(metadata: Any, start: int, rows: int) -> tuple[list[int], in
     return groups, first_row
 
 
-def chunk_settings(settings: Settings, chunk_rows: int, day_rows: int) -> Settings:
-    """Settings for one chunk's scoring task: its share of the judge's rate limits (see
-    `judge_share`) and of the run's budget, in proportion to its rows."""
-    share = judge_share(settings)
+def chunk_settings(
+    settings: Settings, chunk_rows: int, day_rows: int, pool: BudgetPool = "nightly"
+) -> Settings:
+    """Settings for one chunk's scoring task in `pool`: its share of the judge's rate limits
+    (see `judge_share`) and of the run's budget, in proportion to its rows."""
+    share = judge_share(settings, pool)
     fraction = chunk_rows / day_rows if day_rows else 1.0
     budget_usd, budget_tokens = settings.judge.budget_usd, settings.judge.budget_tokens
     share.judge = dataclasses.replace(

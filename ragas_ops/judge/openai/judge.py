@@ -57,6 +57,7 @@ from ragas_ops.judge.openai.replies import (
 )
 from ragas_ops.judge.priority import RowOrder
 from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
+from ragas_ops.judge.shared_budget import shared_budget_for, static_rates
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.secrets import Secret, redact
@@ -69,6 +70,8 @@ REQUEST_OVERHEAD_TOKENS = 3
 """Tokens a provider adds to every chat request (the reply's priming)."""
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 30.0
+# A request may be answered 429 this many times max_attempts before its 429s use attempts.
+RATE_LIMITED_ATTEMPTS_PER_ATTEMPT = 4
 MAX_EMBEDDING_TOKENS_PER_REQUEST = 250_000  # OpenAI refuses more than 300k per request
 REPAIR_INSTRUCTION = (
     "Your reply cannot be used: {problem}. Reply again with only the JSON object, following "
@@ -273,7 +276,10 @@ class OpenAIJudge:
         self._chat_price = price_for(settings.model, prices)
         self._embedding_price = price_for(settings.embedding_model, prices)
         self._cache = cache or ResponseCache(None)
-        self._limiter = RateLimiter(settings.rpm, settings.tpm)
+        static = static_rates(settings)
+        self._limiter = RateLimiter(static.rpm, static.tpm)
+        self.shared_budget = shared_budget_for(settings, self.endpoint, self._limiter)
+        """This process's share of the account, kept up to date with the others (or None)."""
         self._slots = PrioritySlots(settings.max_concurrency)
         self._in_flight: dict[str, asyncio.Future[list[str]]] = {}
         self._row_order = RowOrder()
@@ -307,7 +313,14 @@ class OpenAIJudge:
         """Seconds requests waited for the RPM/TPM budget or a Retry-After."""
         return self._limiter.waited_seconds
 
+    @property
+    def rate_limit_slowdowns(self) -> int:
+        """How many times sustained 429s halved the request and token rates (AIMD)."""
+        return self._limiter.decreases
+
     async def aclose(self) -> None:
+        if self.shared_budget is not None:
+            await self.shared_budget.stop()
         await self._client.close()
 
     # -- chat ---------------------------------------------------------------------------------
@@ -605,12 +618,21 @@ class OpenAIJudge:
         the moment it is sent (not while it waits) until its reply says what it cost.
         """
         last_problem = ""
-        for attempt in range(1, self.settings.max_attempts + 1):
+        attempt, rate_limited, sent = 0, 0, 0
+        while attempt < self.settings.max_attempts:
+            attempt += 1
+            sent += 1
             async with self._slots.slot(request.priority):
-                outcome = await self._attempt(request, spent, attempt)
+                outcome = await self._attempt(request, spent, sent)
             if outcome.rate_limited:
+                # The limiter holds this request (and all others) for Retry-After and slows
+                # down: a 429 is the account's pace, not this request failing, so only the
+                # 429s beyond RATE_LIMITED_ATTEMPTS_PER_ATTEMPT x max_attempts use attempts.
                 last_problem = outcome.problem
-                continue  # the limiter holds this request (and all others) for Retry-After
+                rate_limited += 1
+                if rate_limited < RATE_LIMITED_ATTEMPTS_PER_ATTEMPT * self.settings.max_attempts:
+                    attempt -= 1
+                continue
             if not outcome.problem:
                 return outcome.reply
             last_problem = outcome.problem
@@ -625,14 +647,15 @@ class OpenAIJudge:
             if attempt < self.settings.max_attempts:
                 await asyncio.sleep(self._backoff(attempt))
         raise JudgeUnavailableError(
-            f"{request.what}: gave up after {self.settings.max_attempts} attempts; "
-            f"last: {last_problem}"
+            f"{request.what}: gave up after {sent} attempts; last: {last_problem}"
         )
 
     async def _attempt(self, request: _Request, spent: Usage, attempt: int) -> _Attempt:
         """One attempt, holding a slot: admission, the budget, the call, and what came back."""
         reserved = await self._reserve(request)
         try:
+            if self.shared_budget is not None:
+                await self.shared_budget.start()  # the first request joins the others
             await self._limiter.acquire(request.tokens)
             if self._fatal is not None:  # another request found the judge unusable
                 raise self._fatal
@@ -663,6 +686,7 @@ class OpenAIJudge:
             self.events["retry_429"] += 1
             wait = self._retry_after(error.response.headers, attempt)
             self._limiter.pause_for(wait)
+            self._limiter.slow_down()  # AIMD: sustained 429s lower the pace
             log.debug("%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt)
             return _Attempt(problem="rate limited (429)", rate_limited=True)
         if isinstance(error, openai.APIStatusError):
