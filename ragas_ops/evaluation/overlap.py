@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ragas_ops.contract.inputs import Interaction
 from ragas_ops.judge.local.evidence import stems, strip_prefix
 from ragas_ops.text import split_sentences
 
@@ -35,3 +36,14 @@ def context_relevance_overlap(question: str, contexts: Sequence[str]) -> float:
     if not sentences:
         return 0.0
     return sum(len(stems(s) & asked) >= needed for s in sentences) / len(sentences)
+
+
+def overlap_score(dimension: str, row: Interaction) -> float:
+    """The word-overlap baseline of `dimension` (faithfulness, answer_relevance or
+    context_relevance) on one row."""
+    question, answer, contexts = row.question or "", row.answer or "", row.contexts or []
+    if dimension == "faithfulness":
+        return faithfulness_overlap(answer, contexts)
+    if dimension == "answer_relevance":
+        return answer_relevance_overlap(question, answer)
+    return context_relevance_overlap(question, contexts)

@@ -31,9 +31,7 @@ from ragas_ops.contract.inputs import Interaction, SizeBudget, validate_row
 from ragas_ops.contract.status import Status
 from ragas_ops.evaluation.begin import ATTRIBUTABLE, load_begin
 from ragas_ops.evaluation.overlap import (
-    answer_relevance_overlap,
-    context_relevance_overlap,
-    faithfulness_overlap,
+    overlap_score,
 )
 from ragas_ops.evaluation.results import RowResults
 from ragas_ops.evaluation.stats import agreement
@@ -170,15 +168,6 @@ def _key(row: Interaction) -> tuple[Any, ...]:
     return (row.question, tuple(row.retrieved_contexts), row.answer)
 
 
-def _overlap(metric: str, row: Interaction) -> float:
-    question, answer, contexts = row.question or "", row.answer or "", row.contexts or []
-    if metric == "faithfulness":
-        return faithfulness_overlap(answer, contexts)
-    if metric == "answer_relevance":
-        return answer_relevance_overlap(question, answer)
-    return context_relevance_overlap(question, contexts)
-
-
 def _verdict(expect: str, base: float | None, changed: float | None) -> float | None:
     """1 agrees, 0 disagrees, 0.5 a tie where a change was expected; None: a side unscored."""
     if expect == "above_zero":
@@ -222,8 +211,8 @@ async def run_perturb(
                 "expect": check.expect,
                 "judge_agrees": _verdict(check.expect, base, changed),
                 "overlap_agrees": _verdict(
-                    check.expect, _overlap(check.metric, check.base),
-                    _overlap(check.metric, check.changed),
+                    check.expect, overlap_score(check.metric, check.base),
+                    overlap_score(check.metric, check.changed),
                 ),
                 "base_score": base,
                 "changed_score": changed,

@@ -21,9 +21,7 @@ from ragas_ops.contract.inputs import Interaction, SizeBudget, validate_row
 from ragas_ops.contract.status import Status
 from ragas_ops.evaluation.data import read_records, require_columns
 from ragas_ops.evaluation.overlap import (
-    answer_relevance_overlap,
-    context_relevance_overlap,
-    faithfulness_overlap,
+    overlap_score,
 )
 from ragas_ops.evaluation.results import RowResults, row_key
 from ragas_ops.evaluation.stats import agreement
@@ -82,15 +80,6 @@ def pairs(row: dict[str, Any]) -> dict[str, Pair]:
         ),
         "context_relevance": Pair(make(row["context_v1"], answer), make(row["context_v2"], answer)),
     }
-
-
-def _overlap(dimension: str, row: Interaction) -> float:
-    question, answer, contexts = row.question or "", row.answer or "", row.contexts or []
-    if dimension == "faithfulness":
-        return faithfulness_overlap(answer, contexts)
-    if dimension == "answer_relevance":
-        return answer_relevance_overlap(question, answer)
-    return context_relevance_overlap(question, contexts)
 
 
 def _side(result: MetricResult) -> dict[str, Any]:
@@ -159,8 +148,8 @@ async def score_chunk(rows: Sequence[dict[str, Any]], judge: Judge) -> list[dict
             pair = both[dimension]
             record[dimension]["GPT Ranking"] = ranking
             record[dimension]["Word overlap"] = {
-                "preferred": {"score": _overlap(dimension, pair.preferred), "status": "ok"},
-                "other": {"score": _overlap(dimension, pair.other), "status": "ok"},
+                "preferred": {"score": overlap_score(dimension, pair.preferred), "status": "ok"},
+                "other": {"score": overlap_score(dimension, pair.other), "status": "ok"},
             }
     return records
 
