@@ -876,7 +876,9 @@ class _App:
         if draw >= settings.rate_flex_unavailable:
             return None
         self._count_fault("flex_unavailable")
-        return _error(429, FLEX_UNAVAILABLE_MESSAGE, "resource_unavailable", "resource_unavailable")
+        code = "resource_unavailable"
+        headers = _retry_headers(settings.retry_after_seconds)
+        return _error(429, FLEX_UNAVAILABLE_MESSAGE, code, code, headers)
 
     def _injected_reply(
         self, faults: _Faults, job: _ChatJob | _EmbeddingJob, settings: JudgeServerConfig

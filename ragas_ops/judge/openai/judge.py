@@ -55,7 +55,13 @@ from ragas_ops.judge.openai.replies import (
     read_chat_reply,
     read_embedding_reply,
 )
-from ragas_ops.judge.openai.tiers import TierPolicy, TierState, answered_tier, is_capacity_error
+from ragas_ops.judge.openai.tiers import (
+    TierPolicy,
+    TierState,
+    answered_tier,
+    is_capacity_error,
+)
+from ragas_ops.judge.openai.tiers import retry_after as tier_retry_after
 from ragas_ops.judge.priority import RowOrder
 from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
 from ragas_ops.judge.shared_budget import shared_budget_for, static_rates
@@ -261,6 +267,8 @@ class _Attempt:
     rate_limited: bool = False
     capacity: bool = False
     """A flex capacity 429: the tier had no room, the account's rate is not in question."""
+    retry_after: float | None = None
+    """The Retry-After of a capacity 429, if it had one."""
 
 
 class OpenAIJudge:
@@ -645,7 +653,7 @@ class OpenAIJudge:
                 outcome = await self._attempt(on_tier, spent, sent)
             if outcome.capacity:
                 last_problem = outcome.problem
-                if not await self._wait_for_capacity(tiers, attempt):
+                if not await self._wait_for_capacity(tiers, attempt, outcome.retry_after):
                     attempt -= 1
                 continue
             if outcome.rate_limited:
@@ -681,12 +689,14 @@ class OpenAIJudge:
         tier = self._tiers.tier_to_send(tiers)
         return replace(request, tier=tier, options=self._tiers.options(tier))
 
-    async def _wait_for_capacity(self, tiers: TierState, attempt: int) -> bool:
+    async def _wait_for_capacity(
+        self, tiers: TierState, attempt: int, retry_after: float | None
+    ) -> bool:
         """After a flex capacity 429, only this request waits (jittered exponential backoff,
         outside its slot; the limiter keeps its pace) and tries again, on flex or, once it
         waited `flex_fallback_after_seconds`, on the standard tier. Returns whether the 429
         used an attempt: only past the cap when there is no fall-back."""
-        wait = self._tiers.after_capacity_429(tiers)
+        wait = self._tiers.after_capacity_429(tiers, retry_after)
         counted = self._tiers.gives_up(tiers)
         if not counted or attempt < self.settings.max_attempts:
             await asyncio.sleep(wait)
@@ -726,7 +736,11 @@ class OpenAIJudge:
             self._answered_by_api()
             self.events["retry_flex_capacity"] += 1
             log.debug("%s: flex capacity 429 on tier %s (attempt %d)", what, request.tier, attempt)
-            return _Attempt(problem="flex capacity unavailable (429)", capacity=True)
+            return _Attempt(
+                problem="flex capacity unavailable (429)",
+                capacity=True,
+                retry_after=tier_retry_after(error.response.headers),
+            )
         if isinstance(error, openai.RateLimitError):
             self._limiter.refund(request.tokens)
             self._answered_by_api()

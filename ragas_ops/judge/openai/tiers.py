@@ -135,25 +135,30 @@ class TierPolicy:
     def timeout_of(self, tier: str | None) -> float:
         return self._timeout if tier in (None, STANDARD_TIER) else self._flex_timeout
 
-    def after_capacity_429(self, state: TierState) -> float:
-        """Count a capacity 429; the seconds to wait before the next attempt (0 when it
-        goes to the standard tier now: it has no reason to wait)."""
+    def after_capacity_429(self, state: TierState, retry_after: float | None = None) -> float:
+        """Count a capacity 429; the seconds to wait before the next attempt: the 429's
+        Retry-After if it has one, else jittered exponential backoff; never past the moment
+        the request falls back, and 0 when it goes to the standard tier now."""
         now = self._clock()
         state.capacity_429s += 1
         if state.first_capacity_429_at is None:
             state.first_capacity_429_at = now
         if self._waited_long_enough(state) or self.deadline_passed():
             return 0.0
-        delay = min(
-            CAPACITY_BACKOFF_CAP_SECONDS,
-            CAPACITY_BACKOFF_BASE_SECONDS * 2.0 ** min(state.capacity_429s - 1, 16),
-        )
-        wait = delay / 2 + self._rng.uniform(0, delay / 2)
+        wait = self._backoff(state.capacity_429s) if retry_after is None else retry_after
         if self._fallback_after > 0:  # never wait past the moment it falls back
             wait = min(wait, state.first_capacity_429_at + self._fallback_after - now)
         if self._deadline_at is not None:
             wait = min(wait, self._deadline_at - now)
         return max(0.0, wait)
+
+    def _backoff(self, capacity_429s: int) -> float:
+        """Equal jitter: half the exponential delay for sure, the other half at random."""
+        delay = min(
+            CAPACITY_BACKOFF_CAP_SECONDS,
+            CAPACITY_BACKOFF_BASE_SECONDS * 2.0 ** min(capacity_429s - 1, 16),
+        )
+        return delay / 2 + self._rng.uniform(0, delay / 2)
 
     def gives_up(self, state: TierState) -> bool:
         """With no fall-back (`flex_fallback_after_seconds = 0`), a request answered with
@@ -170,6 +175,19 @@ class TierPolicy:
             and first is not None
             and self._clock() - first >= self._fallback_after
         )
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """A reply's Retry-After in seconds (`retry-after-ms` first), or None without one."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            continue  # an HTTP date: our own backoff
+    return None
 
 
 def answered_tier(reply_tier: str | None, sent: str | None) -> str:
