@@ -332,3 +332,34 @@ def test_the_test_server_plays_the_flex_tier(start_judge_server: Any) -> None:
         0.2,
         "flex",
     )
+
+
+def test_flex_requests_get_the_longer_timeout(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    server = start_judge_server(flex_latency_ms=600)
+    slow = judge_for(
+        server, tmp_path, service_tier="flex", timeout_seconds=0.2, flex_timeout_seconds=30
+    )
+    rows = score_rows(slow, 2, ("context_relevance",))
+    assert_scored(rows, ("context_relevance",))
+    assert slow.events["retry_timeout"] == 0
+
+    # The same wait on the standard timeout times out (a fall-back gets the standard one).
+    impatient = judge_for(
+        server,
+        tmp_path / "b",
+        service_tier="flex",
+        timeout_seconds=0.2,
+        flex_timeout_seconds=0.2,
+        max_attempts=2,
+    )
+    with pytest.raises(JudgeUnavailableError, match=r"timed out after 0.2s"):
+        asyncio.run(impatient_once(impatient))
+
+
+async def impatient_once(judge: OpenAIJudge) -> Any:
+    try:
+        return await judge.complete(STATEMENTS_PROMPT, ROW)
+    finally:
+        await judge.aclose()
