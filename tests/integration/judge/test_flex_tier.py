@@ -104,6 +104,7 @@ def test_a_flex_row_costs_half_a_default_row_for_the_same_tokens(
     start_judge_server: Callable[..., JudgeServer],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     server = start_judge_server()
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
@@ -112,8 +113,12 @@ def test_a_flex_row_costs_half_a_default_row_for_the_same_tokens(
     answered = server.stats()["answered_by_tier"]
     assert answered["none"] == server.stats()["answered_by_endpoint"]["chat"] > 0  # none sent
     server.reset_stats()
+    assert "service tiers" not in "".join(capsys.readouterr())
     flex = run_cli(server, tmp_path, "flex", "--service-tier", "flex")
     stats = server.stats()
+    summary = "".join(capsys.readouterr())
+    answered = f"service tiers: flex {stats['answered_by_tier']['flex']:,} answered"
+    assert answered + "; 0 fell back after waiting on flex, 0 after the deadline" in summary
 
     assert stats["answered_by_tier"]["flex"] == stats["answered_by_endpoint"]["chat"] > 0
     assert tiers(standard) == {"default"}
