@@ -48,7 +48,7 @@ def test_a_deadline_in_another_form_is_refused_with_the_forms_accepted(text):
 
 
 def test_a_bad_deadline_is_refused_when_the_settings_are_read():
-    with pytest.raises(ConfigError, match="FLEX_DEADLINE: .dawn. is no deadline"):
+    with pytest.raises(ConfigError, match=r"FLEX_DEADLINE: .dawn. is no deadline"):
         load_settings(environ={"RAGAS_OPS_JUDGE_FLEX_DEADLINE": "dawn"})
     assert load_settings(environ={"RAGAS_OPS_JUDGE_FLEX_DEADLINE": "06:30"}).judge.flex_deadline
 

@@ -10,6 +10,9 @@ never answers (`JudgeUnreachableError`, after `judge.unreachable_after` failed a
 429s, 5xx errors, timeouts, dropped connections and status-200 replies that are no API reply
 (an HTML page, a cut body, missing fields) are retried with jittered exponential backoff (429s
 after their Retry-After), up to `max_attempts`, then `JudgeUnavailableError`.
+On the flex service tier (`judge.service_tier`, see `tiers`), a 429 "resource unavailable" is
+the tier's capacity, not the account's pace: only its request waits, without using attempts,
+and falls back to the standard tier after `judge.flex_fallback_after_seconds`.
 
 Every attempt is charged to the call that made it, so a row's requests, tokens and cost add up
 to the run's, which add up to what the endpoint received. A reply that arrived is cached even
