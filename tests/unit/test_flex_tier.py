@@ -21,6 +21,7 @@ from ragas_ops.judge.openai.tiers import (
     TierState,
     answered_tier,
     is_capacity_error,
+    may_lack_capacity,
     seconds_to_deadline,
 )
 from ragas_ops.pricing import Price
@@ -179,3 +180,12 @@ def test_a_reply_names_the_tier_that_served_it():
     assert read_chat_reply("application/json", json.dumps(named).encode()).service_tier == "flex"
     with pytest.raises(BadReplyError, match="service_tier"):
         read_chat_reply("application/json", json.dumps({**chat, "service_tier": 2}).encode())
+
+
+def test_only_a_request_sent_on_a_flexible_tier_meets_capacity_429s():
+    # On the standard tier a "resource unavailable" 429 is an ordinary 429 (attempts are used,
+    # the limiter pauses): nothing to fall back to, so it must not wait without end.
+    assert may_lack_capacity("flex")
+    assert may_lack_capacity("auto")
+    assert not may_lack_capacity("default")
+    assert not may_lack_capacity(None)

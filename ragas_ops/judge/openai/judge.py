@@ -63,6 +63,7 @@ from ragas_ops.judge.openai.tiers import (
     TierState,
     answered_tier,
     is_capacity_error,
+    may_lack_capacity,
 )
 from ragas_ops.judge.openai.tiers import retry_after as tier_retry_after
 from ragas_ops.judge.priority import RowOrder
@@ -734,7 +735,11 @@ class OpenAIJudge:
     def _failed_attempt(self, error: Exception, request: _Request, attempt: int) -> _Attempt:
         """Count a failed attempt and say why; raise if no attempt can succeed."""
         what = request.what
-        if isinstance(error, openai.RateLimitError) and is_capacity_error(error):
+        if (
+            isinstance(error, openai.RateLimitError)
+            and may_lack_capacity(request.tier)
+            and is_capacity_error(error)
+        ):
             self._limiter.refund(request.tokens)  # refused before any work; no pause, no AIMD
             self._answered_by_api()
             self.events["retry_flex_capacity"] += 1

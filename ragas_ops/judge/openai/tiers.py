@@ -28,6 +28,8 @@ STANDARD_TIER = "default"
 (sending nothing would be the project's tier, which may be flex)."""
 BATCH_TIER = "batch"
 """The tier of requests answered through the Batch API (`judge.mode = batch`)."""
+FLEXIBLE_TIERS = frozenset({"flex", "auto"})
+"""Tiers whose requests may be refused for capacity (`auto` may be the project's flex)."""
 CAPACITY_ERROR_CODES = frozenset({"resource_unavailable"})
 CAPACITY_ERROR_MESSAGE = "resource unavailable"
 CAPACITY_BACKOFF_BASE_SECONDS = 1.0
@@ -47,6 +49,13 @@ def is_capacity_error(error: openai.RateLimitError) -> bool:
     if inner.get("code") in CAPACITY_ERROR_CODES or inner.get("type") in CAPACITY_ERROR_CODES:
         return True
     return CAPACITY_ERROR_MESSAGE in str(inner.get("message") or "").lower()
+
+
+def may_lack_capacity(sent_tier: str | None) -> bool:
+    """Whether a 429 "resource unavailable" to a request sent on `sent_tier` is a flex
+    capacity 429. On the standard tier (or none named) it is handled as any 429 (the limiter
+    pauses, attempts are used), so that it cannot make a request wait forever."""
+    return sent_tier in FLEXIBLE_TIERS
 
 
 def seconds_to_deadline(deadline: str, now: datetime) -> float:
