@@ -33,6 +33,7 @@ JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
 SharedBudgetMode = Literal["none", "local"]
 BudgetPool = Literal["nightly", "backfill"]
+ServiceTier = Literal["default", "flex", "auto"]
 ENV_PREFIX = "RAGAS_OPS_"
 
 
@@ -85,6 +86,36 @@ def check_base_url(url: str, source: str = "judge.base_url") -> None:
         ) from None
 
 
+FlexDeadline = tuple[Literal["utc_time", "after_seconds"], float]
+"""A parsed `judge.flex_deadline`: a UTC time of day (seconds after midnight), or seconds
+after the judge started."""
+
+
+def parse_flex_deadline(text: str, source: str = "judge.flex_deadline") -> FlexDeadline:
+    """`HH:MM` (a UTC time of day: the first one after the run starts) or `<seconds>s` (that
+    long after the judge of the run starts), or a `ConfigError` saying what is accepted."""
+    value = text.strip().lower()
+    hours, colon, minutes = value.partition(":")
+    if colon and hours.isdigit() and minutes.isdigit() and len(minutes) == 2:
+        if int(hours) < 24 and int(minutes) < 60:
+            return "utc_time", float(int(hours) * 3600 + int(minutes) * 60)
+    elif value.endswith("s"):
+        try:
+            seconds = float(value[:-1])
+        except ValueError:
+            seconds = -1.0
+        if seconds >= 0 and seconds != float("inf"):
+            return "after_seconds", seconds
+    raise ConfigError(
+        f"{source}: {text!r} is no deadline: expected a UTC time of day `HH:MM` (e.g. 06:30) "
+        "or seconds after the run starts with an `s` (e.g. 5400s)"
+    )
+
+
+def check_flex_deadline(value: str, source: str = "judge.flex_deadline") -> None:
+    parse_flex_deadline(value, source)
+
+
 @dataclass
 class JudgeSettings:
     """The LLM judge: where it is, what it may spend, and how it recovers."""
@@ -110,6 +141,19 @@ class JudgeSettings:
     max_concurrency: int = at_least_one(32)
     """Requests in flight at once."""
     timeout_seconds: float = positive(60.0)
+    service_tier: ServiceTier = "default"
+    """OpenAI's processing tier (docs/flex-tier.md): `default` sends none (the endpoint's own);
+    `flex` asks for flex processing (the Batch API's price, slower, capacity 429s); `auto`
+    sends OpenAI's `auto` (the tier set in the project's settings), handled as flex may be."""
+    flex_timeout_seconds: float = positive(900.0)
+    """Per-request timeout of requests sent as `flex` or `auto` (OpenAI suggests 15 minutes)."""
+    flex_fallback_after_seconds: float = field(default=300.0, metadata={"minimum": 0})
+    """A request answered "resource unavailable" (a flex capacity 429) for this long since the
+    first one goes to the standard tier; 0: never (it gives up like a request 429ed often)."""
+    flex_deadline: str | None = field(default=None, metadata={"check": check_flex_deadline})
+    """After this, new requests go to the standard tier so that the run ends in time: a UTC
+    time of day `HH:MM` (the first after the run starts) or `<seconds>s` after it starts;
+    None: no deadline."""
     max_attempts: int = at_least_one(8)
     """Tries per request, counting the first, across 429s, 5xx errors and timeouts (a
     request's first 4 x max_attempts 429s do not count: they are the account's pace)."""

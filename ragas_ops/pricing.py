@@ -15,12 +15,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Price:
     """USD per million tokens. Cached prompt tokens cost `cached_input_per_million`; requests
-    sent through the Batch API cost `batch_discount` times the same rates (OpenAI: half)."""
+    sent through the Batch API cost `batch_discount` times the same rates (OpenAI: half), and
+    requests answered on the flex tier `flex_discount` times them (OpenAI: the Batch price)."""
 
     input_per_million: float
     output_per_million: float = 0.0
     cached_input_per_million: float | None = None
     batch_discount: float = 0.5
+    flex_discount: float = 0.5
 
     def cost(
         self,
@@ -43,6 +45,30 @@ class Price:
         ) / 1_000_000
         return full_price * self.batch_discount if batch else full_price
 
+    def cost_at_tier(
+        self,
+        tier: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_prompt_tokens: int = 0,
+    ) -> float | None:
+        """The cost of a request answered on `tier` (`SERVICE_TIER_PRICES`); None for a tier
+        with no known price (OpenAI's `priority`, `scale`): unknown, not the standard price."""
+        share = SERVICE_TIER_PRICES.get(tier)
+        if share is None:
+            return None
+        full_price = self.cost(prompt_tokens, completion_tokens, cached_prompt_tokens)
+        return full_price * self.flex_discount if share == "flex" else full_price
+
+
+SERVICE_TIER_PRICES: Mapping[str, str] = {
+    "default": "standard",
+    "auto": "standard",  # sent as auto, the reply did not say: the higher price, not a guess
+    "flex": "flex",
+}
+"""Which rates a request answered on a service tier pays (the tier a reply names, or the
+tier sent when it names none)."""
+
 
 DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-4o-mini": Price(0.15, 0.60, 0.075),
@@ -52,6 +78,12 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
     "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
     "gpt-3.5-turbo": Price(0.50, 1.50),
+    # Models that OpenAI serves on the flex tier too (at the Batch price: flex_discount 0.5).
+    "gpt-5": Price(1.25, 10.00, 0.125),
+    "gpt-5-mini": Price(0.25, 2.00, 0.025),
+    "gpt-5-nano": Price(0.05, 0.40, 0.005),
+    "o3": Price(2.00, 8.00, 0.50),
+    "o4-mini": Price(1.10, 4.40, 0.275),
     "text-embedding-3-small": Price(0.02),
     "text-embedding-3-large": Price(0.13),
     "text-embedding-ada-002": Price(0.10),

@@ -13,6 +13,7 @@ from ragas_ops.config import (
     ConfigError,
     JudgeKind,
     QuestionStrategy,
+    ServiceTier,
     Settings,
     StructuredOutput,
     apply_mapping,
@@ -83,6 +84,19 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         "seconds before a request is retried",
         frozenset({SCORE}),
         float,
+    ),
+    SettingFlag(
+        "--service-tier",
+        "judge.service_tier",
+        "OpenAI processing tier: flex is half the price, slower (docs/flex-tier.md)",
+        frozenset({SCORE}),
+        choices=get_args(ServiceTier),
+    ),
+    SettingFlag(
+        "--flex-deadline",
+        "judge.flex_deadline",
+        "after this (UTC HH:MM, or 5400s from the start) requests go to the standard tier",
+        frozenset({SCORE}),
     ),
     SettingFlag(
         "--max-attempts", "judge.max_attempts", "tries per request", frozenset({SCORE}), int

@@ -27,6 +27,7 @@ ROW_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("embedding_tokens", pa.int64()),
     ("judge_cache_hits", pa.int64()),
     ("cost_usd", pa.float64()),
+    ("judge_service_tier", pa.string()),
     ("scored_at", pa.timestamp("us", tz="UTC")),
     ("ragas_ops_version", pa.string()),
 )

@@ -18,6 +18,9 @@ import numpy.typing as npt
 from ragas_ops.contract.status import Status
 from ragas_ops.prompts import OutputT, Prompt
 
+MIXED_TIERS = "mixed"
+"""The `judge_service_tier` of a row whose requests were answered on more than one tier."""
+
 
 @dataclass
 class Usage:
@@ -34,6 +37,9 @@ class Usage:
     embedding_tokens: int = 0
     cost_usd: float | None = 0.0
     cache_hits: int = 0
+    requests_by_tier: dict[str, int] = field(default_factory=dict)
+    """Answered chat requests by the service tier that answered them (`flex`, `default`...:
+    what the reply said, else what was sent); see docs/flex-tier.md."""
 
     def add(self, other: Usage) -> None:
         self.requests += other.requests
@@ -43,6 +49,8 @@ class Usage:
         self.completion_tokens += other.completion_tokens
         self.embedding_tokens += other.embedding_tokens
         self.cache_hits += other.cache_hits
+        for tier, count in other.requests_by_tier.items():
+            self.requests_by_tier[tier] = self.requests_by_tier.get(tier, 0) + count
         if self.cost_usd is None or other.cost_usd is None:
             self.cost_usd = None
         else:
@@ -51,6 +59,15 @@ class Usage:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens + self.embedding_tokens
+
+    @property
+    def service_tier(self) -> str | None:
+        """The tier that answered these requests, `mixed` when it was more than one; None
+        when no chat request was answered (cache hits only, or none sent)."""
+        tiers = [tier for tier, count in self.requests_by_tier.items() if count]
+        if not tiers:
+            return None
+        return tiers[0] if len(tiers) == 1 else MIXED_TIERS
 
 
 @dataclass

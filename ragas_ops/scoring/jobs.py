@@ -88,7 +88,19 @@ class ScoreOutcome:
                 else f"${total.cost_usd:,.4f}"
             ),
         ]
+        if set(total.requests_by_tier) - {"default"}:
+            lines.append(self._tiers_line())
         return lines
+
+    def _tiers_line(self) -> str:
+        """Which service tiers answered, and why requests left flex (docs/flex-tier.md)."""
+        answered = ", ".join(
+            f"{tier} {count:,}" for tier, count in sorted(self.total.requests_by_tier.items())
+        )
+        return (
+            f"service tiers: {answered} answered; {self.events['flex_fallback']:,} fell back "
+            f"after waiting on flex, {self.events['flex_after_deadline']:,} after the deadline"
+        )
 
     def _sampling_line(self) -> str:
         summary = self.summary

@@ -195,6 +195,7 @@ class Scorer:
             pa.array([u.embedding_tokens for u in row_usage], pa.int64()),
             pa.array([u.cache_hits for u in row_usage], pa.int64()),
             pa.array([u.cost_usd for u in row_usage], pa.float64()),
+            pa.array([u.service_tier for u in row_usage], pa.string()),
             pa.array([now] * count, pa.timestamp("us", tz="UTC")),
             pa.array([self._version] * count, pa.string()),
         ]

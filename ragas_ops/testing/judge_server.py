@@ -8,6 +8,8 @@ reproducible results. Its scores mean nothing about real answer quality.
 It can also misbehave on purpose, like a real provider on a bad day: added latency, request and
 token rate limits (with OpenAI's `x-ratelimit-*` and `retry-after` headers), injected 429s,
 500/503 errors, hanging requests and malformed output, all drawn from a seeded random generator.
+It plays OpenAI's flex tier too: requests sent with `service_tier: "flex"` are answered more
+slowly and a share of them get a 429 "resource unavailable"; replies echo the `service_tier`.
 
 Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `GET /v1/models`; OpenAI's
 Files API (`POST /v1/files`, `GET /v1/files/{id}`, `GET /v1/files/{id}/content`,
@@ -124,6 +126,10 @@ class JudgeServerConfig:
     batch_fail: bool = False  # every batch fails as a whole, with no output
     batch_max_requests: int = 50_000  # more lines in an input file fail the batch
     batch_max_bytes: int = 200 * 1024 * 1024  # a larger input file fails the batch
+    # OpenAI's flex tier: requests sent with `service_tier: "flex"` (or "auto" served on flex).
+    flex_latency_ms: float = 0.0  # added to each flex request, on top of latency_ms
+    rate_flex_unavailable: float = 0.0  # fraction of flex requests answered 429 (no capacity)
+    auto_tier: str = "default"  # the tier `service_tier: "auto"` is served on (the project's)
 
 
 # The kinds of replies that are not API replies, by the setting that makes them (one draw
@@ -137,13 +143,22 @@ _BAD_REPLY_RATES = {
     "rate_reset": "reset",
 }
 
+# The tiers a request may name; a reply names the one that served it ("auto" resolved).
+SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority")
+_AUTO_TIERS = ("default", "flex")
+FLEX_UNAVAILABLE_MESSAGE = (
+    "Resource Unavailable: the flex service tier has no capacity for this request right now "
+    "(injected by the test double). Please retry later, or send it with service_tier 'default'."
+)
+
 # Settings that `JudgeServer.update` may not change: the socket is already bound.
 _FIXED_SETTINGS = frozenset({"host", "port"})
 
 
 def _validate(config: JudgeServerConfig) -> None:
     """Refuse settings that would make the double behave in an undefined way."""
-    for name in ("rate_429", "rate_5xx", "rate_timeout", "rate_malformed", *_BAD_REPLY_RATES):
+    rates = ("rate_429", "rate_5xx", "rate_timeout", "rate_malformed", "rate_flex_unavailable")
+    for name in (*rates, *_BAD_REPLY_RATES):
         value = getattr(config, name)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be a fraction in [0, 1], not {value}")
@@ -153,7 +168,9 @@ def _validate(config: JudgeServerConfig) -> None:
         value = getattr(config, name)
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive or None, not {value}")
-    for name in ("latency_ms", "hang_seconds", "retry_after_seconds"):
+    if config.auto_tier not in _AUTO_TIERS:
+        raise ValueError(f"auto_tier must be one of {list(_AUTO_TIERS)}, not {config.auto_tier!r}")
+    for name in ("latency_ms", "hang_seconds", "retry_after_seconds", "flex_latency_ms"):
         if getattr(config, name) < 0:
             raise ValueError(f"{name} must not be negative")
     if config.burst_seconds <= 0:
@@ -323,6 +340,8 @@ class _ChatJob:
     choices: int = 1
     cut_short: bool = False
     """An answer was longer than `max_tokens`: it stops there (`finish_reason: length`)."""
+    service_tier: str | None = None
+    """The `service_tier` the request named (None: none)."""
 
     @property
     def reserved_completion(self) -> int:
@@ -389,6 +408,9 @@ def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
     response_format = request.get("response_format")
     schema_tokens = 0 if response_format is None else estimate_tokens(json.dumps(response_format))
     max_tokens = _max_tokens(request)
+    service_tier = request.get("service_tier")
+    if service_tier is not None and service_tier not in SERVICE_TIERS:
+        raise _BadRequest(f"'service_tier' must be one of {list(SERVICE_TIERS)}", "invalid_value")
     whole = contents
     if max_tokens is not None:
         contents = [_cut_to(content, max_tokens) for content in contents]
@@ -402,6 +424,7 @@ def _chat_job(request: Mapping[str, Any], ignore_n: bool) -> _ChatJob:
         max_tokens,
         len(contents),
         cut_short=contents != whole,
+        service_tier=service_tier,
     )
 
 
@@ -504,8 +527,22 @@ def _malform(content: str, kind: str) -> str:
     return json.dumps({"result": json.loads(content)})  # valid JSON, wrong shape
 
 
+def _served_tier(job: _ChatJob, settings: JudgeServerConfig) -> str | None:
+    """The tier that serves a request: the one it named, `auto` as the project's; None when
+    it named none (the reply then says nothing, as many compatible servers do)."""
+    if job.service_tier == "auto":
+        return settings.auto_tier
+    return job.service_tier
+
+
 def _chat_payload(
-    job: _ChatJob, contents: list[str], truncated: bool, number: int, cached_tokens: int = 0
+    job: _ChatJob,
+    contents: list[str],
+    truncated: bool,
+    number: int,
+    cached_tokens: int = 0,
+    *,
+    service_tier: str | None = None,
 ) -> Any:
     completion_tokens = sum(estimate_tokens(content) for content in contents)
     choices = [
@@ -517,7 +554,7 @@ def _chat_payload(
         }
         for index, content in enumerate(contents)
     ]
-    return {
+    payload = {
         "id": f"chatcmpl-testdouble{number:08d}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -531,6 +568,9 @@ def _chat_payload(
             "prompt_tokens_details": {"cached_tokens": cached_tokens},
         },
     }
+    if service_tier is not None:
+        payload["service_tier"] = service_tier
+    return payload
 
 
 def _embedding_payload(job: _EmbeddingJob) -> Any:
@@ -608,10 +648,13 @@ class _Stats:
     answered_by_endpoint: Counter[str] = field(  # 200s: what the rpm bucket was charged for
         default_factory=lambda: _counter("chat", "embeddings")
     )
+    answered_by_tier: Counter[str] = field(  # chat 200s by the tier that served them
+        default_factory=lambda: _counter("default", "flex", "none")
+    )
     responses: Counter[str] = field(default_factory=Counter)
     injected: Counter[str] = field(
         default_factory=lambda: _counter(
-            "timeout", "429", "5xx", "malformed", *_BAD_REPLY_RATES.values()
+            "timeout", "429", "5xx", "malformed", "flex_unavailable", *_BAD_REPLY_RATES.values()
         )
     )
     malformed_kinds: Counter[str] = field(default_factory=lambda: _counter(*_MALFORMED_KINDS))
@@ -662,6 +705,7 @@ class _App:
         self._config = replace(config)
         self._rng = random.Random(config.seed)
         self._bad_reply_rng = _bad_reply_rng(config.seed)
+        self._flex_rng = _flex_rng(config.seed)
         self._buckets = _buckets(config, time.monotonic())
         self._stats = _Stats()
         self._replies = itertools.count(1)
@@ -691,6 +735,7 @@ class _App:
             if "seed" in changes:
                 self._rng = random.Random(updated.seed)
                 self._bad_reply_rng = _bad_reply_rng(updated.seed)
+                self._flex_rng = _flex_rng(updated.seed)
             self._config = updated
 
     def stats(self) -> dict[str, Any]:
@@ -803,6 +848,10 @@ class _App:
     def _run(self, job: _ChatJob | _EmbeddingJob, settings: JudgeServerConfig) -> _Reply | None:
         """Apply the faults drawn for this request, the rate limits, then answer."""
         faults = self._draw_faults(settings)
+        if isinstance(job, _ChatJob) and _served_tier(job, settings) == "flex":
+            unavailable = self._serve_flex(settings)
+            if unavailable is not None or self.stopping.is_set():
+                return unavailable
         if faults.timeout:
             self._count_fault("timeout")
             if self.stopping.wait(settings.hang_seconds):
@@ -816,6 +865,20 @@ class _App:
         if isinstance(job, _EmbeddingJob):
             return self._embeddings_reply(job)
         return self._chat_reply(job, faults.malformed, hung=faults.timeout)
+
+    def _serve_flex(self, settings: JudgeServerConfig) -> _Reply | None:
+        """A flex request: slower (`flex_latency_ms`), and now and then no capacity for it:
+        OpenAI's 429 "resource unavailable", before any rate-limit bucket is charged."""
+        with self._lock:
+            draw = self._flex_rng.random()
+        if settings.flex_latency_ms > 0 and self.stopping.wait(settings.flex_latency_ms / 1000):
+            return None
+        if draw >= settings.rate_flex_unavailable:
+            return None
+        self._count_fault("flex_unavailable")
+        code = "resource_unavailable"
+        headers = _retry_headers(settings.retry_after_seconds)
+        return _error(429, FLEX_UNAVAILABLE_MESSAGE, code, code, headers)
 
     def _injected_reply(
         self, faults: _Faults, job: _ChatJob | _EmbeddingJob, settings: JudgeServerConfig
@@ -858,7 +921,8 @@ class _App:
         number = next(self._replies)  # itertools.count is atomic under the GIL
         cached = self._cached_tokens(job, self.settings())
         cut = malformed == "truncated" or job.cut_short
-        payload = _chat_payload(job, contents, cut, number, cached)
+        tier = _served_tier(job, self.settings())
+        payload = _chat_payload(job, contents, cut, number, cached, service_tier=tier)
         completion_tokens = payload["usage"]["completion_tokens"]
         beyond_reserved = max(0, completion_tokens - job.reserved_completion)
         with self._lock:
@@ -875,6 +939,7 @@ class _App:
                 self._stats.hung_completion_tokens += completion_tokens
             self._stats.completion_tokens += completion_tokens
             self._stats.answered_by_endpoint["chat"] += 1
+            self._stats.answered_by_tier[tier or "none"] += 1
         return _Reply(200, payload, {"x-request-id": payload["id"]})
 
     def _embeddings_reply(self, job: _EmbeddingJob) -> _Reply:
@@ -969,6 +1034,11 @@ def _bad_reply_rng(seed: int) -> random.Random:
     """The generator of bad replies, apart from the other faults' so that switching them on
     leaves the sequence of the others unchanged."""
     return random.Random(f"bad-reply:{seed}")
+
+
+def _flex_rng(seed: int) -> random.Random:
+    """The generator of flex capacity 429s, apart from the others' (as `_bad_reply_rng`)."""
+    return random.Random(f"flex:{seed}")
 
 
 def _pick_bad_reply(draw: float, settings: JudgeServerConfig) -> str | None:
@@ -1289,6 +1359,19 @@ def build_parser() -> argparse.ArgumentParser:
     add("--batch-fail", action="store_true", help="every batch fails as a whole")
     add("--batch-max-requests", type=_positive_int, default=50_000, help="more lines fail a batch")
     add("--batch-max-bytes", type=_positive_int, default=200 * 1024 * 1024, help="larger fails")
+    add("--flex-latency-ms", type=float, default=0.0, help="added to each flex-tier request")
+    add(
+        "--rate-flex-unavailable",
+        type=_fraction,
+        default=0.0,
+        help="fraction of flex-tier requests answered 429 resource unavailable",
+    )
+    add(
+        "--auto-tier",
+        choices=_AUTO_TIERS,
+        default="default",
+        help="the tier that serves service_tier=auto (the project's setting)",
+    )
     return parser
 
 
@@ -1329,6 +1412,9 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         batch_fail=args.batch_fail,
         batch_max_requests=args.batch_max_requests,
         batch_max_bytes=args.batch_max_bytes,
+        flex_latency_ms=args.flex_latency_ms,
+        rate_flex_unavailable=args.rate_flex_unavailable,
+        auto_tier=args.auto_tier,
     )
     try:
         _validate(config)

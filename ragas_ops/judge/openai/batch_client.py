@@ -22,6 +22,7 @@ from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import JudgeFatalError, Usage
 from ragas_ops.judge.openai.batch_judge import BatchAnswer, BatchRequest, Unanswered
 from ragas_ops.judge.openai.judge import openai_client
+from ragas_ops.judge.openai.tiers import BATCH_TIER
 from ragas_ops.pricing import Price
 from ragas_ops.secrets import Secret, redact
 
@@ -174,6 +175,7 @@ class BatchClient:
         into.answers[custom_id] = BatchAnswer(texts, self._usage(body.get("usage") or {}))
 
     def _usage(self, reported: dict[str, Any]) -> Usage:
+        """What a batch line cost, at the Batch price; its rows' tier is `batch`."""
         prompt_tokens = int(reported.get("prompt_tokens") or 0)
         completion_tokens = int(reported.get("completion_tokens") or 0)
         cached = int((reported.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
@@ -185,6 +187,7 @@ class BatchClient:
             cost_usd=None
             if self._price is None
             else self._price.cost(prompt_tokens, completion_tokens, cached, batch=True),
+            requests_by_tier={BATCH_TIER: 1},
         )
 
     @contextmanager

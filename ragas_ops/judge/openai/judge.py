@@ -10,6 +10,9 @@ never answers (`JudgeUnreachableError`, after `judge.unreachable_after` failed a
 429s, 5xx errors, timeouts, dropped connections and status-200 replies that are no API reply
 (an HTML page, a cut body, missing fields) are retried with jittered exponential backoff (429s
 after their Retry-After), up to `max_attempts`, then `JudgeUnavailableError`.
+On the flex service tier (`judge.service_tier`, see `tiers`), a 429 "resource unavailable" is
+the tier's capacity, not the account's pace: only its request waits, without using attempts,
+and falls back to the standard tier after `judge.flex_fallback_after_seconds`.
 
 Every attempt is charged to the call that made it, so a row's requests, tokens and cost add up
 to the run's, which add up to what the endpoint received. A reply that arrived is cached even
@@ -25,7 +28,7 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,14 @@ from ragas_ops.judge.openai.replies import (
     read_chat_reply,
     read_embedding_reply,
 )
+from ragas_ops.judge.openai.tiers import (
+    TierPolicy,
+    TierState,
+    answered_tier,
+    is_capacity_error,
+    may_lack_capacity,
+)
+from ragas_ops.judge.openai.tiers import retry_after as tier_retry_after
 from ragas_ops.judge.priority import RowOrder
 from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
 from ragas_ops.judge.shared_budget import shared_budget_for, static_rates
@@ -221,8 +232,9 @@ class _Request:
     """One request to send, however many attempts it takes."""
 
     what: str
-    call: Callable[[], Awaitable[Any]]
-    """Sends it once; returns the SDK's raw response."""
+    call: Callable[[Mapping[str, Any]], Awaitable[Any]]
+    """Sends it once with the SDK's per-request options (`options`); returns the SDK's raw
+    response."""
     read: Callable[[str, bytes], Any]
     """Reads a status-200 body (content type, bytes), or raises `BadReplyError`."""
     tokens: int
@@ -236,6 +248,10 @@ class _Request:
     chat: bool
     priority: int
     """Lower goes first when requests wait for a slot: the rows started first finish first."""
+    tier: str | None = None
+    """The `service_tier` this attempt is sent with (None: none); set per attempt."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The SDK's per-request options for this attempt: its tier and timeout."""
 
 
 @dataclass
@@ -253,6 +269,10 @@ class _Attempt:
     reply: Any = None
     problem: str = ""
     rate_limited: bool = False
+    capacity: bool = False
+    """A flex capacity 429: the tier had no room, the account's rate is not in question."""
+    retry_after: float | None = None
+    """The Retry-After of a capacity 429, if it had one."""
 
 
 class OpenAIJudge:
@@ -296,6 +316,7 @@ class OpenAIJudge:
         self.total = Usage()
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
+        self._tiers = TierPolicy(settings, self._rng, self.events)
 
     @property
     def description(self) -> str:
@@ -484,9 +505,10 @@ class OpenAIJudge:
         )
         request = _Request(
             what=prompt.id,
-            call=lambda: self._client.chat.completions.with_raw_response.create(
+            call=lambda options: self._client.chat.completions.with_raw_response.create(
                 messages=messages,  # type: ignore[arg-type]
                 **params,
+                **options,
             ),
             read=read_chat_reply,
             tokens=admitted,
@@ -506,17 +528,24 @@ class OpenAIJudge:
             texts.append(choice.content)
         return texts
 
-    def _chat_usage(self, reported: ReportedUsage) -> Usage:
-        """Tokens and cost of an answered chat request (its request is counted when sent)."""
+    def _chat_usage(self, reply: ChatReply, sent_tier: str | None) -> Usage:
+        """Tokens and cost of an answered chat request (its request is counted when sent),
+        priced at the tier that answered it."""
+        reported = reply.usage
+        tier = answered_tier(reply.service_tier, sent_tier)
         return Usage(
             prompt_tokens=reported.prompt_tokens,
             cached_prompt_tokens=reported.cached_prompt_tokens,
             completion_tokens=reported.completion_tokens,
             cost_usd=None
             if self._chat_price is None
-            else self._chat_price.cost(
-                reported.prompt_tokens, reported.completion_tokens, reported.cached_prompt_tokens
+            else self._chat_price.cost_at_tier(
+                tier,
+                reported.prompt_tokens,
+                reported.completion_tokens,
+                reported.cached_prompt_tokens,
             ),
+            requests_by_tier={tier: 1},
         )
 
     # -- embeddings ---------------------------------------------------------------------------
@@ -581,7 +610,7 @@ class OpenAIJudge:
 
         request = _Request(
             what="embeddings",
-            call=lambda: self._client.embeddings.with_raw_response.create(
+            call=lambda options: self._client.embeddings.with_raw_response.create(
                 model=self.settings.embedding_model, input=texts, encoding_format="float"
             ),
             read=read,
@@ -619,11 +648,18 @@ class OpenAIJudge:
         """
         last_problem = ""
         attempt, rate_limited, sent = 0, 0, 0
+        tiers = TierState()
         while attempt < self.settings.max_attempts:
             attempt += 1
             sent += 1
+            on_tier = self._on_tier(request, tiers)
             async with self._slots.slot(request.priority):
-                outcome = await self._attempt(request, spent, sent)
+                outcome = await self._attempt(on_tier, spent, sent)
+            if outcome.capacity:
+                last_problem = outcome.problem
+                if not await self._wait_for_capacity(tiers, attempt, outcome.retry_after):
+                    attempt -= 1
+                continue
             if outcome.rate_limited:
                 # The limiter holds this request (and all others) for Retry-After and slows
                 # down: a 429 is the account's pace, not this request failing, so only the
@@ -650,6 +686,26 @@ class OpenAIJudge:
             f"{request.what}: gave up after {sent} attempts; last: {last_problem}"
         )
 
+    def _on_tier(self, request: _Request, tiers: TierState) -> _Request:
+        """The next attempt of a chat request, with its service tier and timeout."""
+        if not request.chat or not self._tiers.flexible:
+            return request
+        tier = self._tiers.tier_to_send(tiers)
+        return replace(request, tier=tier, options=self._tiers.options(tier))
+
+    async def _wait_for_capacity(
+        self, tiers: TierState, attempt: int, retry_after: float | None
+    ) -> bool:
+        """After a flex capacity 429, only this request waits (jittered exponential backoff,
+        outside its slot; the limiter keeps its pace) and tries again, on flex or, once it
+        waited `flex_fallback_after_seconds`, on the standard tier. Returns whether the 429
+        used an attempt: only past the cap when there is no fall-back."""
+        wait = self._tiers.after_capacity_429(tiers, retry_after)
+        counted = self._tiers.gives_up(tiers)
+        if not counted or attempt < self.settings.max_attempts:
+            await asyncio.sleep(wait)
+        return counted
+
     async def _attempt(self, request: _Request, spent: Usage, attempt: int) -> _Attempt:
         """One attempt, holding a slot: admission, the budget, the call, and what came back."""
         reserved = await self._reserve(request)
@@ -664,7 +720,7 @@ class OpenAIJudge:
             raise
         self._charge(spent, Usage(requests=1) if request.chat else Usage(embedding_requests=1))
         try:
-            raw = await request.call()
+            raw = await request.call(request.options)
             reply = request.read(raw.headers.get("content-type", ""), raw.content)
         except RETRIED_ERRORS as error:
             self._settle_budget(reserved, Spend())  # not answered: nothing said what it cost
@@ -679,6 +735,20 @@ class OpenAIJudge:
     def _failed_attempt(self, error: Exception, request: _Request, attempt: int) -> _Attempt:
         """Count a failed attempt and say why; raise if no attempt can succeed."""
         what = request.what
+        if (
+            isinstance(error, openai.RateLimitError)
+            and may_lack_capacity(request.tier)
+            and is_capacity_error(error)
+        ):
+            self._limiter.refund(request.tokens)  # refused before any work; no pause, no AIMD
+            self._answered_by_api()
+            self.events["retry_flex_capacity"] += 1
+            log.debug("%s: flex capacity 429 on tier %s (attempt %d)", what, request.tier, attempt)
+            return _Attempt(
+                problem="flex capacity unavailable (429)",
+                capacity=True,
+                retry_after=tier_retry_after(error.response.headers),
+            )
         if isinstance(error, openai.RateLimitError):
             self._limiter.refund(request.tokens)
             self._answered_by_api()
@@ -695,7 +765,8 @@ class OpenAIJudge:
             return _Attempt(problem=f"server error ({error.status_code})")
         if isinstance(error, openai.APITimeoutError):
             self.events["retry_timeout"] += 1
-            return _Attempt(problem=f"timed out after {self.settings.timeout_seconds:g}s")
+            timeout = self._tiers.timeout_of(request.tier)
+            return _Attempt(problem=f"timed out after {timeout:g}s")
         if isinstance(error, BadReplyError):
             self.events["retry_bad_reply"] += 1
             self.events[f"bad_reply_{error.kind}"] += 1
@@ -746,7 +817,9 @@ class OpenAIJudge:
 
     def _settle_answer(self, request: _Request, reply: Any, reserved: Spend, spent: Usage) -> None:
         usage = (
-            self._chat_usage(reply.usage) if request.chat else self._embedding_usage(reply.usage)
+            self._chat_usage(reply, request.tier)
+            if request.chat
+            else self._embedding_usage(reply.usage)
         )
         self._charge(spent, usage)
         self._settle_budget(reserved, Spend.of(usage))

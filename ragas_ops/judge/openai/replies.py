@@ -48,6 +48,9 @@ class ChatChoice:
 class ChatReply:
     choices: list[ChatChoice]
     usage: ReportedUsage
+    service_tier: str | None = None
+    """The tier that served the request, as the reply says (OpenAI echoes it when one was
+    sent); None when it says nothing (compatible servers)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,9 @@ def read_chat_reply(content_type: str, body: bytes) -> ChatReply:
         raise BadReplyError("missing_field", "the reply has no `choices`")
     if not isinstance(choices, list) or not choices:
         raise BadReplyError("wrong_type", "`choices` is not a non-empty list")
-    return ChatReply([_choice(choice) for choice in choices], _usage(payload))
+    return ChatReply(
+        [_choice(choice) for choice in choices], _usage(payload), _service_tier(payload)
+    )
 
 
 def read_embedding_reply(content_type: str, body: bytes) -> EmbeddingReply:
@@ -123,6 +128,13 @@ def _choice(choice: Any) -> ChatChoice:
     if finish_reason is not None and not isinstance(finish_reason, str):
         raise BadReplyError("wrong_type", "a choice's `finish_reason` is not a string")
     return ChatChoice(content or "", finish_reason)
+
+
+def _service_tier(payload: Mapping[str, Any]) -> str | None:
+    tier = payload.get("service_tier")
+    if tier is not None and not isinstance(tier, str):
+        raise BadReplyError("wrong_type", "`service_tier` is not a string")
+    return tier or None
 
 
 def _usage(payload: Mapping[str, Any]) -> ReportedUsage:

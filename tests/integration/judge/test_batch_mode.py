@@ -153,6 +153,12 @@ def test_batch_mode_scores_every_row_once_through_chained_batches_at_half_the_pr
     assert stats["batches"]["completed"] == stats["batches"]["created"] >= 4
     assert all(result["rounds"] == 2 for result in results), "statements, then verdicts"
     batch_cost = sum(scored.column("cost_usd").to_pylist())
+    tiers = zip(
+        scored.column("judge_requests").to_pylist(),
+        scored.column("judge_service_tier").to_pylist(),
+        strict=True,
+    )
+    assert {tier for requests, tier in tiers if requests} == {"batch"}
 
     # The same rows in sync mode, with a cache of their own, cost twice as much.
     sync_settings = settings_for(server, tmp_path / "sync")
@@ -171,6 +177,7 @@ def test_batch_mode_scores_every_row_once_through_chained_batches_at_half_the_pr
     synced = pq.read_table(lake.scored(DAY).path)
     sync_cost = sum(synced.column("cost_usd").to_pylist())
     assert batch_cost <= 0.52 * sync_cost
+    assert set(synced.column("judge_service_tier").to_pylist()) <= {"default", None}
     for metric in ("faithfulness", "answer_relevance", "context_relevance"):
         scores = scored.column(f"{metric}_score").to_pylist()
         assert scores == synced.column(f"{metric}_score").to_pylist(), metric
