@@ -77,7 +77,8 @@ def realistic_rows(count: int | None = None, *, distinct: bool = False) -> list[
     limit = len(pool) // CONTEXT_SENTENCES if distinct else None
     count = min(count or limit or 500, limit or sys.maxsize)
     used: set[str] = set()
-    rows, cursor = [], 0
+    rows: list[dict[str, Any]] = []
+    cursor = 0
     for record in records:
         if len(rows) == count:
             break
@@ -94,7 +95,9 @@ def realistic_rows(count: int | None = None, *, distinct: bool = False) -> list[
         response = split_sentences(record["response"])[:2]
         answer = [*response, *own[: 4 - len(response)], *context[len(own) :]][: 3 + len(rows) % 3]
         passages = [" ".join(context[start : start + 5]) for start in (0, 5, 10)]
-        rows.append({"question": record["message"], "contexts": passages, "answer": " ".join(answer)})
+        rows.append(
+            {"question": record["message"], "contexts": passages, "answer": " ".join(answer)}
+        )
     return rows
 
 
@@ -205,7 +208,9 @@ async def measure_ranking(rows: list[Interaction]) -> Measured:
     for row, other in zip(rows, rows[1:] + rows[:1], strict=True):
         q, c, a = row.question or "", row.contexts or [], row.answer or ""
         calls += [
-            rank_pair(judge, "faithfulness", question=q, first=a, second=other.answer or "", contexts=c),
+            rank_pair(
+                judge, "faithfulness", question=q, first=a, second=other.answer or "", contexts=c
+            ),
             rank_pair(judge, "answer_relevance", question=q, first=a, second=other.answer or ""),
             rank_pair(judge, "context_relevance", question=q, first=c, second=other.contexts or []),
         ]

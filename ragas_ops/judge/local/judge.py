@@ -343,9 +343,12 @@ class LocalJudge:
         cache: ResponseCache | None = None,
         embedder: Embedder | None = None,
         backend: LocalBackend = "auto",
+        *,
+        vector_cache_size: int = VECTOR_CACHE_SIZE,
+        encode_batch_size: int = ENCODE_BATCH_SIZE,
     ) -> None:
         self._embedder = embedder or embedder_for(model, backend)
-        self._batcher = _EmbeddingBatcher(self._embedder)
+        self._batcher = _EmbeddingBatcher(self._embedder, encode_batch_size, vector_cache_size)
         self._cache = cache or ResponseCache(None)
         self.total = Usage()
         self.events: Counter[str] = Counter()
