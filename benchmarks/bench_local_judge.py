@@ -111,6 +111,7 @@ class CountingEmbedder:
         self.texts = 0
         self.characters = 0
         self.largest = 0
+        self.seconds = 0.0
         self._tokens_before = 0
 
     @property
@@ -120,14 +121,18 @@ class CountingEmbedder:
         return None if count is None else int(count) - self._tokens_before
 
     def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        started = time.perf_counter()
+        vectors = np.asarray(self.inner.encode(texts), dtype=np.float32)
+        self.seconds += time.perf_counter() - started
         self.calls += 1
         self.texts += len(texts)
         self.characters += sum(map(len, texts))
         self.largest = max(self.largest, len(texts))
-        return np.asarray(self.inner.encode(texts), dtype=np.float32)
+        return vectors
 
     def reset(self) -> None:
         self.calls = self.texts = self.characters = self.largest = 0
+        self.seconds = 0.0
         self._tokens_before = int(getattr(self.inner, "tokens_encoded", 0))
 
 
@@ -136,21 +141,25 @@ class Measured:
     rows: int
     seconds: float
     encoder: CountingEmbedder
-    asked: int
+    asked: int | None
     reused: int | None
     load: float
 
     def line(self, label: str) -> str:
         enc = self.encoder
         tokens = f", {enc.tokens:,} tokens" if enc.tokens is not None else ""
-        reused = f" ({self.reused:,} reused)" if self.reused is not None else ""
+        asked = (
+            f"vectors asked for {self.asked:,} texts ({self.reused:,} reused), "
+            if self.asked is not None and self.reused is not None
+            else ""
+        )
         mean = enc.texts / enc.calls if enc.calls else 0.0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return (
             f"{label}: {self.rows} rows, {self.rows / self.seconds:.1f} rows/s ({self.seconds:.2f} s); "
-            f"vectors asked for {self.asked:,} texts{reused}, encoded {enc.texts:,} texts "
+            f"{asked}encoded {enc.texts:,} texts "
             f"({enc.characters:,} chars{tokens}) in {enc.calls} calls (mean {mean:.1f}, "
-            f"largest {enc.largest}); peak RSS {rss:.0f} MiB; load {self.load:.2f}"
+            f"largest {enc.largest}), encoder busy {enc.seconds:.1f} s; peak RSS {rss:.0f} MiB; load {self.load:.2f}"
         )
 
 
@@ -186,12 +195,11 @@ async def measure(rows: list[dict[str, Any]], metrics: list[str]) -> Measured:
     async for _ in scorer.score_stream(tables):
         pass
     seconds = time.perf_counter() - started
-    asked = _stat(judge, "asked")
     return Measured(
         len(rows),
         seconds,
         counting,
-        asked if asked is not None else counting.texts,
+        _stat(judge, "asked"),
         _stat(judge, "reused"),
         load,
     )
@@ -216,12 +224,11 @@ async def measure_ranking(rows: list[Interaction]) -> Measured:
         ]
     await asyncio.gather(*calls)
     seconds = time.perf_counter() - started
-    asked = _stat(judge, "asked")
     return Measured(
         len(rows),
         seconds,
         counting,
-        asked if asked is not None else counting.texts,
+        _stat(judge, "asked"),
         _stat(judge, "reused"),
         load,
     )
