@@ -5,6 +5,7 @@ scores whether vectors are shared across rows and metrics or every call encodes 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -209,3 +210,24 @@ def test_sharing_vectors_across_rows_and_metrics_changes_no_score() -> None:
             assert shared.column(column).to_pylist() == one_by_one.column(column).to_pylist()
     assert alone_judge.encoding.encoded > shared_judge.encoding.encoded
     assert shared.column("faithfulness_status").to_pylist().count("ok") > 40
+
+
+def test_a_judge_outlives_an_event_loop_that_died_while_encoding() -> None:
+    release = threading.Event()
+
+    class Stalling(RecordingEmbedder):
+        def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+            if not self.batches:
+                release.wait(10)
+            return super().encode(texts)
+
+    judge = LocalJudge(embedder=Stalling())
+    first = asyncio.new_event_loop()
+    with pytest.raises(TimeoutError):
+        first.run_until_complete(asyncio.wait_for(judge.vectors(TEXTS[:2]), 0.2))
+    first.close()  # the encode still runs in its thread, its loop gone
+    release.set()
+
+    (found,) = _rows_at_once(judge, [TEXTS[:2]])
+
+    assert list(found) == TEXTS[:2]

@@ -235,10 +235,14 @@ class _EmbeddingBatcher:
         self._queue: list[str] = []
         self._running = False
         self._waiting_turns = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.stats = EncodingStats()
 
     async def vectors(self, texts: Sequence[str]) -> Vectors:
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop: nothing of an earlier one is awaited
+            self._loop, self._pending, self._queue = loop, {}, []
+            self._running = self._waiting_turns = False
         wanted = list(dict.fromkeys(texts))
         self.stats.asked += len(texts)
         found: dict[str, Vector] = {}
@@ -298,6 +302,8 @@ class _EmbeddingBatcher:
         started: float,
         done: asyncio.Future[np.ndarray[Any, np.dtype[np.float32]]],
     ) -> None:
+        if loop is not self._loop:
+            return  # a batch of an event loop that has been replaced
         self._running = False
         stats = self.stats
         stats.calls += 1
