@@ -1,105 +1,278 @@
-"""Throughput of the local judge: rows scored per second with the paper's three metrics.
+"""Throughput of the local judge on realistic rows, and what the encoder did for it.
 
-Scores generated sample interactions (the demo's, `ragas_ops.samples`: short), rows of realistic
-size (WikiEval-sized: a 15-sentence context and a 4-sentence answer, built from the BEGIN
-dev knowledge snippets when present, else from the sample passages) and, when present, BEGIN
-dev rows, with `judge.kind = "local"`, no cache, and prints rows/s. The model is loaded and
-warmed up before the clock starts (about 4 s, once per process: torch's first large batch
-takes about twice as long as the next ones, so one batch of the rows' own texts runs first).
+Realistic rows are WikiEval-sized: a question, a context of 15 sentences in three passages and
+an answer of 3 to 5 sentences, built from the BEGIN dev files (`shared/data/begin/*_dev.jsonl`):
+the question is a record's dialogue turn, the context starts with the record's own knowledge
+snippet and is filled from the other records' snippets, the answer is the record's response
+(grounded or not, as BEGIN's systems wrote it) followed by sentences of the context. Two sets:
 
-    python benchmarks/bench_local_judge.py [--rows N]
+- `realistic`: `--rows` rows (500); the 2,866 distinct snippet sentences fill 7,500 context
+  slots, so each comes back in about 2.6 rows, as popular documents do in retrieval logs;
+- `distinct`: as many rows as the snippets fill with no sentence used twice (190): the worst
+  case for the vector cache, every context sentence is new.
+
+Rows go through the `Scorer` exactly as `ragas-ops score` runs them (tables of `batch_rows`, two
+in flight, the metrics of a table concurrently), with `judge.kind = "local"`, no response
+cache, after the model is loaded and warmed up. Printed per set: rows/s, the texts the
+metrics asked vectors for, the texts and tokens the encoder ran, its calls and mean batch, the
+process's peak RSS and the load average (the machine is shared: wall time varies with the load,
+the counts do not). `--cli` also times `ragas-ops score --judge local` end to end on a Parquet
+file of the realistic rows (startup and model loading included). `--baselines` times GPT Score
+(its three metrics) and GPT Ranking (three dimensions, each row against the next).
+
+    python benchmarks/bench_local_judge.py [--rows 500] [--cli] [--baselines] [--no-paper]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.inputs import SizeBudget, validate_row
-from ragas_ops.judge.factory import build_judge
+from ragas_ops.contract.inputs import Interaction, SizeBudget, validate_row
+from ragas_ops.evaluation.begin import load_begin
+from ragas_ops.judge.local.judge import LocalJudge, embedder_for
 from ragas_ops.metrics import build_metrics
+from ragas_ops.metrics.gpt_ranking import rank_pair
+from ragas_ops.scoring.scorer import Scorer
+from ragas_ops.text import split_sentences
 
-BEGIN_DEV = next(
+BEGIN = next(
     (
-        folder / "shared/data/begin/begin_v2_wow_dev.jsonl"
+        folder / "shared/data/begin"
         for folder in Path(__file__).resolve().parents
         if (folder / "shared/data/begin").is_dir()
     ),
-    Path("shared/data/begin/begin_v2_wow_dev.jsonl"),
+    Path("shared/data/begin"),
 )
+PAPER_METRICS = ["faithfulness", "answer_relevance", "context_relevance"]
+CONTEXT_SENTENCES = 15
+SEED = 14
 
 
-async def _rate(rows: list, names: list[str]) -> float:  # type: ignore[type-arg]
-    settings = Settings()
-    settings.judge.kind = "local"
-    settings.judge.cache_path = None
-    judge = build_judge(settings)
-    # Warm-up, once per process like the model's loading: the first large batch is slow.
-    await judge.embed([f"{row.question} {row.answer}"[:300] for row in rows[:128]])
-    started = time.perf_counter()
-    for metric in build_metrics(names):
-        await metric.score_rows(rows, judge)
-    return len(rows) / (time.perf_counter() - started)
-
-
-def realistic_rows(count: int, budget: SizeBudget) -> list:  # type: ignore[type-arg]
-    """`count` distinct rows of WikiEval size: a question, a context of 15 sentences (three
-    passages of five), an answer of 4 sentences, 3 from the context and one it lacks."""
-    from ragas_ops.samples import PADDING, TOPICS
-    from ragas_ops.text import split_sentences
-
-    if BEGIN_DEV.exists():
-        rows = [json.loads(line) for line in BEGIN_DEV.read_text().splitlines()]
-        pool = [s for r in rows for s in split_sentences(r["knowledge"])]
-        questions = [r["message"] for r in rows]
-    else:
-        pool = [s for t in TOPICS for s in split_sentences(t.passage)] + list(PADDING)
-        questions = [t.question for t in TOPICS]
-    made = []
-    for index in range(count):
-        context = [pool[(index * 7 + k) % len(pool)] for k in range(15)]
-        answer = [*context[2:5], f"It was first described in {1900 + index % 120}."]
-        made.append(
-            validate_row(
-                f"{questions[index % len(questions)]} ({index})",
-                [" ".join(context[:5]), " ".join(context[5:10]), " ".join(context[10:])],
-                " ".join(answer),
-                budget,
-            )
+def realistic_rows(count: int | None = None, *, distinct: bool = False) -> list[dict[str, Any]]:
+    """Rows of WikiEval size from the BEGIN dev records (see the module docstring). With
+    `distinct`, no context sentence is used twice and `count` is capped by the pool."""
+    records = [row for path in sorted(BEGIN.glob("*_dev.jsonl")) for row in load_begin(path)]
+    if not records:
+        raise SystemExit(f"no BEGIN dev files under {BEGIN}")
+    random.Random(SEED).shuffle(records)
+    pool = list(dict.fromkeys(s for r in records for s in split_sentences(r["knowledge"])))
+    random.Random(SEED).shuffle(pool)
+    limit = len(pool) // CONTEXT_SENTENCES if distinct else None
+    count = min(count or limit or 500, limit or sys.maxsize)
+    used: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    cursor = 0
+    for record in records:
+        if len(rows) == count:
+            break
+        own = split_sentences(record["knowledge"])[:CONTEXT_SENTENCES]
+        if distinct and used.intersection(own):
+            continue
+        context = list(own)
+        while len(context) < CONTEXT_SENTENCES:
+            sentence = pool[cursor % len(pool)]
+            cursor += 1
+            if sentence not in context and not (distinct and sentence in used):
+                context.append(sentence)
+        used.update(context)
+        response = split_sentences(record["response"])[:2]
+        answer = [*response, *own[: 4 - len(response)], *context[len(own) :]][: 3 + len(rows) % 3]
+        passages = [" ".join(context[start : start + 5]) for start in (0, 5, 10)]
+        rows.append(
+            {"question": record["message"], "contexts": passages, "answer": " ".join(answer)}
         )
-    return made
+    return rows
+
+
+class CountingEmbedder:
+    """The judge's embedder, counting what it is asked to encode."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls = 0
+        self.texts = 0
+        self.characters = 0
+        self.largest = 0
+        self.seconds = 0.0
+        self._tokens_before = 0
+
+    @property
+    def tokens(self) -> int | None:
+        """Tokens the model ran, when the embedder counts them (the ONNX one does)."""
+        count = getattr(self.inner, "tokens_encoded", None)
+        return None if count is None else int(count) - self._tokens_before
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        started = time.perf_counter()
+        vectors = np.asarray(self.inner.encode(texts), dtype=np.float32)
+        self.seconds += time.perf_counter() - started
+        self.calls += 1
+        self.texts += len(texts)
+        self.characters += sum(map(len, texts))
+        self.largest = max(self.largest, len(texts))
+        return vectors
+
+    def reset(self) -> None:
+        self.calls = self.texts = self.characters = self.largest = 0
+        self.seconds = 0.0
+        self._tokens_before = int(getattr(self.inner, "tokens_encoded", 0))
+
+
+@dataclass
+class Measured:
+    rows: int
+    seconds: float
+    encoder: CountingEmbedder
+    asked: int | None
+    reused: int | None
+    load: float
+
+    def line(self, label: str) -> str:
+        enc = self.encoder
+        tokens = f", {enc.tokens:,} tokens" if enc.tokens is not None else ""
+        asked = (
+            f"vectors asked for {self.asked:,} texts ({self.reused:,} reused), "
+            if self.asked is not None and self.reused is not None
+            else ""
+        )
+        mean = enc.texts / enc.calls if enc.calls else 0.0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return (
+            f"{label}: {self.rows} rows, {self.rows / self.seconds:.1f} rows/s ({self.seconds:.2f} s); "
+            f"{asked}encoded {enc.texts:,} texts "
+            f"({enc.characters:,} chars{tokens}) in {enc.calls} calls (mean {mean:.1f}, "
+            f"largest {enc.largest}), encoder busy {enc.seconds:.1f} s; peak RSS {rss:.0f} MiB; load {self.load:.2f}"
+        )
+
+
+def _judge() -> tuple[LocalJudge, CountingEmbedder]:
+    settings = Settings()
+    counting = CountingEmbedder(
+        embedder_for(settings.judge.local_model, settings.judge.local_backend)
+    )
+    return LocalJudge(embedder=counting), counting
+
+
+def _stat(judge: LocalJudge, name: str) -> int | None:
+    """A counter of the judge's encoding statistics, when this version keeps them."""
+    stats = getattr(judge, "encoding", None)
+    return None if stats is None else int(getattr(stats, name))
+
+
+async def _warm(judge: LocalJudge, counting: CountingEmbedder) -> None:
+    """Load the model and run one batch (outside the clock; its vectors are not kept)."""
+    await asyncio.to_thread(counting.inner.encode, [f"warm-up sentence {i}." for i in range(64)])
+
+
+async def measure(rows: list[dict[str, Any]], metrics: list[str]) -> Measured:
+    """Score `rows` as `ragas-ops score` does, with a fresh judge (no vectors kept)."""
+    judge, counting = _judge()
+    await _warm(judge, counting)
+    counting.reset()
+    scorer = Scorer(build_metrics(metrics), judge)
+    batch = Settings().batch_rows
+    tables = [pa.Table.from_pylist(rows[i : i + batch]) for i in range(0, len(rows), batch)]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    async for _ in scorer.score_stream(tables):
+        pass
+    seconds = time.perf_counter() - started
+    return Measured(
+        len(rows),
+        seconds,
+        counting,
+        _stat(judge, "asked"),
+        _stat(judge, "reused"),
+        load,
+    )
+
+
+async def measure_ranking(rows: list[Interaction]) -> Measured:
+    """GPT Ranking's three dimensions on each row against the next one."""
+    judge, counting = _judge()
+    await _warm(judge, counting)
+    counting.reset()
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    calls = []
+    for row, other in zip(rows, rows[1:] + rows[:1], strict=True):
+        q, c, a = row.question or "", row.contexts or [], row.answer or ""
+        calls += [
+            rank_pair(
+                judge, "faithfulness", question=q, first=a, second=other.answer or "", contexts=c
+            ),
+            rank_pair(judge, "answer_relevance", question=q, first=a, second=other.answer or ""),
+            rank_pair(judge, "context_relevance", question=q, first=c, second=other.contexts or []),
+        ]
+    await asyncio.gather(*calls)
+    seconds = time.perf_counter() - started
+    return Measured(
+        len(rows),
+        seconds,
+        counting,
+        _stat(judge, "asked"),
+        _stat(judge, "reused"),
+        load,
+    )
+
+
+def measure_cli(rows: list[dict[str, Any]]) -> str:
+    """`ragas-ops score --judge local` on a Parquet file of `rows`, timed from the outside."""
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder) / "rows.parquet", Path(folder) / "scored.parquet"
+        pq.write_table(pa.Table.from_pylist(rows), source)
+        cli = Path(sys.executable).with_name("ragas-ops")
+        # no response cache: a second run would answer every row from the first one's
+        command = [str(cli), "score", "--judge", "local", "--cache", "none", "--no-progress"]
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        subprocess.run([*command, str(source), str(target)], check=True, cwd=folder)
+        seconds = time.perf_counter() - started
+        scored = pq.read_table(target).num_rows
+    return (
+        f"CLI `ragas-ops score --judge local`, {scored} realistic rows: {scored / seconds:.1f} "
+        f"rows/s including startup ({seconds:.2f} s); load {load:.2f}"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=400)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--rows", type=int, default=500)
+    parser.add_argument("--cli", action="store_true", help="also time the CLI end to end")
+    parser.add_argument("--baselines", action="store_true", help="also GPT Score and Ranking")
+    parser.add_argument("--no-paper", action="store_true", help="skip the paper metrics' sets")
     options = parser.parse_args()
-    from ragas_ops.samples import sample_interactions
-
-    budget = SizeBudget()
-    samples = [
-        validate_row(r["question"], r["contexts"], r["answer"], budget)
-        for r in sample_interactions(options.rows).to_pylist()
-    ]
-    three = ["faithfulness", "answer_relevance", "context_relevance"]
-    print(
-        f"sample logs, {len(samples)} rows, 3 metrics: {asyncio.run(_rate(samples, three)):.1f} rows/s"
-    )
-    realistic = realistic_rows(min(options.rows, 200), budget)
-    rate = asyncio.run(_rate(realistic, three))
-    print(
-        f"realistic rows (15-sentence context, 4-sentence answer), {len(realistic)} rows, "
-        f"3 metrics: {rate:.1f} rows/s"
-    )
-    if BEGIN_DEV.exists():
-        rows = [json.loads(line) for line in BEGIN_DEV.read_text().splitlines()]
-        begin = [validate_row(r["message"], [r["knowledge"]], r["response"], budget) for r in rows]
-        rate = asyncio.run(_rate(begin, three))
-        print(f"BEGIN wow dev, {len(begin)} rows, 3 metrics: {rate:.1f} rows/s")
+    realistic = realistic_rows(options.rows)
+    if not options.no_paper:
+        print(asyncio.run(measure(realistic, PAPER_METRICS)).line("realistic, 3 paper metrics"))
+        distinct = realistic_rows(distinct=True)
+        print(asyncio.run(measure(distinct, PAPER_METRICS)).line("distinct, 3 paper metrics"))
+    if options.baselines:
+        scores = [f"gpt_score_{name}" for name in PAPER_METRICS]
+        print(asyncio.run(measure(realistic, scores)).line("realistic, GPT Score (3 metrics)"))
+        budget = SizeBudget()
+        valid = [validate_row(r["question"], r["contexts"], r["answer"], budget) for r in realistic]
+        print(asyncio.run(measure_ranking(valid)).line("realistic, GPT Ranking (3 dimensions)"))
+    if options.cli:
+        print(measure_cli(realistic))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ import asyncio
 import importlib.util
 import json
 import threading
-from collections import Counter
+import time
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,6 +53,7 @@ from ragas_ops.judge.base import (
 from ragas_ops.judge.cache import ResponseCache, cache_key
 from ragas_ops.judge.local.evidence import (
     ContextIndex,
+    Vector,
     Vectors,
     answer_sentences,
     evidence,
@@ -79,7 +81,11 @@ DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_JUDGE_VERSION = 11
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
-_VECTOR_CACHE_SIZE = 50_000
+"""Texts per encoder call: a full batch goes to the model at once, a smaller one after a few
+turns of the event loop (and sentence-transformers' own batch size)."""
+VECTOR_CACHE_SIZE = 20_000
+"""Vectors a judge keeps (least recently used dropped first): 384 floats each, about 30 MB."""
+_GATHER_TURNS = 3
 
 
 @dataclass
@@ -174,59 +180,164 @@ def _load_model(model: str) -> Any:
     return SentenceTransformer(model, device="cpu")
 
 
-class _EmbeddingBatcher:
-    """Collects the texts that concurrent calls need and encodes them in shared batches.
+@dataclass
+class EncodingStats:
+    """What the local judge's encoder did in a run: counts that do not depend on the load."""
 
-    Metrics score many rows at once; encoding each call's few sentences alone would waste most
-    of the model's time, so the first caller waits one turn of the event loop for the others.
-    Vectors are kept (bounded) because one row's context sentences serve several prompts.
+    asked: int = 0
+    """Texts the rules asked vectors for (a text asked twice counts twice)."""
+    reused: int = 0
+    """Of those, texts served by the vector cache or by an encode already queued or running."""
+    encoded: int = 0
+    """Texts the model ran."""
+    characters: int = 0
+    """Their characters."""
+    calls: int = 0
+    """Encoder calls (batches handed to the model)."""
+    largest_batch: int = 0
+    seconds: float = 0.0
+    """Wall time inside the encoder (its thread: the event loop runs meanwhile)."""
+
+    @property
+    def mean_batch(self) -> float:
+        return self.encoded / self.calls if self.calls else 0.0
+
+
+class _EmbeddingBatcher:
+    """Collects the texts that concurrent calls need and encodes each distinct one once.
+
+    The metrics of a table score all their rows concurrently, and the rules of one row ask
+    vectors for texts that other rows and other metrics ask for too (a question, the context
+    sentences a retrieved passage shares). Every text is encoded at most once per run: its
+    vector is kept in a bounded LRU (`cache_size` texts) and a text already queued or being
+    encoded is awaited, not queued again. Encoding runs in a worker thread, one batch at a time,
+    while the event loop goes on with the rules of the other rows: a batch is handed to the
+    model as soon as `batch_size` texts wait (so the encoder starts while the rules still
+    produce texts), or after a few turns of the loop for a smaller remainder. A text's vector
+    does not depend on what it is batched with (the ONNX embedder never pads), so when and
+    with what it is encoded changes no score. An encoder error reaches every waiter of the
+    batch, and the failed texts are forgotten, so a later call tries them again.
     """
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        batch_size: int = ENCODE_BATCH_SIZE,
+        cache_size: int = VECTOR_CACHE_SIZE,
+    ) -> None:
+        if batch_size < 1 or cache_size < 0:
+            raise ValueError(f"batch_size {batch_size} must be >= 1, cache_size {cache_size} >= 0")
         self._embedder = embedder
-        self._known: dict[str, np.ndarray[Any, np.dtype[np.float32]]] = {}
-        self._pending: dict[str, asyncio.Future[np.ndarray[Any, np.dtype[np.float32]]]] = {}
-        self._flushing: asyncio.Task[None] | None = None
+        self._batch_size = batch_size
+        self._cache_size = cache_size
+        self._known: OrderedDict[str, Vector] = OrderedDict()
+        self._pending: dict[str, asyncio.Future[Vector]] = {}
+        self._queue: list[str] = []
+        self._running = False
+        self._waiting_turns = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.stats = EncodingStats()
 
     async def vectors(self, texts: Sequence[str]) -> Vectors:
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop: nothing of an earlier one is awaited
+            self._loop, self._pending, self._queue = loop, {}, []
+            self._running = self._waiting_turns = False
         wanted = list(dict.fromkeys(texts))
-        futures = {}
+        self.stats.asked += len(texts)
+        found: dict[str, Vector] = {}
+        waits: dict[str, asyncio.Future[Vector]] = {}
+        queued = 0
         for text in wanted:
-            if text in self._known:
+            vector = self._known.get(text)
+            if vector is not None:
+                self._known.move_to_end(text)
+                found[text] = vector
                 continue
             future = self._pending.get(text)
             if future is None:
                 future = self._pending[text] = loop.create_future()
-            futures[text] = future
-        if self._pending and self._flushing is None:
-            self._flushing = asyncio.create_task(self._flush())
-        found = {text: self._known[text] for text in wanted if text in self._known}
-        for text, future in futures.items():
-            found[text] = await future
-        return found
+                self._queue.append(text)
+                queued += 1
+            waits[text] = future
+        self.stats.reused += len(texts) - queued
+        if queued:
+            self._schedule(loop)
+        for text, future in waits.items():
+            # shielded: a cancelled caller must not cancel the vector other callers wait for
+            found[text] = await asyncio.shield(future)
+        return {text: found[text] for text in wanted}
 
-    async def _flush(self) -> None:
-        for _ in range(3):  # let the other rows of this batch add their texts
-            await asyncio.sleep(0)
-        batch, self._pending = self._pending, {}
-        self._flushing = None
-        texts = sorted(batch, key=len)  # similar lengths pad less
-        try:
-            encoded = await asyncio.to_thread(self._embedder.encode, texts)
-        except Exception as error:
-            for future in batch.values():
-                if not future.done():
-                    future.set_exception(error)
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand the queue to the model now if a full batch waits, else after a few turns."""
+        if self._running:
+            return  # the running batch takes the queue when it finishes
+        if len(self._queue) >= self._batch_size:
+            self._submit(loop)
+        elif not self._waiting_turns:
+            self._waiting_turns = True
+            loop.call_soon(self._after_turns, loop, _GATHER_TURNS)
+
+    def _after_turns(self, loop: asyncio.AbstractEventLoop, turns: int) -> None:
+        if turns > 0:  # let the other rows of this table add their texts first
+            loop.call_soon(self._after_turns, loop, turns - 1)
             return
-        if len(self._known) > _VECTOR_CACHE_SIZE:
-            self._known.clear()
-        for text, vector in zip(texts, encoded, strict=True):
-            self._known[text] = vector
-            if not batch[text].done():
-                batch[text].set_result(vector)
-        if self._pending and self._flushing is None:
-            self._flushing = asyncio.create_task(self._flush())
+        self._waiting_turns = False
+        if self._queue and not self._running:
+            self._submit(loop)
+
+    def _submit(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch, self._queue = self._queue[: self._batch_size], self._queue[self._batch_size :]
+        self._running = True
+        started = time.perf_counter()
+        encoding = loop.run_in_executor(None, self._embedder.encode, batch)
+        encoding.add_done_callback(
+            lambda done: self._finished(loop, batch, started, done)  # runs in the loop
+        )
+
+    def _finished(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        batch: list[str],
+        started: float,
+        done: asyncio.Future[np.ndarray[Any, np.dtype[np.float32]]],
+    ) -> None:
+        if loop is not self._loop:
+            return  # a batch of an event loop that has been replaced
+        self._running = False
+        stats = self.stats
+        stats.calls += 1
+        stats.encoded += len(batch)
+        stats.characters += sum(map(len, batch))
+        stats.largest_batch = max(stats.largest_batch, len(batch))
+        stats.seconds += time.perf_counter() - started
+        try:
+            encoded = done.result()
+            if len(encoded) != len(batch):
+                raise JudgeFatalError(
+                    f"the embedder returned {len(encoded)} vectors for {len(batch)} texts"
+                )
+        except BaseException as error:  # every waiter of the batch gets the error
+            failure = error if isinstance(error, Exception) else JudgeFatalError(repr(error))
+            for text in batch:
+                future = self._pending.pop(text)
+                if not future.done():
+                    future.set_exception(failure)
+        else:
+            for text, vector in zip(batch, encoded, strict=True):
+                self._remember(text, vector)
+                future = self._pending.pop(text)
+                if not future.done():
+                    future.set_result(vector)
+        if self._queue:
+            self._schedule(loop)
+
+    def _remember(self, text: str, vector: Vector) -> None:
+        if self._cache_size == 0:
+            return
+        self._known[text] = vector
+        if len(self._known) > self._cache_size:
+            self._known.popitem(last=False)
 
 
 class LocalJudge:
@@ -238,9 +349,12 @@ class LocalJudge:
         cache: ResponseCache | None = None,
         embedder: Embedder | None = None,
         backend: LocalBackend = "auto",
+        *,
+        vector_cache_size: int = VECTOR_CACHE_SIZE,
+        encode_batch_size: int = ENCODE_BATCH_SIZE,
     ) -> None:
         self._embedder = embedder or embedder_for(model, backend)
-        self._batcher = _EmbeddingBatcher(self._embedder)
+        self._batcher = _EmbeddingBatcher(self._embedder, encode_batch_size, vector_cache_size)
         self._cache = cache or ResponseCache(None)
         self.total = Usage()
         self.events: Counter[str] = Counter()
@@ -252,6 +366,11 @@ class LocalJudge:
     @property
     def embedding_description(self) -> str:
         return f"local:{self._embedder.name}"
+
+    @property
+    def encoding(self) -> EncodingStats:
+        """What the encoder did so far (texts asked, reused, encoded; calls; batch sizes)."""
+        return self._batcher.stats
 
     def usage_total(self) -> Usage:
         return self.total
