@@ -48,6 +48,9 @@ class S3Options:
     request_timeout_seconds: float | None = None
     max_attempts: int | None = None
     """Tries per request, counting the first; None: the AWS SDK's standard retry strategy."""
+    small_objects: bool = False
+    """Objects are small (a cache's): each is sent in one PUT when closed, not as a multipart
+    upload (three requests), with pyarrow 16 or later."""
 
     def secrets(self) -> tuple[Secret | None, ...]:
         """The credentials, for `redact` to hide in a message about this store."""
@@ -80,6 +83,11 @@ class S3Options:
             options["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(
                 max_attempts=self.max_attempts
             )
+        if self.small_objects:
+            try:
+                return pafs.S3FileSystem(**options, allow_delayed_open=True)
+            except TypeError:  # pyarrow 15: no delayed open, multipart uploads
+                pass
         return pafs.S3FileSystem(**options)
 
 

@@ -47,6 +47,7 @@ def open_cache(settings: JudgeSettings, s3: S3Options | None = None) -> JudgeCac
         connect_timeout_seconds=settings.shared_cache_timeout_seconds,
         request_timeout_seconds=settings.shared_cache_timeout_seconds,
         max_attempts=SHARED_CACHE_ATTEMPTS,
+        small_objects=True,
     )
     return TieredCache(
         local,
