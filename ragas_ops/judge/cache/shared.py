@@ -34,6 +34,8 @@ from ragas_ops.storage import Location
 log = logging.getLogger(__name__)
 
 _VECTOR_DTYPE = np.dtype("<f8")
+_MOST_REMEMBERED_ABSENT = 100_000
+"""Bound of the set of objects seen missing (an optimisation only: forgetting costs a HEAD)."""
 
 
 class SharedCache:
@@ -66,7 +68,8 @@ class SharedCache:
         return self._read_json(self._object("responses", key, "json"))
 
     def read_failure(self, key: str) -> Any | None:
-        return self._read_json(self._object("failures", key, "json"))
+        # Not remembered when missing: a failure is written whether one is there or not.
+        return self._read_json(self._object("failures", key, "json"), remember_absent=False)
 
     def write_answer(self, key: str, value: Any) -> None:
         """Store an answer unless one is stored already (first wins)."""
@@ -99,8 +102,8 @@ class SharedCache:
     def _object(self, kind: str, key: str, extension: str) -> Location:
         return self.root.child(kind, key[:2], f"{key}.{extension}")
 
-    def _read_json(self, location: Location) -> Any | None:
-        data = self._read(location)
+    def _read_json(self, location: Location, *, remember_absent: bool = True) -> Any | None:
+        data = self._read(location, remember_absent=remember_absent)
         if data is None:
             return None
         try:
@@ -113,7 +116,7 @@ class SharedCache:
             return None
         return value
 
-    def _read(self, location: Location) -> bytes | None:
+    def _read(self, location: Location, *, remember_absent: bool = True) -> bytes | None:
         if not self._available():
             return None
         try:
@@ -123,16 +126,20 @@ class SharedCache:
             return None
         self._succeeded()
         self._count("read")
-        if data is None:
-            with self._lock:
-                self._absent.add(location.path)
+        if data is None and remember_absent:
+            self._remember_absent(location)
         return data
 
     def _unreadable(self, location: Location) -> None:
         """A damaged object is a miss, and the next answer for it is written over it."""
         self._count("unreadable")
         log.warning("the shared judge cache's object %s is unreadable: asked again", location.uri)
+        self._remember_absent(location)
+
+    def _remember_absent(self, location: Location) -> None:
         with self._lock:
+            if len(self._absent) >= _MOST_REMEMBERED_ABSENT:
+                self._absent.clear()
             self._absent.add(location.path)
 
     def _write(self, location: Location, data: bytes, *, if_absent: bool) -> None:
