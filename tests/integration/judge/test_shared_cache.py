@@ -277,3 +277,26 @@ def test_two_processes_writing_the_same_keys_at_once_leave_one_whole_value_each(
     assert all(len(set(v.tolist())) == 1 and v[0] in (0.0, 1.0) for v in vectors.values())
     assert all(len(v) == 256 for v in vectors.values())
     reader.close()
+
+
+def test_the_shared_tier_reaches_s3_with_the_options_it_is_given(
+    s3: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The pipeline hands the lake's S3 options (its aws connection) to the cache: those are
+    used, not the AWS environment (pointed at nothing here)."""
+    from ragas_ops.secrets import Secret
+    from ragas_ops.storage import S3Options
+
+    endpoint = s3.meta.endpoint_url
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-environment")
+    options = S3Options(endpoint_url=endpoint, access_key=Secret("conn"), secret_key=Secret("pw"))
+    settings = JudgeSettings(cache_path=None, shared_cache=SHARED)
+    events: Counter[str] = Counter()
+    writer = open_cache(settings, options)
+    writer.count_in(events)
+    writer.put("c" * 64, {"texts": ["an answer"]})
+    assert events["shared_cache_written"] == 1
+    assert events["shared_cache_error"] == 0
+    assert object_keys(s3, "prod/responses/cc/") == [f"prod/responses/cc/{'c' * 64}.json"]
+    writer.close()
