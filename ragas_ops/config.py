@@ -116,6 +116,21 @@ def check_flex_deadline(value: str, source: str = "judge.flex_deadline") -> None
     parse_flex_deadline(value, source)
 
 
+def check_shared_cache(uri: str, source: str = "judge.shared_cache") -> None:
+    """Refuse a shared cache location that is not a folder, file:// or s3://bucket/prefix,
+    or that holds credentials (they come from the aws connection or the AWS environment)."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("", "file", "s3"):
+        raise ConfigError(f"{source}: use s3://bucket/prefix, a folder or a file:// URI")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(
+            f"{source}: the location holds credentials ({parts.scheme}://***@...): S3 "
+            "credentials come from pipeline.aws_conn_id or the standard AWS chain"
+        )
+    if parts.scheme == "s3" and not parts.hostname:
+        raise ConfigError(f"{source}: an s3:// location needs a bucket (s3://bucket/prefix)")
+
+
 @dataclass
 class JudgeSettings:
     """The LLM judge: where it is, what it may spend, and how it recovers."""
@@ -163,6 +178,16 @@ class JudgeSettings:
     """Texts per embeddings request (OpenAI accepts up to 2048)."""
     cache_path: str | None = ".ragas-ops-cache/judge.sqlite"
     """SQLite file of cached judge responses; None keeps the cache in memory for one run."""
+    shared_cache: str | None = field(default=None, metadata={"check": check_shared_cache})
+    """Where every host of the deployment shares cached responses (s3://bucket/prefix, a
+    folder or file://), behind the local file; None: the local file alone."""
+    shared_cache_threads: int = at_least_one(16)
+    """Reads and writes of the shared cache in flight at once, per scoring process."""
+    shared_cache_timeout_seconds: float = positive(5.0)
+    """Connect and request timeout of the shared cache's S3 store."""
+    shared_cache_retry_seconds: float = positive(60.0)
+    """After the shared cache failed (down, access denied), how long the local cache is used
+    alone before the shared one is tried again."""
     mode: JudgeMode = "sync"
     """`sync`: one request at a time through the rate limiter; `batch`: the OpenAI Batch API
     (half the price, answers within `batch_completion_window`; the pipeline only)."""

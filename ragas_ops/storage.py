@@ -43,6 +43,18 @@ class S3Options:
     access_key: Secret | None = None
     secret_key: Secret | None = None
     session_token: Secret | None = None
+    connect_timeout_seconds: float | None = None
+    """None: the AWS SDK's default; a store that must not hold up scoring sets a short one."""
+    request_timeout_seconds: float | None = None
+    max_attempts: int | None = None
+    """Tries per request, counting the first; None: the AWS SDK's standard retry strategy."""
+    small_objects: bool = False
+    """Objects are small (a cache's): each is sent in one PUT when closed, not as a multipart
+    upload (three requests), with pyarrow 16 or later."""
+
+    def secrets(self) -> tuple[Secret | None, ...]:
+        """The credentials, for `redact` to hide in a message about this store."""
+        return (self.access_key, self.secret_key, self.session_token)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> S3Options:
@@ -63,6 +75,19 @@ class S3Options:
             options["secret_key"] = self.secret_key.reveal()
             if self.session_token:
                 options["session_token"] = self.session_token.reveal()
+        if self.connect_timeout_seconds is not None:
+            options["connect_timeout"] = self.connect_timeout_seconds
+        if self.request_timeout_seconds is not None:
+            options["request_timeout"] = self.request_timeout_seconds
+        if self.max_attempts is not None:
+            options["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(
+                max_attempts=self.max_attempts
+            )
+        if self.small_objects:
+            try:
+                return pafs.S3FileSystem(**options, allow_delayed_open=True)
+            except TypeError:  # pyarrow 15: no delayed open, multipart uploads
+                pass
         return pafs.S3FileSystem(**options)
 
 
@@ -101,6 +126,27 @@ class Location:
         _make_parent(staged)
         with self.filesystem.open_output_stream(staged.path) as stream:
             stream.write(text.encode("utf-8"))
+        self.filesystem.move(staged.path, self.path)
+
+    def read_bytes(self) -> bytes | None:
+        """The whole object or file, or None when there is none (an outage is an OSError)."""
+        try:
+            with self.filesystem.open_input_stream(self.path) as stream:
+                return bytes(stream.read())
+        except FileNotFoundError:
+            return None
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write a whole small object so that readers never see part of it: on S3 one PUT
+        (an object appears whole), elsewhere a dot-prefixed sibling renamed into place."""
+        if isinstance(self.filesystem, pafs.S3FileSystem):
+            with self.filesystem.open_output_stream(self.path) as stream:
+                stream.write(data)
+            return
+        _make_parent(self)
+        staged = staging_sibling(self)
+        with self.filesystem.open_output_stream(staged.path) as stream:
+            stream.write(data)
         self.filesystem.move(staged.path, self.path)
 
     def delete_tree(self) -> None:

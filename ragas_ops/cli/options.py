@@ -115,6 +115,12 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         frozenset({SCORE}),
     ),
     SettingFlag(
+        "--shared-cache",
+        "judge.shared_cache",
+        "cache every host shares, behind the local one (s3://bucket/prefix or a folder)",
+        frozenset({SCORE}),
+    ),
+    SettingFlag(
         "--questions",
         "metrics.answer_relevance_questions",
         "questions generated for answer relevance",

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.judge.base import Judge, JudgeFatalError
-from ragas_ops.judge.openai.judge import OpenAIJudge, open_cache
+from ragas_ops.judge.cache import open_cache
+from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.secrets import Secret
 
+if TYPE_CHECKING:
+    from ragas_ops.storage import S3Options
 
-def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) -> Judge:
-    """The judge the settings describe, with its API key read from the environment."""
+
+def build_judge(
+    settings: Settings, environ: Mapping[str, str] | None = None, s3: S3Options | None = None
+) -> Judge:
+    """The judge the settings describe, with its API key read from the environment; `s3`
+    reaches a shared cache on S3 (the lake's options; None: the AWS environment)."""
     if settings.judge.mode == "batch":
         raise ConfigError(
             "judge.mode = batch runs in the Airflow pipeline, which waits for the batches "
@@ -23,7 +31,7 @@ def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) ->
 
         return LocalJudge(
             settings.judge.local_model,
-            cache=open_cache(settings.judge),
+            cache=open_cache(settings.judge, s3),
             backend=settings.judge.local_backend,
         )
     environ = os.environ if environ is None else environ
@@ -33,4 +41,4 @@ def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) ->
             f"no API key: set ${settings.judge.api_key_env}, or point --base-url at an "
             "OpenAI-compatible endpoint (for a local test double: `ragas-ops test-judge`)"
         )
-    return OpenAIJudge(settings.judge, key, settings.prices, cache=open_cache(settings.judge))
+    return OpenAIJudge(settings.judge, key, settings.prices, cache=open_cache(settings.judge, s3))

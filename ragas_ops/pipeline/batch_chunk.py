@@ -32,6 +32,7 @@ from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
 from ragas_ops.judge.base import JudgeFatalError, JudgeRowError
 from ragas_ops.judge.budget import BudgetExhaustedError
+from ragas_ops.judge.cache import open_cache
 from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
 from ragas_ops.judge.openai.batch_judge import (
     AnswerBook,
@@ -41,7 +42,7 @@ from ragas_ops.judge.openai.batch_judge import (
     SyncRetry,
     Unanswered,
 )
-from ragas_ops.judge.openai.judge import OpenAIJudge, budget_for, open_cache
+from ragas_ops.judge.openai.judge import OpenAIJudge, budget_for
 from ragas_ops.pipeline import steps
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.pricing import price_for
@@ -320,7 +321,8 @@ async def _scoring_pass(
     price = price_for(settings.judge.model, settings.prices)
 
     def sync_judge() -> OpenAIJudge:
-        judge = OpenAIJudge(settings.judge, api_key, settings.prices, open_cache(settings.judge))
+        cache = open_cache(settings.judge, lake.s3)
+        judge = OpenAIJudge(settings.judge, api_key, settings.prices, cache)
         judge.budget.add_spent(book.spent())  # the batches' spending counts against the budget
         return judge
 

@@ -225,7 +225,7 @@ async def score_chunk(
     """Score one chunk into its staging file (sync mode); returns what the manifest records."""
     started = time.monotonic()
     quiet_libraries()
-    judge = judge or build_judge(settings)
+    judge = judge or build_judge(settings, s3=lake.s3)
     scorer = chunk_scorer(settings, judge)
     await score_into(
         scorer,

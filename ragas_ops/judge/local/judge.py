@@ -50,7 +50,7 @@ from ragas_ops.judge.base import (
     JudgeRejectedError,
     Usage,
 )
-from ragas_ops.judge.cache import ResponseCache, cache_key
+from ragas_ops.judge.cache import JudgeCache, ResponseCache, cache_key
 from ragas_ops.judge.local.evidence import (
     ContextIndex,
     Vector,
@@ -346,7 +346,7 @@ class LocalJudge:
     def __init__(
         self,
         model: str = DEFAULT_LOCAL_MODEL,
-        cache: ResponseCache | None = None,
+        cache: JudgeCache | None = None,
         embedder: Embedder | None = None,
         backend: LocalBackend = "auto",
         *,
@@ -358,6 +358,7 @@ class LocalJudge:
         self._cache = cache or ResponseCache(None)
         self.total = Usage()
         self.events: Counter[str] = Counter()
+        self._cache.count_in(self.events)
 
     @property
     def description(self) -> str:
@@ -392,7 +393,7 @@ class LocalJudge:
             data=encode_data(data),
             n=n,
         )
-        cached = self._cache.get(key)
+        cached = await self._cache.aget(key)
         if cached is not None:
             self.events["cache_hit"] += 1
             self.total.cache_hits += 1
@@ -407,7 +408,7 @@ class LocalJudge:
             outputs = [prompt.parse(data, text) for text in texts]
         except OutputParseError as error:  # a bug in a rule, reported on the row, never hidden
             raise JudgeOutputError(f"{prompt.id}: local judge output invalid: {error}") from None
-        self._cache.put(key, {"texts": texts, "confidences": reply.confidences})
+        await self._cache.aput(key, {"texts": texts, "confidences": reply.confidences})
         return Completion(outputs, Usage(), reply.confidences)
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:

@@ -29,7 +29,6 @@ import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,7 +47,7 @@ from ragas_ops.judge.base import (
     Usage,
 )
 from ragas_ops.judge.budget import Budget, Spend
-from ragas_ops.judge.cache import ResponseCache, cache_key
+from ragas_ops.judge.cache import JudgeCache, ResponseCache, cache_key
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
 from ragas_ops.judge.openai.replies import (
     BadReplyError,
@@ -283,7 +282,7 @@ class OpenAIJudge:
         settings: JudgeSettings,
         api_key: Secret,
         prices: Mapping[str, Price],
-        cache: ResponseCache | None = None,
+        cache: JudgeCache | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings
@@ -317,6 +316,7 @@ class OpenAIJudge:
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
         self._tiers = TierPolicy(settings, self._rng, self.events)
+        self._cache.count_in(self.events)
 
     @property
     def description(self) -> str:
@@ -352,7 +352,7 @@ class OpenAIJudge:
         messages = chat_messages(self.settings, prompt, data)
         params = chat_params(self.settings, prompt, n, data)
         key = chat_cache_key(self.endpoint, prompt, params, messages)
-        cached = self._cache.get(key)
+        cached = await self._cache.aget(key)
         if cached is not None:
             hit = self._from_cache(prompt, data, cached)
             if hit is not None:
@@ -371,10 +371,10 @@ class OpenAIJudge:
             ]
         except JudgeRowError as error:
             if isinstance(error, _STORED_OUTCOMES) and texts:
-                self._cache.put(key, stored_failure(texts, error))
+                await self._cache.aput(key, stored_failure(texts, error))
             error.usage = call.spent
             raise
-        self._cache.put(key, {"texts": [output.model_dump_json() for output in outputs]})
+        await self._cache.aput(key, {"texts": [output.model_dump_json() for output in outputs]})
         return Completion(outputs, call.spent)
 
     async def send_chat(
@@ -561,7 +561,7 @@ class OpenAIJudge:
             )
             for text in distinct
         }
-        cached = self._cache.get_vectors(keys.values())
+        cached = await self._cache.aget_vectors(keys.values())
         vectors = {text: cached[keys[text]] for text in distinct if keys[text] in cached}
         missing = [text for text in distinct if text not in vectors]
         call = _Call(Usage(cache_hits=len(vectors)), self._row_order.rank(distinct))
@@ -569,7 +569,9 @@ class OpenAIJudge:
             for batch in self._embedding_batches(missing):
                 fresh = await self._embed_batch(batch, call)
                 vectors.update(fresh)
-                self._cache.put_vectors({keys[text]: vector for text, vector in fresh.items()})
+                await self._cache.aput_vectors(
+                    {keys[text]: vector for text, vector in fresh.items()}
+                )
         except JudgeRowError as error:
             error.usage = call.spent
             raise
@@ -919,10 +921,6 @@ class OpenAIJudge:
 
     def _safe(self, text: str) -> str:
         return redact(text, self._api_key)
-
-
-def open_cache(settings: JudgeSettings) -> ResponseCache:
-    return ResponseCache(Path(settings.cache_path) if settings.cache_path else None)
 
 
 def _error_message(error: openai.APIStatusError) -> str:

@@ -1,4 +1,4 @@
-"""A content-addressed cache of judge responses, on disk, safe for concurrent use.
+"""The near tier of the judge cache: responses and embeddings in a SQLite file, per host.
 
 The key is a SHA-256 of everything that determines a response: the model, the request
 parameters, the prompt's identity and version, and the messages. So a rerun, a retried task or
@@ -6,15 +6,15 @@ a backfill over unchanged rows pays nothing, and a changed prompt or model never
 answer. SQLite in WAL mode lets several processes (mapped Airflow tasks on one machine) read
 and write the same file; the first answer stored for a key wins, except that a stored
 failure (a reply that arrived but could not be used, with its `outcome`) gives way to a newer
-reply.
+reply. The shared tier (`shared.py`) keeps the same keys in the object store, for every host.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,12 +27,6 @@ CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)
 CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL);
 """
 _SQLITE_MAX_VARIABLES = 500
-
-
-def cache_key(**parts: Any) -> str:
-    """A stable digest of `parts` (JSON-serialisable)."""
-    canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 class ResponseCache:
@@ -52,6 +46,22 @@ class ResponseCache:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+
+    def count_in(self, events: Counter[str]) -> None:
+        """Nothing to count: a local lookup is a hit or a miss, which the judge counts."""
+
+    async def aget(self, key: str) -> Any | None:
+        """`get`, for a judge's coroutine (SQLite on this host answers without waiting)."""
+        return self.get(key)
+
+    async def aput(self, key: str, value: Any) -> None:
+        self.put(key, value)
+
+    async def aget_vectors(self, keys: Iterable[str]) -> dict[str, npt.NDArray[np.float64]]:
+        return self.get_vectors(keys)
+
+    async def aput_vectors(self, vectors: dict[str, npt.NDArray[np.float64]]) -> None:
+        self.put_vectors(vectors)
 
     def get(self, key: str) -> Any | None:
         with self._lock:
