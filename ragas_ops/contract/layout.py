@@ -63,6 +63,8 @@ class Lake:
     """The locations of one deployment's logs and tables."""
 
     def __init__(self, settings: LakeSettings, s3: S3Options | None = None) -> None:
+        self.s3 = s3
+        """The S3 options the locations were made with (an Iceberg catalog needs them too)."""
         self.raw = locate(settings.raw_uri, s3)
         self.warehouse = locate(settings.warehouse_uri, s3)
 
