@@ -274,9 +274,9 @@ class WarehouseSettings:
     )
     """The Iceberg catalog's SQLAlchemy URL; none: SQLite beside a local lake (an s3://
     warehouse needs one every worker reaches). Its password is a secret: never shown."""
-    snapshot_retention_days: int = at_least_one(30)
+    snapshot_retention_days: int = field(default=30, metadata={"minimum": 0})
     """The maintenance DAG expires Iceberg snapshots older than this: how far back a day's
-    earlier versions can be read (time travel)."""
+    earlier versions can be read (time travel); 0 keeps only each table's current one."""
     compact_days: int = at_least_one(7)
     """The maintenance DAG rewrites each table's latest this many days as one file each."""
 
