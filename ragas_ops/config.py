@@ -269,9 +269,7 @@ class WarehouseSettings:
     table_format: TableFormat = "parquet"
     """`parquet`: Hive-style day folders of Parquet files; `iceberg`: Apache Iceberg tables
     `scored`, `daily_metrics` and `runs` in a SQL catalog (extra `[iceberg]`)."""
-    catalog_uri: str | None = field(
-        default=None, repr=False, metadata={"check": check_catalog_uri}
-    )
+    catalog_uri: str | None = field(default=None, repr=False, metadata={"check": check_catalog_uri})
     """The Iceberg catalog's SQLAlchemy URL; none: SQLite beside a local lake (an s3://
     warehouse needs one every worker reaches). Its password is a secret: never shown."""
     snapshot_retention_days: int = field(default=30, metadata={"minimum": 0})

@@ -115,7 +115,7 @@ def warehouse_lines(warehouse: Path, table_format: str) -> list[str]:
         catalog = warehouse / "_iceberg_catalog.sqlite"
         return [
             f"iceberg tables: ragas_ops.scored, ragas_ops.daily_metrics, ragas_ops.runs "
-            f"(catalog {catalog}, files under {warehouse / 'ragas_ops.db'})",
+            f"(catalog {catalog}, files under {warehouse / 'ragas_ops'})",
             "  read them:     IcebergTables(...).metadata_location(name) -> DuckDB "
             "iceberg_scan (docs/iceberg.md)",
             f"run manifests:  {warehouse / 'runs'}/dt=*/ (and the runs table)",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ragas_ops.config import ConfigError, Settings, TableFormat, masked_catalog_uri
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.secrets import redact
-from ragas_ops.storage import ParquetOutput, copy_into_place
+from ragas_ops.storage import ParquetOutput, S3Options, copy_into_place
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -314,7 +314,10 @@ class IcebergDayTables:
     def __init__(self, lake: Lake, settings: Settings) -> None:
         self.lake = lake
         self.catalog_uri = settings.warehouse.catalog_uri
-        self.tables = _catalog(settings.pipeline.warehouse_uri, self.catalog_uri, lake.s3)
+        s3 = lake.s3
+        if s3 is None and settings.pipeline.warehouse_uri.startswith("s3://"):
+            s3 = S3Options.from_environ()  # as `storage.locate` reaches S3 without a connection
+        self.tables = _catalog(settings.pipeline.warehouse_uri, self.catalog_uri, s3)
 
     def _where(self, name: str, day: str) -> str:
         return (
@@ -493,14 +496,15 @@ def _catalog_password(uri: str | None) -> str | None:
     return None if password is None else unquote(password)
 
 
-_CATALOGS: dict[tuple[str, str | None, int], IcebergTables] = {}
+_CATALOGS: dict[tuple[str, str | None, str], IcebergTables] = {}
 
 
-def _catalog(warehouse_uri: str, catalog_uri: str | None, s3: Any) -> IcebergTables:
-    """One catalog connection per process, warehouse and catalog (a task asks several times)."""
+def _catalog(warehouse_uri: str, catalog_uri: str | None, s3: S3Options | None) -> IcebergTables:
+    """One catalog connection per process, warehouse, catalog and S3 credentials (a task asks
+    several times)."""
     from ragas_ops.tables.iceberg import IcebergTables
 
-    key = (warehouse_uri, catalog_uri, id(s3))
+    key = (warehouse_uri, catalog_uri, _s3_identity(s3))
     if key not in _CATALOGS:
         try:
             _CATALOGS[key] = IcebergTables(warehouse_uri, catalog_uri or None, s3)
@@ -514,6 +518,21 @@ def _catalog(warehouse_uri: str, catalog_uri: str | None, s3: Any) -> IcebergTab
                 f"cannot be used: {type(error).__name__}: {message}"
             ) from None
     return _CATALOGS[key]
+
+
+def _s3_identity(s3: S3Options | None) -> str:
+    """A digest of the S3 options (the credentials themselves are not kept in the key)."""
+    import hashlib
+
+    if s3 is None:
+        return ""
+    parts = [
+        s3.endpoint_url or "",
+        s3.region,
+        *(secret.reveal() if secret else "" for secret in (s3.access_key, s3.secret_key)),
+        s3.session_token.reveal() if s3.session_token else "",
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def runs_row(manifest: Mapping[str, Any]) -> dict[str, Any]:

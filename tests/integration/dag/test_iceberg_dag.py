@@ -101,9 +101,7 @@ def test_the_nightly_dag_publishes_iceberg_tables_that_duckdb_reads(
     )
     expected = sorted((r["metric"], r["mean"]) for r in overall)
     assert [(m, pytest.approx(v)) for m, v in means] == expected
-    assert duckdb_scan(iceberg_lake, "runs", "SELECT run_id, rows_out FROM t") == [
-        (run.run_id, 45)
-    ]
+    assert duckdb_scan(iceberg_lake, "runs", "SELECT run_id, rows_out FROM t") == [(run.run_id, 45)]
     report = warehouse(iceberg_lake, "reports", f"dt={DAY}", "report.md").read_text()
     assert "What this rerun changed" not in report, "a first publish changed nothing"
 
@@ -138,9 +136,7 @@ def test_a_rerun_reports_what_it_changed_against_the_previous_snapshot(
     assert "| rows | 40 | 60 | +20 |" in section
     mean = {
         label: [
-            r["faithfulness_score"]
-            for r in table.to_pylist()
-            if r["faithfulness_status"] == "ok"
+            r["faithfulness_score"] for r in table.to_pylist() if r["faithfulness_status"] == "ok"
         ]
         for label, table in (("before", before), ("after", after))
     }
@@ -256,9 +252,7 @@ def test_two_publishers_of_one_day_end_with_one_whole_day(
     (loser,) = set(runs) - {winner}
     with pytest.raises(steps.Superseded):
         steps.aggregate_day(lake_, DAY, settings, published=results[loser], run_id=loser)
-    aggregated = steps.aggregate_day(
-        lake_, DAY, settings, published=results[winner], run_id=winner
-    )
+    aggregated = steps.aggregate_day(lake_, DAY, settings, published=results[winner], run_id=winner)
     assert "daily_metrics" in aggregated["daily_metrics"]
 
 
@@ -311,3 +305,50 @@ def test_the_maintenance_dag_is_a_no_op_under_parquet(lake: Path) -> None:  # no
 
     assert sorted(str(p) for p in warehouse(lake).rglob("*")) == before
     assert not warehouse(lake, "_iceberg_catalog.sqlite").exists()
+
+
+def test_the_nightly_dag_publishes_iceberg_tables_on_s3_over_http(
+    lake: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start_s3: Any,
+) -> None:
+    """The warehouse on S3 (moto over HTTP), its catalog in a SQLite file every process of
+    this machine reaches (`warehouse.catalog_uri`)."""
+    import boto3
+    import pyarrow.parquet as pq
+
+    from ragas_ops.storage import S3Options, locate
+    from ragas_ops.tables.iceberg import IcebergTables
+
+    endpoint = start_s3()
+    catalog_uri = f"sqlite:///{tmp_path / 'catalog.sqlite'}"
+    for name, value in {
+        "RAGAS_OPS_PIPELINE_RAW_URI": "s3://rag-logs/raw",
+        "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": "s3://rag-warehouse/ragas",
+        "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT": "iceberg",
+        "RAGAS_OPS_WAREHOUSE_CATALOG_URI": catalog_uri,
+    }.items():
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    for bucket in ("rag-logs", "rag-warehouse"):
+        client.create_bucket(Bucket=bucket)
+    raw = locate(f"s3://rag-logs/raw/dt={DAY}")
+    logs = sample_interactions(25, seed=10, day=DAY)
+    pq.write_table(logs, f"{raw.path}/part-0.parquet", filesystem=raw.filesystem)
+
+    assert state(run_dag(DAY)) == "success"
+
+    tables = IcebergTables("s3://rag-warehouse/ragas", catalog_uri, S3Options.from_environ())
+    scored = tables.read_day("scored", DAY)
+    assert scored is not None
+    assert sorted(scored.column("id").to_pylist()) == sorted(logs.column("id").to_pylist())
+    runs = tables.read_day("runs", DAY)
+    assert runs is not None
+    assert runs.column("rows_out").to_pylist() == [25]
+    keys = [item["Key"] for item in client.list_objects_v2(Bucket="rag-warehouse")["Contents"]]
+    data = [key for key in keys if "/scored/data/" in key and key.endswith(".parquet")]
+    assert data, keys
+    assert all(key.startswith("ragas/") for key in data), "the table's files are in the bucket"
+    assert f"ragas/reports/dt={DAY}/report.html" in keys
+    assert not any(key.startswith("ragas/scored/") for key in keys), "no Parquet day folders"
