@@ -352,3 +352,18 @@ def test_the_nightly_dag_publishes_iceberg_tables_on_s3_over_http(
     assert all(key.startswith("ragas/") for key in data), "the table's files are in the bucket"
     assert f"ragas/reports/dt={DAY}/report.html" in keys
     assert not any(key.startswith("ragas/scored/") for key in keys), "no Parquet day folders"
+
+
+def test_a_day_without_traffic_publishes_an_empty_iceberg_day(iceberg_lake: Path) -> None:
+    empty_day = "2026-11-20"
+
+    assert state(run_dag(empty_day)) == "success"
+
+    tables = catalog(iceberg_lake)
+    (version,) = tables.day_versions("scored", empty_day)
+    assert version.rows == 0
+    assert tables.read_day("scored", empty_day) is None
+    runs = tables.read_day("runs", empty_day)
+    assert runs is not None
+    assert runs.column("rows_out").to_pylist() == [0]
+    assert warehouse(iceberg_lake, "reports", f"dt={empty_day}", "report.html").exists()
