@@ -35,7 +35,7 @@ from ragas_ops.pipeline.plan import Chunk, DayPlan, check_shrink, chunk_to_dict
 from ragas_ops.scoring.run import MismatchMessage, RowCountMismatch, score_into, scorer_for
 from ragas_ops.scoring.scorer import Scorer, package_version
 from ragas_ops.storage import conform, remove_leftovers
-from ragas_ops.tables.format import DayTables, day_tables, read_parquet
+from ragas_ops.tables.format import DayTables, day_tables
 
 log = logging.getLogger(__name__)
 
@@ -317,11 +317,6 @@ def new_publish_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
 
-def published_version(lake: Lake, day: str, settings: Settings | None = None) -> str | None:
-    """The publish id of the day's published table (None: no table, or one without it)."""
-    return day_tables(lake, settings or Settings()).published_version(day)
-
-
 def check_current(
     lake: Lake,
     day: str,
@@ -546,11 +541,6 @@ def metrics_history(
 
         return DAILY_METRICS_SCHEMA.empty_table()
     return pa.concat_tables(found, promote_options="permissive")
-
-
-def read_table(location: Any, columns: Sequence[str] | None = None) -> pa.Table:
-    """A Parquet file, or only those of `columns` that it has."""
-    return read_parquet(location, columns)
 
 
 # -- manifest ------------------------------------------------------------------------------------
