@@ -38,14 +38,19 @@ test: lint typecheck unit integration  ## everything CI runs: lint, types, all t
 
 # The demo installs only what it runs (Airflow and the ONNX local judge, no PyTorch, no
 # development tools) in a venv of its own.
+# `RAGAS_OPS_WAREHOUSE_TABLE_FORMAT=iceberg make demo` keeps the demo's warehouse as Iceberg
+# tables: the venv then gets the [iceberg] extra too (a stamp file per set of extras).
 DEMO_VENV := .venv-demo
+comma := ,
+DEMO_EXTRAS := airflow,local$(if $(filter iceberg,$(RAGAS_OPS_WAREHOUSE_TABLE_FORMAT)),$(comma)iceberg)
+DEMO_STAMP := $(DEMO_VENV)/.installed-$(subst $(comma),-,$(DEMO_EXTRAS))
 
-$(DEMO_VENV)/bin/ragas-ops: pyproject.toml
-	$(PYTHON) -m venv $(DEMO_VENV)
-	$(DEMO_VENV)/bin/pip install --quiet -e ".[airflow,local]"
+$(DEMO_STAMP): pyproject.toml
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install --quiet -e ".[$(DEMO_EXTRAS)]"
 	touch $@
 
-demo: $(DEMO_VENV)/bin/ragas-ops  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)
+demo: $(DEMO_STAMP)  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)
 	$(DEMO_VENV)/bin/ragas-ops demo
 
 bench: install  ## the benchmarks of benchmarks/, printing their figures

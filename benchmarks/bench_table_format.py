@@ -1,6 +1,7 @@
-"""Publish time of one scored day in both table formats: Parquet (one file, written beside and
-moved into place, as the pipeline publishes) and Iceberg (one overwrite commit of the day's
-partition in a SQLite catalog). Local folder; the first Iceberg publish also creates the table.
+"""The pipeline's table steps in both table formats, through `tables.format.DayTables` as the
+pipeline calls them: publishing a day from its chunk files (Parquet: merged into one file and
+moved into place; Iceberg: one overwrite commit of the day in a SQLite catalog; the first also
+creates the table), the aggregate's read, and (Iceberg) what a rerun changed. Local folder.
 
     python benchmarks/bench_table_format.py [--rows 20000] [--repeats 3]
 """
@@ -12,15 +13,20 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from ragas_ops.config import Settings
+from ragas_ops.contract.layout import Lake
 from ragas_ops.samples import sample_interactions
-from ragas_ops.storage import ParquetOutput, locate
-from ragas_ops.tables.iceberg import IcebergTables
+from ragas_ops.tables.format import DayTables, day_tables
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
+DAY = "2026-11-01"
+CHUNKS = 10
 
 
 def scored_day(rows: int) -> pa.Table:
@@ -37,19 +43,55 @@ def scored_day(rows: int) -> pa.Table:
     return table
 
 
-def publish_parquet(folder: Path, table: pa.Table, day: str) -> float:
+def chunk_files(folder: Path, table: pa.Table, chunks: int) -> list[pq.ParquetFile]:
+    """The day as the scoring tasks leave it: `chunks` Parquet files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    size = -(-table.num_rows // chunks)
+    files = []
+    for index in range(chunks):
+        path = folder / f"chunk-{index:05d}.parquet"
+        pq.write_table(table.slice(index * size, size), path)
+        files.append(pq.ParquetFile(path))
+    return files
+
+
+def tables_for(root: Path, table_format: str) -> DayTables:
+    settings = Settings()
+    settings.pipeline.raw_uri = str(root / "raw")
+    settings.pipeline.warehouse_uri = str(root / "warehouse")
+    settings.warehouse.table_format = table_format  # type: ignore[assignment]
+    return day_tables(Lake(settings.pipeline), settings)
+
+
+def timed(action: Callable[[], object]) -> float:
     started = time.perf_counter()
-    target = locate(str(folder / "scored" / f"dt={day}" / "scored.parquet"))
-    output = ParquetOutput(target, table.schema)
-    output.write(table)
-    output.commit()
+    action()
     return time.perf_counter() - started
 
 
-def publish_iceberg(tables: IcebergTables, table: pa.Table, day: str, run: str) -> float:
-    started = time.perf_counter()
-    tables.publish_day("scored", day, table, run_id=run)
-    return time.perf_counter() - started
+def measure(root: Path, table_format: str, table: pa.Table, repeats: int) -> dict[str, float]:
+    """The pipeline's table steps through `DayTables`: publish (merge the chunk files and
+    publish the day), the aggregate's read (scores and statuses), and for Iceberg what a
+    rerun changed (the previous snapshot against the new one)."""
+    tables = tables_for(root / table_format, table_format)
+    files = chunk_files(root / table_format / "chunks", table, CHUNKS)
+    columns = [f"{m}_{part}" for m in METRICS for part in ("score", "status")]
+
+    def publish(run: str) -> None:
+        tables.publish_scored(DAY, run, files, table.schema, f"publish-{run}")
+
+    first = timed(lambda: publish("first"))
+    again = [timed(lambda n=n: publish(f"rerun-{n}")) for n in range(repeats)]
+    read = [timed(lambda: tables.read_scored(DAY, columns=columns)) for _ in range(repeats)]
+    figures = {
+        "first publish": first,
+        "republish (median)": statistics.median(again),
+        "aggregate's read (median)": statistics.median(read),
+    }
+    if table_format == "iceberg":
+        rerun = [timed(lambda: tables.rerun(DAY, columns)) for _ in range(repeats)]
+        figures["what a rerun changed (median)"] = statistics.median(rerun)
+    return figures
 
 
 def main() -> None:
@@ -58,25 +100,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     options = parser.parse_args()
     table = scored_day(options.rows)
-    print(f"one day of {options.rows:,} scored rows, {table.nbytes / 1e6:.1f} MB in memory")
+    print(
+        f"one day of {options.rows:,} scored rows in {CHUNKS} chunk files, "
+        f"{table.nbytes / 1e6:.1f} MB in memory; medians over {options.repeats}"
+    )
     with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder)
-        parquet = [
-            publish_parquet(root / "parquet", table, "2026-11-01") for _ in range(options.repeats)
-        ]
-        tables = IcebergTables(str(root / "iceberg"))
-        first = publish_iceberg(tables, table, "2026-11-01", "first")
-        again = [
-            publish_iceberg(tables, table, "2026-11-01", f"rerun-{n}")
-            for n in range(options.repeats)
-        ]
-    print(
-        f"parquet publish (write + move):      median {statistics.median(parquet):.3f} s over {len(parquet)}"
-    )
-    print(f"iceberg first publish (creates table): {first:.3f} s")
-    print(
-        f"iceberg republish (overwrite commit):  median {statistics.median(again):.3f} s over {len(again)}"
-    )
+        for table_format in ("parquet", "iceberg"):
+            for name, seconds in measure(
+                Path(folder), table_format, table, options.repeats
+            ).items():
+                print(f"{table_format:8} {name:32} {seconds:.3f} s")
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ def publish(
     return {
         "day": day,
         "publish_id": published["publish_id"],
-        "manifest": steps.write_manifest(lake, day, context["run_id"], manifest),
+        "manifest": steps.write_manifest(lake, day, context["run_id"], manifest, settings),
     }
 
 

@@ -82,4 +82,33 @@ for bucket in filter(None, (b.strip() for b in os.environ.get("S3_BUCKETS", "").
         s3.create_bucket(Bucket=bucket)
         print(f"bucket {bucket}: created")
 PY
+echo "== iceberg catalog (RAGAS_OPS_WAREHOUSE_TABLE_FORMAT=${RAGAS_OPS_WAREHOUSE_TABLE_FORMAT:-parquet})"
+if [ "${RAGAS_OPS_WAREHOUSE_TABLE_FORMAT:-parquet}" = "iceberg" ]; then
+python - <<'PY'
+"""The catalog's own database on the metadata server (pyiceberg creates its tables in it)."""
+import os
+
+import sqlalchemy
+from sqlalchemy.engine import make_url
+
+from ragas_ops.config import masked_catalog_uri
+
+catalog = make_url(os.environ["RAGAS_OPS_WAREHOUSE_CATALOG_URI"])
+server = sqlalchemy.create_engine(
+    catalog.set(database="postgres"), isolation_level="AUTOCOMMIT"
+)
+name = catalog.database or ""
+if not name.replace("_", "").isalnum():
+    raise SystemExit(f"the catalog database name {name!r} must be letters, digits and _")
+with server.connect() as connection:
+    found = connection.execute(
+        sqlalchemy.text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+    ).first()
+    if found is None:
+        connection.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+print(f"catalog database {name}: {'exists' if found else 'created'}")
+uri = os.environ["RAGAS_OPS_WAREHOUSE_CATALOG_URI"]
+print(f"catalog {masked_catalog_uri(uri)}")
+PY
+fi
 echo "== done"

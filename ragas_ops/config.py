@@ -34,6 +34,7 @@ OnBatchUnanswered = Literal["sync", "status"]
 SharedBudgetMode = Literal["none", "local"]
 BudgetPool = Literal["nightly", "backfill"]
 ServiceTier = Literal["default", "flex", "auto"]
+TableFormat = Literal["parquet", "iceberg"]
 ENV_PREFIX = "RAGAS_OPS_"
 
 
@@ -302,6 +303,51 @@ class PipelineSettings:
     the day's next publish deletes them (longer than a batch-mode wait)."""
 
 
+CATALOG_SCHEMES = ("sqlite", "postgresql", "mysql", "mariadb", "mssql", "oracle")
+"""SQLAlchemy dialects a SQL catalog may live in (with or without a `+driver`)."""
+
+
+def masked_catalog_uri(uri: str) -> str:
+    """The catalog URI as it may be shown: its password, if any, replaced by `***`."""
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()
+
+
+def check_catalog_uri(uri: str, source: str = "warehouse.catalog_uri") -> None:
+    """Refuse a catalog URI that is not a SQLAlchemy URL of a SQL database (the message shows
+    it with its password masked)."""
+    if not uri:
+        return
+    scheme = urlsplit(uri).scheme
+    if scheme.split("+", 1)[0] not in CATALOG_SCHEMES or "://" not in uri:
+        raise ConfigError(
+            f"{source}: {masked_catalog_uri(uri)!r} is not a SQLAlchemy URL of a SQL catalog "
+            "(e.g. postgresql+psycopg2://user:password@host/database or sqlite:///PATH); "
+            f"dialects: {list(CATALOG_SCHEMES)}"
+        )
+
+
+@dataclass
+class WarehouseSettings:
+    """How the warehouse's tables are kept (see docs/iceberg.md)."""
+
+    table_format: TableFormat = "parquet"
+    """`parquet`: Hive-style day folders of Parquet files; `iceberg`: Apache Iceberg tables
+    `scored`, `daily_metrics` and `runs` in a SQL catalog (extra `[iceberg]`)."""
+    catalog_uri: str | None = field(default=None, repr=False, metadata={"check": check_catalog_uri})
+    """The Iceberg catalog's SQLAlchemy URL; none: SQLite beside a local lake (an s3://
+    warehouse needs one every worker reaches). Its password is a secret: never shown."""
+    snapshot_retention_days: int = field(default=30, metadata={"minimum": 0})
+    """The maintenance DAG expires Iceberg snapshots older than this: how far back a day's
+    earlier versions can be read (time travel); 0 keeps only each table's current one."""
+    compact_days: int = at_least_one(7)
+    """The maintenance DAG rewrites each table's latest this many days as one file each."""
+
+
 @dataclass
 class Settings:
     judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -309,12 +355,13 @@ class Settings:
     columns: ColumnMapping = field(default_factory=ColumnMapping)
     size_budget: SizeBudget = field(default_factory=SizeBudget)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
+    warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     batch_rows: int = at_least_one(256)
     """Rows scored together: the unit of streaming, progress and embeddings batching."""
 
 
-SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline")
+SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse")
 _BATCH_ROWS = next(f for f in dataclasses.fields(Settings) if f.name == "batch_rows")
 
 

@@ -8,6 +8,7 @@ checked against the baseline of the days before it; the last day is a bad one on
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -72,6 +73,13 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
         else "judge: the LOCAL judge (no OPENAI_API_KEY set): sentence embeddings and lexical "
         "evidence on this machine, no LLM, no network"
     )
+    table_format = os.environ.get(TABLE_FORMAT_ENV, "parquet")
+    if table_format == "iceberg" and importlib.util.find_spec("pyiceberg") is None:
+        from ragas_ops.tables.iceberg import INSTALL_HINT
+
+        say(f"{TABLE_FORMAT_ENV}=iceberg: {INSTALL_HINT}")
+        return 2
+    say(f"warehouse: {table_format} tables ({TABLE_FORMAT_ENV})")
     scored_days = demo_days(days)
     write_sample_lake(folder / "lake" / "raw", scored_days, rows)
     say(f"sample logs: {len(scored_days)} days x {rows} rows in {folder / 'lake' / 'raw'}")
@@ -89,14 +97,34 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
         say(f"  {DAG_ID} {day}: {outcome} · {day_verdict(warehouse, day, run.run_id)}")
         if outcome != "success":
             failed.append(day)
-    say(f"scored tables:  {warehouse / 'scored'}/dt=*/scored.parquet")
-    say(f"daily metrics:  {warehouse / 'daily_metrics'}/dt=*/daily_metrics.parquet")
-    say(f"run manifests:  {warehouse / 'runs'}/dt=*/")
+    for line in warehouse_lines(warehouse, table_format):
+        say(line)
     say(f"latest report:  {warehouse / 'reports' / f'dt={scored_days[-1]}' / 'report.html'}")
     if failed:
         say(f"runs that failed: {failed} (see the Airflow logs under {folder / 'airflow'})")
         return 1
     return 0
+
+
+TABLE_FORMAT_ENV = "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT"
+
+
+def warehouse_lines(warehouse: Path, table_format: str) -> list[str]:
+    """Where the demo's tables are, in the warehouse's table format."""
+    if table_format == "iceberg":
+        catalog = warehouse / "_iceberg_catalog.sqlite"
+        return [
+            f"iceberg tables: ragas_ops.scored, ragas_ops.daily_metrics, ragas_ops.runs "
+            f"(catalog {catalog}, files under {warehouse / 'ragas_ops'})",
+            "  read them:     IcebergTables(...).metadata_location(name) -> DuckDB "
+            "iceberg_scan (docs/iceberg.md)",
+            f"run manifests:  {warehouse / 'runs'}/dt=*/ (and the runs table)",
+        ]
+    return [
+        f"scored tables:  {warehouse / 'scored'}/dt=*/scored.parquet",
+        f"daily metrics:  {warehouse / 'daily_metrics'}/dt=*/daily_metrics.parquet",
+        f"run manifests:  {warehouse / 'runs'}/dt=*/",
+    ]
 
 
 def day_verdict(warehouse: Path, day: str, run_id: str) -> str:

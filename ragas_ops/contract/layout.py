@@ -64,7 +64,8 @@ class Lake:
 
     def __init__(self, settings: LakeSettings, s3: S3Options | None = None) -> None:
         self.s3 = s3
-        """How the lake reaches S3 (None: the AWS environment); the shared judge cache too."""
+        """How the lake reaches S3 (None: the AWS environment); the shared judge cache and an
+        Iceberg catalog use the same options."""
         self.raw = locate(settings.raw_uri, s3)
         self.warehouse = locate(settings.warehouse_uri, s3)
 

@@ -31,6 +31,7 @@ from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import FileSchema, unify_inputs
 from ragas_ops.contract.layout import Lake
 from ragas_ops.storage import Location, StorageError, decode_check, parquet_files, read_footer
+from ragas_ops.tables.format import day_tables
 
 
 class ShrinkRefused(RuntimeError):
@@ -186,8 +187,8 @@ def check_shrink(
         raise ConfigError(f"pipeline.min_republish_fraction must be in [0, 1], got {fraction!r}")
     if allow_shrink or fraction == 0:
         return
-    scored = lake.scored(day)
-    before = published_rows(scored)
+    tables = day_tables(lake, settings)
+    before, scored_uri = tables.published_rows(day), tables.scored_uri(day)
     if not before:
         return
     conf = json.dumps({"day": day, "allow_shrink": True})
@@ -197,13 +198,13 @@ def check_shrink(
     )
     if not raw_present:
         raise ShrinkRefused(
-            f"the raw partition {lake.raw_day(day).uri} does not exist, but {scored.uri} holds "
+            f"the raw partition {lake.raw_day(day).uri} does not exist, but {scored_uri} holds "
             f"{before:,} scored rows for {day}: refusing to publish an empty day over them "
             f"(a mistyped pipeline.raw_uri?). {remedy}"
         )
     if rows < before * fraction:
         raise ShrinkRefused(
-            f"{lake.raw_day(day).uri} holds {rows:,} rows to publish, but {scored.uri} holds "
+            f"{lake.raw_day(day).uri} holds {rows:,} rows to publish, but {scored_uri} holds "
             f"{before:,} for {day} (below pipeline.min_republish_fraction {fraction:g}): "
             f"refusing to shrink the published day. {remedy}"
         )

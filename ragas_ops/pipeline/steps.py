@@ -34,7 +34,8 @@ from ragas_ops.metrics import build_metrics
 from ragas_ops.pipeline.plan import Chunk, DayPlan, check_shrink, chunk_to_dict
 from ragas_ops.scoring.run import MismatchMessage, RowCountMismatch, score_into, scorer_for
 from ragas_ops.scoring.scorer import Scorer, package_version
-from ragas_ops.storage import ParquetOutput, conform, copy_into_place, remove_leftovers
+from ragas_ops.storage import conform, remove_leftovers
+from ragas_ops.tables.format import DayTables, day_tables
 
 log = logging.getLogger(__name__)
 
@@ -267,14 +268,14 @@ def publish_day(
     settings: Settings,
     allow_shrink: bool = False,
 ) -> dict[str, Any]:
-    """Merge the run's chunk files into the day's scored table and publish it in one move.
+    """Merge the run's chunk files into the day's scored table and publish it in one step.
 
     Checks that every planned chunk is there, that rows in = rows out and that the day does
     not shrink without `allow_shrink` (`plan.check_shrink`) before anything is published. The
-    table is merged in the run's staging folder, where it stays as the version this run's
-    aggregate and report read (`Lake.run_table`), and copied into place whole: the previous
-    table stays until the new one replaces it. Then the day's leftovers of crashed runs are
-    deleted (see `remove_day_leftovers`).
+    warehouse's table format publishes it whole (`tables.format.DayTables.publish_scored`:
+    a Parquet file copied into place, or one Iceberg commit) and keeps the version this run's
+    aggregate and report read. Then the day's leftovers of crashed runs are deleted (see
+    `remove_day_leftovers`).
     """
     files = [lake.chunk_file(day, run_id, index) for index in range(chunk_count)]
     missing = [file.uri for file in files if not file.exists()]
@@ -286,35 +287,19 @@ def publish_day(
         raise RowCountMismatch(f"{planned_rows} rows planned for {day}, {written} scored")
     check_shrink(lake, day, written, settings, allow_shrink=allow_shrink)
     publish_id = new_publish_id()
-    schema = _published_schema(parquet, settings).with_metadata(
-        {PUBLISH_ID_KEY: publish_id, RUN_ID_KEY: run_id}
-    )
-    snapshot = lake.run_table(day, run_id)
-    output = ParquetOutput(snapshot, schema, staging=lake.scratch(day, run_id, "scored.parquet"))
-    try:
-        for source in parquet:
-            for batch in source.iter_batches(batch_size=READ_BATCH_ROWS * 8):
-                output.write(conform(pa.Table.from_batches([batch]), schema))
-    except BaseException:
-        output.abort()
-        raise
-    output.commit()
-    copy_into_place(snapshot, lake.scored(day), lake.scratch(day, run_id, "scored.parquet"))
+    schema = _published_schema(parquet, settings)
+    where = day_tables(lake, settings).publish_scored(day, run_id, parquet, schema, publish_id)
     for file in files:
         file.filesystem.delete_file(file.path)
     lake.batch_work(day).delete_tree()  # batch mode's record: its answers are in the table now
     return {
         "rows": written,
-        "table": lake.scored(day).uri,
+        **where,
         "publish_id": publish_id,
-        "run_table": snapshot.uri,
+        "table_format": settings.warehouse.table_format,
         "published_at": _now(),
         "removed_leftovers": remove_day_leftovers(lake, day, run_id, settings),
     }
-
-
-PUBLISH_ID_KEY, RUN_ID_KEY = "ragas_ops.publish_id", "ragas_ops.run_id"
-"""Keys of the scored table's Parquet metadata: which publish, of which run, it is."""
 
 
 class Superseded(RuntimeError):
@@ -332,27 +317,22 @@ def new_publish_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
 
-def published_version(lake: Lake, day: str) -> str | None:
-    """The publish id of the day's published table (None: no table, or one without it)."""
-    location = lake.scored(day)
-    if not location.exists():
-        return None
-    metadata = pq.read_schema(location.path, filesystem=location.filesystem).metadata or {}
-    value = metadata.get(PUBLISH_ID_KEY.encode())
-    return None if value is None else value.decode()
-
-
 def check_current(
-    lake: Lake, day: str, published: dict[str, Any], run_id: str | None = None
+    lake: Lake,
+    day: str,
+    published: dict[str, Any],
+    run_id: str | None = None,
+    settings: Settings | None = None,
 ) -> None:
     """Raise `Superseded` when the day's table is no longer the one `published` describes
     (and delete the run's staging folder, `run_id`'s: nothing will read it any more)."""
-    current = published_version(lake, day)
+    tables = day_tables(lake, settings or Settings())
+    current = tables.published_version(day)
     if current != published["publish_id"]:
         if run_id is not None:
             lake.staging(day, run_id).delete_tree()
         raise Superseded(
-            f"{lake.scored(day).uri} is now publish {current}, not this run's "
+            f"{tables.scored_uri(day)} is now publish {current}, not this run's "
             f"{published['publish_id']}: a later run of {day} published it, and its own "
             "aggregate and report describe it"
         )
@@ -442,38 +422,18 @@ def aggregate_day(
         "judge",
         "embedding_model",
     ]
-    source = _table_of(lake, day, published, run_id)
-    scored = read_table(source, columns=wanted)  # not the evidence: half the bytes
+    tables = day_tables(lake, settings)
+    # not the evidence: half the bytes
+    scored = tables.read_scored(day, published, run_id, columns=wanted)
     table = daily_metrics(day, scored, metrics, segments)
-    version = published_version(lake, day) if published is None else published["publish_id"]
+    version = tables.published_version(day) if published is None else published["publish_id"]
     table = with_spend(table, day_spend(lake, day, version))
     if published is not None:
-        check_current(lake, day, published, run_id)
-    if published is not None:
-        table = table.replace_schema_metadata({PUBLISH_ID_KEY: published["publish_id"]})
-    target = lake.daily_metrics(day)
-    staging = None if run_id is None else lake.scratch(day, run_id, target.name)
-    output = ParquetOutput(target, table.schema, staging=staging)
-    output.write(table)
-    output.commit()
+        check_current(lake, day, published, run_id, settings)
+    publish_id = None if published is None else published["publish_id"]
+    target = tables.write_daily_metrics(day, table, publish_id, run_id)
     regression = _regression(lake, day, settings, table)
-    return {"daily_metrics": lake.daily_metrics(day).uri, "regression": regression.to_dict()}
-
-
-def _metrics_version(lake: Lake, day: str) -> str | None:
-    """The publish id of the table the day's daily metrics were computed from."""
-    location = lake.daily_metrics(day)
-    if not location.exists():
-        return None
-    metadata = pq.read_schema(location.path, filesystem=location.filesystem).metadata or {}
-    value = metadata.get(PUBLISH_ID_KEY.encode())
-    return None if value is None else value.decode()
-
-
-def _table_of(lake: Lake, day: str, published: dict[str, Any] | None, run_id: str | None) -> Any:
-    if published is None or run_id is None:
-        return lake.scored(day)
-    return lake.run_table(day, run_id)
+    return {"daily_metrics": target, "regression": regression.to_dict()}
 
 
 def report_day(
@@ -490,30 +450,32 @@ def report_day(
     """
     from ragas_ops.quality.report import build_report
 
+    tables = day_tables(lake, settings)
     publish_id = None if published is None else published["publish_id"]
-    if published is not None and _metrics_version(lake, day) != publish_id:
+    if published is not None and tables.metrics_version(day) != publish_id:
         # A run that lost the race to publish wrote its daily metrics after this run's
         # aggregate: this run's (the published table's) are written again.
         aggregate_day(lake, day, settings, published, run_id)
-    history = metrics_history(lake, day, REPORT_DAYS)
+    history = metrics_history(lake, day, REPORT_DAYS, settings=settings)
     regression = _regression(lake, day, settings, None)
     manifest = read_manifest(lake, day, run_id, publish_id)
     report = build_report(
         day,
         history,
-        read_table(_table_of(lake, day, published, run_id)),
+        tables.read_scored(day, published, run_id),
         regression,
         metrics=settings.metrics.names,
         manifest=manifest,
+        rerun=rerun_change(tables, day, settings, published),
     )
     if published is not None:
-        check_current(lake, day, published, run_id)
+        check_current(lake, day, published, run_id, settings)
     html, markdown = lake.report(day, "html"), lake.report(day, "md")
     html.write_text(report.html, staging=lake.scratch(day, run_id, html.name))
     markdown.write_text(report.markdown, staging=lake.scratch(day, run_id, markdown.name))
     manifest["regression"] = regression.to_dict()
     manifest["report"] = {"html": html.uri, "markdown": markdown.uri}
-    write_manifest(lake, day, run_id, manifest)
+    write_manifest(lake, day, run_id, manifest, settings)
     if published is not None:
         lake.staging(day, run_id).delete_tree()  # the run is done: its table is in place
     problems = run_problems(manifest, regression.verdict.value, settings)
@@ -536,49 +498,69 @@ def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> 
     return problems
 
 
+def rerun_change(
+    tables: DayTables, day: str, settings: Settings, published: dict[str, Any] | None
+) -> Any:
+    """What this publish of the day changed against the one before it (`quality.rerun.
+    RerunChange`), or None: the day's first publish, or a format without earlier versions."""
+    from ragas_ops.quality.rerun import rerun_change as compare
+
+    metrics = settings.metrics.names
+    columns = [f"{metric}_{suffix}" for metric in metrics for suffix in ("score", "status")]
+    snapshot = None if published is None else published.get("snapshot_id")
+    rerun = tables.rerun(day, columns, snapshot)
+    return None if rerun is None else compare(day, rerun, metrics)
+
+
 def _regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None) -> Any:
     from ragas_ops.quality.aggregate import check_regression
 
     window = settings.pipeline.regression_window_days
-    history = metrics_history(lake, day, window, today)
+    history = metrics_history(lake, day, window, today, settings)
     return check_regression(
         history, day, window_days=window, threshold=settings.pipeline.regression_threshold
     )
 
 
-def metrics_history(lake: Lake, day: str, days: int, today: pa.Table | None = None) -> pa.Table:
+def metrics_history(
+    lake: Lake,
+    day: str,
+    days: int,
+    today: pa.Table | None = None,
+    settings: Settings | None = None,
+) -> pa.Table:
     """The daily metrics of `day` and of the `days` days before it that have them."""
-    tables = []
-    for past in [*days_before(day, days), day]:
-        location = lake.daily_metrics(past)
-        if past == day and today is not None:
-            tables.append(today)
-        elif location.exists():
-            tables.append(read_table(location))
-    if not tables:
+    tables = day_tables(lake, settings or Settings())
+    found = tables.read_daily_metrics(days_before(day, days))
+    if today is not None:
+        found.append(today)
+    else:
+        found.extend(tables.read_daily_metrics([day]))
+    if not found:
         from ragas_ops.quality.aggregate import DAILY_METRICS_SCHEMA
 
         return DAILY_METRICS_SCHEMA.empty_table()
-    return pa.concat_tables(tables, promote_options="permissive")
-
-
-def read_table(location: Any, columns: Sequence[str] | None = None) -> pa.Table:
-    """A Parquet file, or only those of `columns` that it has."""
-    if columns is not None:
-        present = set(pq.read_schema(location.path, filesystem=location.filesystem).names)
-        columns = [column for column in dict.fromkeys(columns) if column in present]
-    return pq.read_table(location.path, filesystem=location.filesystem, columns=columns)
+    return pa.concat_tables(found, promote_options="permissive")
 
 
 # -- manifest ------------------------------------------------------------------------------------
 
 
-def write_manifest(lake: Lake, day: str, run_id: str, manifest: dict[str, Any]) -> str:
+def write_manifest(
+    lake: Lake,
+    day: str,
+    run_id: str,
+    manifest: dict[str, Any],
+    settings: Settings | None = None,
+) -> str:
     """Write the manifest of a run's publish (rewritten only by the same run's report: another
-    run, or another try of the publish, gets a file of its own); returns its URI."""
+    run, or another try of the publish, gets a file of its own); returns its URI. With
+    `settings` naming the iceberg format, it is also the run's row of the `runs` table."""
     target = lake.manifest(day, run_id, _publish_id_of(manifest))
     text = json.dumps(manifest, indent=2, sort_keys=True, default=str)
     target.write_text(text, staging=lake.scratch(day, run_id, target.name))
+    if settings is not None:
+        day_tables(lake, settings).record_run(day, manifest)
     return target.uri
 
 

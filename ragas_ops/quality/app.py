@@ -60,15 +60,20 @@ def create_app(
         day: str | None = Query(None, max_length=10),
         days: int = Query(14, ge=1, le=90),
     ) -> HTMLResponse:
+        from ragas_ops.config import ConfigError
         from ragas_ops.contract.layout import parse_day
-        from ragas_ops.quality.view import load_overview, render_page
+        from ragas_ops.quality.view import load_overview, render_page, tables_at
 
         try:
             selected = None if day is None else parse_day(day)
         except ValueError as error:
             raise HTTPException(400, str(error)) from None
         current, location = warehouse()
-        overview = load_overview(location, current, days=days, selected=selected)
+        try:
+            tables = tables_at(location, current, s3(current) if s3 else None)
+        except ConfigError as error:
+            raise HTTPException(500, f"the warehouse cannot be used: {error}") from None
+        overview = load_overview(location, current, days=days, selected=selected, tables=tables)
         page = render_page(overview, request.scope.get("root_path", ""), days=days)
         return HTMLResponse(page, headers=_headers(PAGE_POLICY))
 

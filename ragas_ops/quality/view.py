@@ -4,6 +4,10 @@
     <warehouse>/scored/dt=D/scored.parquet                 the worst examples of one day
     <warehouse>/reports/dt=D/report.html, report.md        linked, served by `report_file`
 
+(with `warehouse.table_format = iceberg`, the tables `daily_metrics` and `scored` of the
+catalog instead, through `tables.format.DayTables`, and what the selected day's last rerun
+changed, from its previous snapshot).
+
 The regression verdict of each day is computed again from the daily metrics with the
 configured window and threshold (`check_regression`, as the pipeline does), so the page needs
 nothing but the tables. Nothing here knows about Airflow or HTTP: `ragas_ops.quality.app`
@@ -28,7 +32,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.layout import parse_day
+from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.aggregate import (
     ALL,
@@ -40,7 +44,15 @@ from ragas_ops.quality.aggregate import (
     scoring_changes,
 )
 from ragas_ops.quality.report import distinct_interactions
-from ragas_ops.storage import Location
+from ragas_ops.quality.rerun import (
+    RERUN_HEADER,
+    RerunChange,
+    rerun_cells,
+    rerun_change,
+    rerun_sentence,
+)
+from ragas_ops.storage import Location, S3Options
+from ragas_ops.tables.format import DayTables, day_tables
 
 DEFAULT_DAYS = 14
 MAX_DAYS = 90
@@ -112,17 +124,6 @@ def read_bytes(location: Location) -> bytes | None:
         return None
 
 
-def _daily_metrics(warehouse: Location, days: Sequence[str]) -> pa.Table | None:
-    tables = []
-    for day in days:
-        location = warehouse.child("daily_metrics", f"dt={day}", "daily_metrics.parquet")
-        if location.exists():
-            tables.append(pq.read_table(location.path, filesystem=location.filesystem))
-    if not tables:
-        return None
-    return pa.concat_tables(tables, promote_options="permissive")
-
-
 # -- the page's data ---------------------------------------------------------------------------
 
 
@@ -178,6 +179,8 @@ class QualityOverview:
     examples: dict[str, list[Example]] = field(default_factory=dict)
     changes: list[ScoringChange] = field(default_factory=list)
     """The shown days on which a metric's judge or versions changed."""
+    rerun: RerunChange | None = None
+    """What the selected day's latest publish changed against its previous one (iceberg)."""
 
     def row(self, day: str, column: str, value: str, metric: str) -> dict[str, Any] | None:
         return self.rows.get((day, column, value, metric))
@@ -190,11 +193,15 @@ def load_overview(
     days: int = DEFAULT_DAYS,
     selected: str | None = None,
     worst: int = WORST_EXAMPLES,
+    tables: DayTables | None = None,
 ) -> QualityOverview:
     """The latest `days` days with daily metrics, their verdicts, and for the selected day
-    (default: the latest) its worst examples per metric."""
+    (default: the latest) its worst examples per metric and what its last rerun changed.
+    `tables` reads the warehouse in its table format (default: the settings' format, at
+    `warehouse`)."""
     days = max(1, min(days, MAX_DAYS))
-    known = available_days(warehouse)
+    tables = tables or tables_at(warehouse, settings)
+    known = tables.metrics_days()
     if selected is not None:
         selected = parse_day(selected)
         shown = [day for day in known if day <= selected][-days:]
@@ -203,7 +210,8 @@ def load_overview(
         selected = shown[-1] if shown else None
     window = settings.pipeline.regression_window_days
     history_days = sorted(set(known) & set(_with_window(shown, window)))
-    history = _daily_metrics(warehouse, history_days)
+    found = tables.read_daily_metrics(history_days)
+    history = pa.concat_tables(found, promote_options="permissive") if found else None
     overview = QualityOverview(
         warehouse_uri=warehouse.uri,
         days=shown,
@@ -242,15 +250,76 @@ def load_overview(
     overview.changes = [
         change for change in scoring_changes(history, overview.metrics) if change.day in shown
     ]
-    if overview.selected is not None and worst > 0:
+    if overview.selected is None:
+        return overview
+    segment_columns = list(dict.fromkeys(c for c, _ in overview.groupings if c != ALL))
+    if worst > 0 and tables.table_format == "parquet":
         overview.examples = worst_examples(
             warehouse.child("scored", f"dt={overview.selected}", "scored.parquet"),
             overview.metrics,
             settings,
-            list(dict.fromkeys(c for c, _ in overview.groupings if c != ALL)),
+            segment_columns,
             worst,
         )
+    elif worst > 0:
+        overview.examples = worst_examples_in(
+            _scored_or_none(tables, overview.selected),
+            overview.metrics,
+            settings,
+            segment_columns,
+            worst,
+        )
+    columns = [f"{m}_{part}" for m in overview.metrics for part in ("score", "status")]
+    rerun = tables.rerun(overview.selected, columns)
+    if rerun is not None:
+        overview.rerun = rerun_change(overview.selected, rerun, overview.metrics)
     return overview
+
+
+def tables_at(warehouse: Location, settings: Settings, s3: S3Options | None = None) -> DayTables:
+    """The warehouse at `warehouse` in the settings' table format (`s3`: the credentials an
+    Iceberg catalog of an s3:// warehouse reads its files with)."""
+    lake = Lake(settings.pipeline, s3)
+    lake.warehouse = warehouse  # the caller's location, with its filesystem's credentials
+    return day_tables(lake, settings)
+
+
+def _scored_or_none(tables: DayTables, day: str) -> pa.Table | None:
+    try:
+        return tables.read_scored(day)
+    except FileNotFoundError:
+        return None
+
+
+def worst_examples_in(
+    scored: pa.Table | None,
+    metrics: Sequence[str],
+    settings: Settings,
+    segment_columns: Sequence[str],
+    count: int,
+) -> dict[str, list[Example]]:
+    """`worst_examples` of a table already read (an Iceberg day)."""
+    if scored is None:
+        return {}
+    names = set(scored.schema.names)
+    metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
+    question = settings.columns.question
+    ranking = [question] if question in names else []
+    examples = {}
+    for metric in metrics:
+        lowest = _lowest(scored.select([f"{metric}_score", f"{metric}_status", *ranking]), count)
+        examples[metric] = [
+            _example(
+                metric,
+                score,
+                scored.slice(index, 1).to_pylist()[0],
+                settings,
+                segment_columns,
+                repeats=repeats,
+            )
+            for index, score, repeats in lowest
+        ]
+    return examples
 
 
 def day_runs(warehouse: Location, day: str) -> list[DayRun]:
@@ -482,6 +551,7 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
     parts.append(_trend_table(overview))
     if overview.selected:
         parts.append(_day_detail(overview, overview.selected))
+        parts.append(_rerun_html(overview))
         parts.append(_examples_html(overview))
     parts.append("</body></html>")
     return "".join(parts)
@@ -645,6 +715,22 @@ def _day_detail(overview: QualityOverview, day: str) -> str:
         + "<table><tr><th class='l'>segment</th><th class='l'>metric</th><th>rows</th>"
         "<th>scored</th><th>n/a</th><th>not sampled</th><th>failed</th><th>mean</th>"
         f"<th>95% CI</th><th>p10</th><th>median</th><th>p90</th></tr>{''.join(body)}</table>"
+    )
+
+
+def _rerun_html(overview: QualityOverview) -> str:
+    change = overview.rerun
+    if change is None:
+        return ""
+    head = "".join(f"<th class='l'>{_esc(cell)}</th>" for cell in RERUN_HEADER)
+    body = "".join(
+        "<tr>" + "".join(f"<td class='l'>{_esc(cell)}</td>" for cell in cells) + "</tr>"
+        for cells in rerun_cells(change)
+    )
+    return (
+        f"<h2>{_esc(change.day)}: what the last rerun changed</h2>"
+        f"<div class='muted small'>{_esc(rerun_sentence(change))}</div>"
+        f"<table><tr>{head}</tr>{body}</table>"
     )
 
 

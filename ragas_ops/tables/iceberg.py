@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +38,8 @@ COMMIT_ATTEMPTS = 10
 """Tries of a commit that lost a race with another writer (each re-applied on the new state)."""
 DAY_PROPERTY = "ragas-ops.day"
 RUN_PROPERTY = "ragas-ops.run-id"
+PUBLISH_PROPERTY = "ragas-ops.publish-id"
+COMPACTION_PROPERTY = "ragas-ops.compaction"
 INSTALL_HINT = (
     "the iceberg table format needs the [iceberg] extra: pip install 'ragas-ops[iceberg]'"
 )
@@ -55,6 +57,7 @@ class DayVersion:
     committed_at: datetime
     run_id: str
     rows: int
+    publish_id: str | None = None
 
 
 def default_catalog_uri(warehouse_uri: str) -> str:
@@ -113,20 +116,57 @@ class IcebergTables:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def publish_day(self, name: str, day: str, rows: pa.Table, run_id: str) -> int:
-        """Replace `day` of table `name` with `rows` in one commit; returns its snapshot id."""
+    def publish_day(
+        self,
+        name: str,
+        day: str,
+        rows: pa.Table,
+        run_id: str,
+        publish_id: str | None = None,
+        *,
+        compaction: bool = False,
+    ) -> int:
+        """Replace `day` of table `name` with `rows` in one commit; returns its snapshot id.
+        The snapshot records the day, the run and the publish id (`day_versions`)."""
+        return self._overwrite(
+            name,
+            day,
+            rows,
+            _on_day(day),
+            _properties(day, run_id, publish_id, compaction=compaction),
+        )
+
+    def replace_rows(
+        self, name: str, day: str, rows: pa.Table, key: dict[str, str], run_id: str
+    ) -> int:
+        """Replace the rows of `day` whose columns equal `key` (e.g. one run's row of `runs`)
+        with `rows`, leaving the day's other rows: concurrent writers of other keys of the
+        same day both land."""
+        for column, value in key.items():
+            if column not in rows.schema.names:
+                raise ValueError(f"{name}: the key column {column!r} is not in the rows")
+            _checked_literal(value)
+        condition = " and ".join(
+            [_on_day(day), *(f"{column} == '{value}'" for column, value in key.items())]
+        )
+        return self._overwrite(name, day, rows, condition, _properties(day, run_id, None))
+
+    def _overwrite(
+        self, name: str, day: str, rows: pa.Table, condition: str, properties: dict[str, str]
+    ) -> int:
         from pyiceberg.exceptions import CommitFailedException, ValidationException
 
         day = parse_day(day)
         rows = _with_day(rows, day)
-        properties = {DAY_PROPERTY: day, RUN_PROPERTY: run_id}
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             table = self._table_for(name, rows.schema)
             try:
                 with warnings.catch_warnings():  # a first publish of a day deletes nothing
                     warnings.filterwarnings("ignore", "Delete operation did not match any records")
                     table.overwrite(
-                        rows, overwrite_filter=_on_day(day), snapshot_properties=properties
+                        _as_table_schema(rows, table),
+                        overwrite_filter=condition,
+                        snapshot_properties=properties,
                     )
             except (CommitFailedException, ValidationException):
                 # Another writer committed first (pyiceberg's own retries and conflict check
@@ -188,12 +228,33 @@ class IcebergTables:
         return expired
 
     def compact_day(self, name: str, day: str) -> int:
-        """Rewrite `day` of table `name` as one file (small files from many reruns)."""
+        """Rewrite `day` of table `name` as one file when it has several (the small files of
+        many runs' rows); returns the rows rewritten (0: nothing to do). The day's latest
+        publish keeps its run and publish id: compaction is not a new version of the day."""
+        table = self._load(name, missing_ok=True)
+        if table is None or len(list(table.scan(row_filter=_on_day(day)).plan_files())) < 2:
+            return 0
         rows = self.read_day(name, day)
         if rows is None:
             return 0
-        self.publish_day(name, day, rows, run_id="compaction")
+        versions = self.day_versions(name, day)
+        latest = versions[-1] if versions else None
+        self.publish_day(
+            name,
+            day,
+            rows,
+            run_id=latest.run_id if latest else "compaction",
+            publish_id=latest.publish_id if latest else None,
+            compaction=True,
+        )
         return int(rows.num_rows)
+
+    def data_files(self, name: str, day: str) -> int:
+        """How many data files hold `day` of table `name` now."""
+        table = self._load(name, missing_ok=True)
+        if table is None:
+            return 0
+        return len(list(table.scan(row_filter=_on_day(day)).plan_files()))
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -204,38 +265,66 @@ class IcebergTables:
         """The table's current metadata file: what DuckDB's `iceberg_scan` reads."""
         return str(self._load(name).metadata_location)
 
-    def read_day(self, name: str, day: str, snapshot_id: int | None = None) -> pa.Table | None:
-        """`day` of table `name` (as of `snapshot_id`, else now); None if the table or the day
-        has no rows."""
+    def read_day(
+        self,
+        name: str,
+        day: str,
+        snapshot_id: int | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table | None:
+        """`day` of table `name` (as of `snapshot_id`, else now; only those of `columns` the
+        table has, when given); None if the table or the day has no rows."""
         table = self._load(name, missing_ok=True)
         if table is None:
             return None
-        scan = table.scan(row_filter=_on_day(day), snapshot_id=snapshot_id)
+        selected: tuple[str, ...] = ("*",)
+        if columns is not None:
+            known = {field.name for field in table.schema().fields}
+            selected = tuple(c for c in dict.fromkeys(columns) if c in known) or (DAY_COLUMN,)
+        scan = table.scan(
+            row_filter=_on_day(day), snapshot_id=snapshot_id, selected_fields=selected
+        )
         rows = scan.to_arrow()
         return rows if rows.num_rows else None
 
-    def day_versions(self, name: str, day: str) -> list[DayVersion]:
-        """Every publish of `day` still in the table's history, oldest first."""
+    def days(self, name: str) -> list[str]:
+        """The days table `name` holds rows of, oldest first."""
         table = self._load(name, missing_ok=True)
         if table is None:
             return []
-        versions = []
+        column = table.scan(selected_fields=(DAY_COLUMN,)).to_arrow().column(DAY_COLUMN)
+        return sorted({str(day) for day in column.to_pylist() if day})
+
+    def day_versions(self, name: str, day: str) -> list[DayVersion]:
+        """Every publish of `day` still in the table's history, oldest first (compactions are
+        not publishes). An overwrite commits a delete snapshot, then an append snapshot with
+        the rows; a publish of no rows is its delete alone."""
+        table = self._load(name, missing_ok=True)
+        if table is None:
+            return []
+        versions: list[DayVersion] = []
+        pending: Any = None  # a delete snapshot, waiting for its append
         for snapshot in table.snapshots():
             summary = snapshot.summary
-            # An overwrite commits a delete snapshot, then an append snapshot with the rows.
             if summary is None or summary.get(DAY_PROPERTY) != day:
                 continue
-            if summary.operation.value == "delete":
+            if summary.get(COMPACTION_PROPERTY):
                 continue
-            versions.append(
-                DayVersion(
-                    snapshot_id=int(snapshot.snapshot_id),
-                    committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
-                    run_id=str(summary.get(RUN_PROPERTY, "")),
-                    rows=int(summary.get("added-records", "0") or 0),
-                )
-            )
+            same_publish = pending is not None and _same_publish(pending.summary, summary)
+            if pending is not None and not same_publish:
+                versions.append(_version(pending, rows=0))
+            if summary.operation.value == "delete":
+                pending = snapshot
+                continue
+            pending = None
+            versions.append(_version(snapshot, rows=int(summary.get("added-records", "0") or 0)))
+        if pending is not None:
+            versions.append(_version(pending, rows=0))
         return versions
+
+    def schema(self, name: str) -> pa.Schema:
+        """Table `name`'s current schema, as Arrow."""
+        return self._load(name).schema().as_arrow()
 
     def previous_day(self, name: str, day: str) -> tuple[DayVersion, pa.Table | None] | None:
         """The day as it was before its latest publish (its version and rows), or None when
@@ -257,6 +346,54 @@ class IcebergTables:
             raise IcebergError(f"no Iceberg table {name!r} in {self.warehouse_uri}") from None
 
 
+def _same_publish(first: Any, second: Any) -> bool:
+    return all(first.get(key) == second.get(key) for key in (RUN_PROPERTY, PUBLISH_PROPERTY))
+
+
+def _version(snapshot: Any, rows: int) -> DayVersion:
+    summary = snapshot.summary
+    return DayVersion(
+        snapshot_id=int(snapshot.snapshot_id),
+        committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
+        run_id=str(summary.get(RUN_PROPERTY, "")),
+        rows=rows,
+        publish_id=summary.get(PUBLISH_PROPERTY),
+    )
+
+
+def _properties(
+    day: str, run_id: str, publish_id: str | None, *, compaction: bool = False
+) -> dict[str, str]:
+    properties = {DAY_PROPERTY: day, RUN_PROPERTY: run_id}
+    if publish_id is not None:
+        properties[PUBLISH_PROPERTY] = publish_id
+    if compaction:
+        properties[COMPACTION_PROPERTY] = "true"
+    return properties
+
+
+def _checked_literal(value: str) -> str:
+    """A value that may go into a row filter between quotes (ids: no quote, no backslash)."""
+    if "'" in value or "\\" in value:
+        raise ValueError(f"a key value may not hold a quote or a backslash: {value!r}")
+    return value
+
+
+def _as_table_schema(rows: pa.Table, table: Any) -> pa.Table:
+    """`rows` with the table's columns (nulls for those the rows lack), in its order, so an
+    older writer's rows still land in a table a newer schema widened."""
+    import pyarrow as pa
+
+    schema = table.schema().as_arrow()
+    columns = []
+    for field in schema:
+        if field.name in rows.schema.names:
+            columns.append(rows.column(field.name).cast(field.type))
+        else:
+            columns.append(pa.nulls(rows.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def _on_day(day: str) -> str:
     """The row filter of one day (`parse_day` admits nothing but YYYY-MM-DD into it)."""
     return f"{DAY_COLUMN} == '{parse_day(day)}'"
@@ -272,9 +409,19 @@ def _with_day(rows: pa.Table, day: str) -> pa.Table:
     """`rows` with the partition column set to `day` (replacing one the rows carry)."""
     import pyarrow as pa
 
-    if DAY_COLUMN in rows.schema.names:
-        rows = rows.drop_columns([DAY_COLUMN])
-    return rows.append_column(DAY_COLUMN, pa.array([day] * rows.num_rows, pa.string()))
+    rows = rows.replace_schema_metadata(None)
+    for index, field in enumerate(rows.schema):
+        # Iceberg has no null type: a column that is null on every row is kept as text, and
+        # nanosecond timestamps are stored at Iceberg's microsecond precision.
+        if pa.types.is_null(field.type):
+            rows = rows.set_column(index, field.name, rows.column(index).cast(pa.string()))
+        elif pa.types.is_timestamp(field.type) and field.type.unit == "ns":
+            target = pa.timestamp("us", tz=field.type.tz)
+            rows = rows.set_column(index, field.name, rows.column(index).cast(target, safe=False))
+    days = pa.array([day] * rows.num_rows, pa.string())
+    if DAY_COLUMN in rows.schema.names:  # the daily metrics carry it: kept in its place
+        return rows.set_column(rows.schema.get_field_index(DAY_COLUMN), DAY_COLUMN, days)
+    return rows.append_column(DAY_COLUMN, days)
 
 
 def iter_days(first: str, last: str) -> Iterator[str]:

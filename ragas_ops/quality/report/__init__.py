@@ -25,6 +25,7 @@ from ragas_ops.quality.report.data import (
 )
 from ragas_ops.quality.report.html import HtmlReport, baseline_rule, judge_notice, verdict_findings
 from ragas_ops.quality.report.markdown import MarkdownReport, sparkline
+from ragas_ops.quality.rerun import RerunChange
 
 
 @dataclass(frozen=True)
@@ -45,13 +46,15 @@ def build_report(
     metrics: Sequence[str],
     manifest: Mapping[str, Any] | None = None,
     worst_examples: int = 5,
+    rerun: RerunChange | None = None,
 ) -> Report:
     """Build the report of `day`.
 
     `history` holds `daily_metrics` rows (the last 30 days are charted; `day`'s rows fill the
     tables), `scored` the day's scored rows (for the worst examples and failure reasons),
     `regression` the day's `check_regression` result. `manifest`'s top-level scalar entries
-    are listed at the end.
+    are listed at the end; `rerun`, what this publish changed against the day's previous one
+    (a section after the verdict).
     """
     if regression.day != day:
         raise ValueError(f"the regression check is for {regression.day}, not {day}")
@@ -60,8 +63,8 @@ def build_report(
     )
     return Report(
         day=day,
-        html=HtmlReport(data, manifest or {}).render(),
-        markdown=MarkdownReport(data, manifest or {}).render(),
+        html=HtmlReport(data, manifest or {}, rerun).render(),
+        markdown=MarkdownReport(data, manifest or {}, rerun).render(),
     )
 
 

@@ -32,6 +32,7 @@ from ragas_ops.quality.report.data import (
     truncate,
     worst_title_of,
 )
+from ragas_ops.quality.rerun import RERUN_HEADER, RerunChange, rerun_cells, rerun_sentence
 
 # --- HTML ---------------------------------------------------------------------------------------
 
@@ -100,6 +101,7 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 class HtmlReport:
     data: ReportData
     manifest: Mapping[str, Any]
+    rerun: RerunChange | None = None
 
     def render(self) -> str:
         data = self.data
@@ -111,6 +113,7 @@ class HtmlReport:
             f"<style>{_CSS}</style></head><body><main>",
             self._header(),
             self._verdict(),
+            self._rerun(),
             self._cards(),
             "<h2>Trends over the last 30 days</h2>",
             '<div class="charts">',
@@ -318,6 +321,20 @@ class HtmlReport:
         return (
             f'<div class="example"><div class="head"><span class="score">'
             f"{example.score:.3f}</span>{' · '.join(tags)}</div><dl>{items}</dl></div>"
+        )
+
+    def _rerun(self) -> str:
+        if self.rerun is None:
+            return ""
+        head = "".join(f"<th>{escape(cell)}</th>" for cell in RERUN_HEADER)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>"
+            for cells in rerun_cells(self.rerun)
+        )
+        return (
+            '<h2 id="rerun">What this rerun changed</h2>'
+            f'<div class="sub">{escape(rerun_sentence(self.rerun))}</div>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
 
     def _manifest(self) -> str:

@@ -32,6 +32,7 @@ from ragas_ops.quality.report.html import (
     manifest_scalars,
     verdict_findings,
 )
+from ragas_ops.quality.rerun import RERUN_HEADER, RerunChange, rerun_cells, rerun_sentence
 
 # --- Markdown -----------------------------------------------------------------------------------
 
@@ -63,6 +64,7 @@ def sparkline(values: Sequence[float | None]) -> str:
 class MarkdownReport:
     data: ReportData
     manifest: Mapping[str, Any]
+    rerun: RerunChange | None = None
 
     def render(self) -> str:
         data = self.data
@@ -75,6 +77,7 @@ class MarkdownReport:
         if notice:
             lines += [f"> **{notice[0]}** {notice[1]}", ""]
         lines += self._verdict()
+        lines += self._rerun()
         lines += self._metrics()
         lines += self._segments()
         lines += self._cost()
@@ -97,6 +100,18 @@ class MarkdownReport:
         if changes:
             lines += [f"Scoring changed in the last {TREND_DAYS} days:", "", *changes, ""]
         return [*lines, _md(baseline_rule(regression)), ""]
+
+    def _rerun(self) -> list[str]:
+        if self.rerun is None:
+            return []
+        lines = ["## What this rerun changed", "", _md(rerun_sentence(self.rerun)), ""]
+        lines.append("| " + " | ".join(RERUN_HEADER) + " |")
+        lines.append("|---|---:|---:|---:|")
+        lines += [
+            "| " + " | ".join(_md(cell) for cell in cells) + " |"
+            for cells in rerun_cells(self.rerun)
+        ]
+        return [*lines, ""]
 
     def _metrics(self) -> list[str]:
         data = self.data

@@ -165,3 +165,26 @@ def test_the_init_step_creates_both_pools_with_their_configured_sizes() -> None:
     assert '"${RAGAS_OPS_PIPELINE_BACKFILL_POOL_SLOTS:-2}"' in init
     assert "airflow db migrate" in init
     assert "create_bucket" in init
+
+
+def test_the_iceberg_catalog_is_a_database_of_its_own_on_the_postgres_server(
+    rendered: dict[str, Any],
+) -> None:
+    from ragas_ops.config import settings_from_environment
+
+    worker = rendered["services"]["airflow-worker"]["environment"]
+    uri = worker["RAGAS_OPS_WAREHOUSE_CATALOG_URI"]
+    assert uri == (
+        "postgresql+psycopg2://airflow:value-of-postgres_password@postgres/ragas_ops_catalog"
+    )
+    assert worker["RAGAS_OPS_WAREHOUSE_TABLE_FORMAT"] == "parquet", "parquet unless asked"
+    # Every RAGAS_OPS_* variable of the deployment is a setting the workers accept.
+    settings = settings_from_environment(
+        {k: v for k, v in worker.items() if k.startswith("RAGAS_OPS_")}
+    )
+    assert settings.warehouse.catalog_uri == uri
+    assert "value-of-postgres_password" not in repr(settings), "the catalog URI is not shown"
+    init = (DOCKER / "init.sh").read_text()
+    assert '"${RAGAS_OPS_WAREHOUSE_TABLE_FORMAT:-parquet}" = "iceberg"' in init
+    assert "CREATE DATABASE" in init
+    assert "[s3,iceberg]" in (DOCKER / "Dockerfile").read_text()

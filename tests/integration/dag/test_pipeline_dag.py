@@ -105,7 +105,7 @@ def manifest_of(root: Path, day: str) -> dict[str, Any]:
 def test_the_dag_folder_imports_cleanly_without_heavy_imports() -> None:
     """Parsing the DAG folder (what Airflow does every few seconds) imports no heavy library:
     those are imported inside the tasks. Its speed is measured in benchmarks/bench_pipeline.py."""
-    heavy = ("numpy", "pyarrow", "pandas", "openai", "torch", "pydantic")
+    heavy = ("numpy", "pyarrow", "pandas", "openai", "torch", "pydantic", "pyiceberg")
     probe = (
         "import sys, json;"
         "from airflow.dag_processing.dagbag import DagBag;"
@@ -124,7 +124,7 @@ def test_the_dag_folder_imports_cleanly_without_heavy_imports() -> None:
     )
     result = json.loads(finished.stdout.strip().splitlines()[-1])
     assert result["errors"] == {}
-    assert result["dags"] == [DAG_ID]
+    assert result["dags"] == ["ragas_ops_maintenance", DAG_ID]
     assert not set(result["loaded"]) & set(heavy), result["loaded"]
 
 

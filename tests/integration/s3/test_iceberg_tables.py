@@ -93,15 +93,25 @@ def test_expired_snapshots_end_time_travel_but_not_the_table(tmp_path: Path) -> 
     assert set(day["run"].to_pylist()) == {"second"}
 
 
-def test_compaction_keeps_the_days_rows(tmp_path: Path) -> None:
+def test_compaction_rewrites_a_day_of_many_files_as_one_and_keeps_its_rows(
+    tmp_path: Path,
+) -> None:
     tables = IcebergTables(str(tmp_path / "warehouse"))
-    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
+    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first", publish_id="p1")
+    assert tables.compact_day("scored", "2026-11-01") == 0  # one file: nothing to do
+    for run in ("a", "b"):  # one more file each, beside the first
+        one = rows(run, 1).append_column("key", pa.array([run]))
+        tables.replace_rows("scored", "2026-11-01", one, {"key": run}, run_id=run)
+    assert tables.data_files("scored", "2026-11-01") == 3
 
-    assert tables.compact_day("scored", "2026-11-01") == 3
+    assert tables.compact_day("scored", "2026-11-01") == 5
 
+    assert tables.data_files("scored", "2026-11-01") == 1
     day = tables.read_day("scored", "2026-11-01")
     assert day is not None
-    assert sorted(day["id"].to_pylist()) == ["first-0", "first-1", "first-2"]
+    assert sorted(day["id"].to_pylist()) == ["a-0", "b-0", "first-0", "first-1", "first-2"]
+    # compaction is not a new version of the day: its latest publish is still the latest
+    assert tables.day_versions("scored", "2026-11-01")[-1].run_id == "b"
 
 
 WRITER = """
