@@ -1,7 +1,8 @@
 """Leave-one-out over the WikiEval sample rows for the local judge's choices.
 
 The local judge has a few choices that a data set could tune: how many of the answer's points
-its complete question joins (`QUESTION_SENTENCES`, answer relevance) and the cuts of context
+its complete question joins (`QUESTION_SENTENCES`, answer relevance), the share of a question's
+similarity that is its form (`QUESTION_FORM_WEIGHT`, answer relevance) and the cuts of context
 relevance (`EXTRACT_MARGIN`, `PART_MIN_SIMILARITY`). For each held-out row, the value that agrees
 best with people on the *other* rows is chosen from a small grid (ties: the shipped value) and
 the held-out row is scored with it. The leave-one-out agreement is the share of held-out rows
@@ -38,6 +39,7 @@ from ragas_ops.judge.local.evidence import (
     strip_prefix,
 )
 from ragas_ops.judge.local.judge import LocalJudge
+from ragas_ops.judge.local.questions import QUESTION_FORM_WEIGHT, question_similarity
 from ragas_ops.text import split_sentences
 
 SAMPLE = next(
@@ -49,6 +51,7 @@ SAMPLE = next(
     Path("wikieval_sample.jsonl"),
 )
 POINTS = (1, 2, 3, 4)
+FORM_WEIGHTS = (0.0, 0.15, 0.3, 0.5)
 MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25)
 PART_MINS = (0.1, 0.2, 0.3)
 
@@ -69,12 +72,22 @@ def leave_one_out(table: dict[Any, list[float]], shipped: Any) -> tuple[float, l
     return sum(agreed) / rows, chosen
 
 
-async def _relevance(judge: LocalJudge, question: str, answer: str, points: int) -> float:
+async def _relevance(
+    judge: LocalJudge, question: str, answer: str, points: int, weight: float
+) -> float:
+    """The metric's score as the local judge gives it (`LocalJudge.embed`'s vectors)."""
     if is_noncommittal(answer):
         return 0.0
     questions = generated_questions(answer, 3, points)
     vectors = await judge.vectors([question, *questions])
-    return float(np.mean([float(vectors[question] @ vectors[q]) for q in questions]))
+    return float(
+        np.mean(
+            [
+                question_similarity(question, q, float(vectors[question] @ vectors[q]), weight)
+                for q in questions
+            ]
+        )
+    )
 
 
 async def _context_relevance(
@@ -93,11 +106,11 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, dict[Any, list[float]
     judge = build_judge(settings)
     assert isinstance(judge, LocalJudge)
     tables: dict[str, dict[Any, list[float]]] = {"answer_relevance": {}, "context_relevance": {}}
-    for points in POINTS:
-        tables["answer_relevance"][points] = [
+    for points, weight in itertools.product(POINTS, FORM_WEIGHTS):
+        tables["answer_relevance"][(points, weight)] = [
             agreement(
-                await _relevance(judge, q, strip_prefix(str(r["answer"])), points),
-                await _relevance(judge, q, strip_prefix(str(r["poor_answer"])), points),
+                await _relevance(judge, q, strip_prefix(str(r["answer"])), points, weight),
+                await _relevance(judge, q, strip_prefix(str(r["poor_answer"])), points, weight),
             )
             for r in rows
             for q in [strip_prefix(str(r["question"]))]
@@ -119,11 +132,11 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> None:
     rows = load_wikieval(path)
     tables = asyncio.run(measure(rows))
     shipped: dict[str, Any] = {
-        "answer_relevance": QUESTION_SENTENCES,
+        "answer_relevance": (QUESTION_SENTENCES, QUESTION_FORM_WEIGHT),
         "context_relevance": (EXTRACT_MARGIN, PART_MIN_SIMILARITY),
     }
     describe: dict[str, Callable[[Any], str]] = {
-        "answer_relevance": lambda v: f"points={v}",
+        "answer_relevance": lambda v: f"points={v[0]}, form weight={v[1]:.2f}",
         "context_relevance": lambda v: f"margin={v[0]:.2f}, part_min={v[1]:.1f}",
     }
     print(f"Leave-one-out over {len(rows)} WikiEval rows ({path.name}), local judge (Ragas rows)")

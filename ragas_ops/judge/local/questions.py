@@ -308,7 +308,7 @@ def supplied_kinds(sentence: str) -> set[str]:
 FORM_KINDS = ("date", "duration", "number", "name", "place", "content", "polar")
 """What a question's parts can ask for: the kinds of `expected_kind`, and "polar" for a
 yes/no question ("Is the information available?" asks whether, not what)."""
-QUESTION_FORM_WEIGHT = 0.3
+QUESTION_FORM_WEIGHT = 0.15
 """The share of a question's similarity that is its form (what its parts ask for); the rest is
 the embedding model's reading (mostly the topic). Chosen on the perturbation suite (BEGIN dev
 and the sample logs), not on WikiEval: see docs/local-judge.md."""
