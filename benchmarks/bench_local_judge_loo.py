@@ -115,6 +115,27 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, dict[Any, list[float]
             for r in rows
             for q in [strip_prefix(str(r["question"]))]
         ]
+    # GPT Score and GPT Ranking with the local judge share the form weight (their measure sees
+    # the question): the score is rounded to 0-10 as the prompt's reply is, the ranking is not.
+    tables["gpt_score_answer_relevance"] = {}
+    tables["gpt_ranking_answer_relevance"] = {}
+    for weight in FORM_WEIGHTS:
+        measured = [
+            (
+                await judge.answer_relevance_explained(q, str(r["answer"]), form_weight=weight),
+                await judge.answer_relevance_explained(
+                    q, str(r["poor_answer"]), form_weight=weight
+                ),
+            )
+            for r in rows
+            for q in [strip_prefix(str(r["question"]))]
+        ]
+        tables["gpt_score_answer_relevance"][weight] = [
+            agreement(round(good[0] * 10), round(poor[0] * 10)) for good, poor in measured
+        ]
+        tables["gpt_ranking_answer_relevance"][weight] = [
+            agreement(good[0], poor[0]) for good, poor in measured
+        ]
     for margin, part_min in itertools.product(MARGINS, PART_MINS):
         tables["context_relevance"][(margin, part_min)] = [
             agreement(
@@ -134,10 +155,14 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> None:
     shipped: dict[str, Any] = {
         "answer_relevance": (QUESTION_SENTENCES, QUESTION_FORM_WEIGHT),
         "context_relevance": (EXTRACT_MARGIN, PART_MIN_SIMILARITY),
+        "gpt_score_answer_relevance": QUESTION_FORM_WEIGHT,
+        "gpt_ranking_answer_relevance": QUESTION_FORM_WEIGHT,
     }
     describe: dict[str, Callable[[Any], str]] = {
         "answer_relevance": lambda v: f"points={v[0]}, form weight={v[1]:.2f}",
         "context_relevance": lambda v: f"margin={v[0]:.2f}, part_min={v[1]:.1f}",
+        "gpt_score_answer_relevance": lambda v: f"form weight={v:.2f}",
+        "gpt_ranking_answer_relevance": lambda v: f"form weight={v:.2f}",
     }
     print(f"Leave-one-out over {len(rows)} WikiEval rows ({path.name}), local judge (Ragas rows)")
     for name, table in tables.items():

@@ -67,7 +67,11 @@ from ragas_ops.judge.local.evidence import (
     worth_embedding,
 )
 from ragas_ops.judge.local.onnx_embedder import ONNX_MODEL_NAME, OnnxEmbedder, onnx_available
-from ragas_ops.judge.local.questions import question_similarity, with_question_form
+from ragas_ops.judge.local.questions import (
+    QUESTION_FORM_WEIGHT,
+    question_similarity,
+    with_question_form,
+)
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.text import split_sentences
 
@@ -333,7 +337,7 @@ class LocalJudge:
         return (await self.answer_relevance_explained(question, answer, count))[0]
 
     async def answer_relevance_explained(
-        self, question: str, answer: str, count: int = 3
+        self, question: str, answer: str, count: int = 3, form_weight: float = QUESTION_FORM_WEIGHT
     ) -> tuple[float, str]:
         """The paper's measure (the mean cosine of the questions the answer answers with the
         question) times the share of the question's parts the answer supplies and its focus
@@ -345,7 +349,8 @@ class LocalJudge:
         sentences = answer_sentences(strip_prefix(answer))
         vectors = await self.vectors([query, *questions, *sentences])
         similarities = [
-            question_similarity(query, q, float(vectors[query] @ vectors[q])) for q in questions
+            question_similarity(query, q, float(vectors[query] @ vectors[q]), form_weight)
+            for q in questions
         ]
         cosine = float(np.mean(similarities))
         found = parts_answered(query, answer, vectors)
