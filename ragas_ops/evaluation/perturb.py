@@ -117,6 +117,15 @@ def neighbouring_answer(passage: str, answer: str) -> str | None:
     return piece if shared[piece] < 0.5 else None
 
 
+def padded_with(answer: str, sentence: str) -> str:
+    """The answer with one more sentence: a full stop first when the answer has none (chat
+    responses often end without one), so the addition is a sentence of its own, not words
+    glued to the answer's last sentence."""
+    stripped = answer.rstrip()
+    end = "" if stripped.endswith((".", "!", "?")) else "."
+    return f"{stripped}{end} {sentence}"
+
+
 def sample_checks() -> list[Check]:
     """Checks from the sample logs' topics (six multi-part questions with complete answers)."""
     checks: list[Check] = []
@@ -195,7 +204,7 @@ def begin_checks(paths: Sequence[Path], limit: int = BEGIN_CASES) -> list[Check]
         other = rows[(number + len(rows) // 2) % len(rows)] if len(rows) > 1 else row
         unrelated = split_sentences(str(other["knowledge"]))[:1] or [PADDING[0]]
         pairs = [
-            ("answer_relevance", "pad", f"{answer} {unrelated[0]}", [knowledge]),
+            ("answer_relevance", "pad", padded_with(answer, unrelated[0]), [knowledge]),
             ("answer_relevance", "another question's answer", str(other["response"]), [knowledge]),
             ("answer_relevance", "refuse", REFUSAL, [knowledge]),
             ("faithfulness", "another context's answer", str(other["response"]), [knowledge]),

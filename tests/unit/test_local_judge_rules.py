@@ -321,3 +321,26 @@ def test_every_question_generated_from_begin_dev_reads_as_one() -> None:
         if question_problems(question)
     ]
     assert failed == []
+
+
+def test_verb_groups_reported_speech_and_stems_in_generated_questions() -> None:
+    # an adverb inside a passive verb group: the date is still the dropped answer
+    assert question_for("corn was first domesticated 9,000 years ago in mexico.", "corn") == (
+        "When was corn first domesticated?"
+    )
+    # reported speech frames the claim, as the speaker's own stance does
+    assert question_for("Some historians believe that it originated in 1990.", "") == (
+        "When did it originate?"
+    )
+    # "-ated", "-ided", "-uded" after a consonant dropped an "e"; after a vowel they did not
+    assert question_for("It included three tracks.", "") == "How many tracks did it include?"
+    assert question_for("It treated the wound.", "") == "What did it treat?"
+
+
+def test_a_claim_the_rules_cannot_ask_is_not_an_evasion() -> None:
+    # no rule turns this lower-case chat sentence into its question: it still asks about its
+    # subject, never the evasion's "Is the information available?"
+    for answer in ("it has beginnings in scandinavia, but more than that in china",):
+        questions = generated_questions(answer, 3)
+        assert not any(q.startswith("Is the information") for q in questions), questions
+    assert question_problems("When may it have been practiced more than?")

@@ -69,7 +69,9 @@ _HOW_WORDS = frozenset(
     "many much long old tall far big large often high deep wide soon fast does did do is are "  # noqa: SIM905
     "was were will can could has have had should would may might must".split()
 )
-_DANGLING = frozenset({"the", "a", "an", "and", "or", "but", "of", "its", "their", "his", "her"})
+_DANGLING = frozenset(
+    {"the", "a", "an", "and", "or", "but", "of", "its", "their", "his", "her", "than", "more"}
+)
 
 
 def tokens(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from ragas_ops.evaluation.perturb import (
     begin_checks,
     clauses,
     neighbouring_answer,
+    padded_with,
     sample_checks,
     summary,
     wrong_kind,
@@ -110,3 +111,8 @@ def test_a_neighbouring_answer_is_the_knowledge_clause_the_answer_did_not_use() 
         "it opened to traffic on 16 December 2004"
     )
     assert neighbouring_answer("One clause only, about masts.", answer) is None
+
+
+def test_padding_adds_a_sentence_of_its_own() -> None:
+    assert padded_with("it opened in 2004", "Paris is big.") == "it opened in 2004. Paris is big."
+    assert padded_with("It opened in 2004!", "Paris is big.") == "It opened in 2004! Paris is big."
