@@ -229,7 +229,14 @@ def test_a_question_form_counts_what_its_parts_ask_for() -> None:
     assert question_form("When was X founded and where is it based?") == {"date": 1, "place": 1}
     # several questions in a row: the parts of each
     assert question_form("When was X founded? What is it?") == {"date": 1, "content": 1}
-    assert question_form("Is the information available?") == {"polar": 1}
+    assert question_form("Is it based in Perth?") == {"polar": 1}
+    # an evasion's question asks whether the information exists: no kind any user asks for
+    assert question_form("Is the information available?") == {"absent": 1}
+    assert question_form("Is there any information about X? What is X?") == {
+        "absent": 1,
+        "content": 1,
+    }
+    assert form_similarity("Is X based in Perth?", "Is there any information about X?") == 0.0
     assert question_form("X was founded in 2014.") == {}
 
 
@@ -279,8 +286,8 @@ EVASIVE_ANSWERS = [
 @pytest.mark.parametrize("answer", EVASIVE_ANSWERS)
 def test_an_evasion_asks_whether_not_what(answer: str) -> None:
     questions = generated_questions(answer, 3)
-    # the evasive sentence is asked as a yes/no question about the information, in every scope
-    assert all(question_form(q).get("polar") for q in questions), questions
+    # the evasive sentence asks whether the information exists, in every scope
+    assert all(question_form(q).get("absent") for q in questions), questions
     assert all(is_question(q) for q in questions)
 
 

@@ -307,9 +307,15 @@ def supplied_kinds(sentence: str) -> set[str]:
 
 # -- the form of a question, for comparing questions ----------------------------------------
 
-FORM_KINDS = ("date", "duration", "number", "name", "place", "content", "polar")
-"""What a question's parts can ask for: the kinds of `expected_kind`, and "polar" for a
-yes/no question ("Is the information available?" asks whether, not what)."""
+FORM_KINDS = ("date", "duration", "number", "name", "place", "content", "polar", "absent")
+"""What a question's parts can ask for: the kinds of `expected_kind`, "polar" for a yes/no
+question, and "absent" for the question an evasion answers ("Is there any information about
+X?", "Is the information available?"): whether the information exists, which is no item of any
+kind a user asks for, so it shares no form with any question asked."""
+# The questions `evidence.question_for` and `generated_questions` ask for an evasion.
+_ABOUT_AVAILABILITY = re.compile(
+    r"^is (?:there any information about\b|the information available\b)", re.IGNORECASE
+)
 QUESTION_FORM_WEIGHT = 0.15
 """The share of a question's similarity that is its form (what its parts ask for); the rest is
 the embedding model's reading (mostly the topic). Chosen on the perturbation suite (BEGIN dev
@@ -322,6 +328,9 @@ def question_form(text: str) -> dict[str, int]:
     form: dict[str, int] = {}
     for question in re.split(r"(?<=\?)\s+", text.strip()):
         if not question.endswith("?"):
+            continue
+        if _ABOUT_AVAILABILITY.match(question):
+            form["absent"] = form.get("absent", 0) + 1
             continue
         for part in asked_parts(question):
             kind = "polar" if part.word not in WH_WORDS else part.kind
