@@ -10,7 +10,10 @@ Rules of English, not of a data set:
   question's words or refers back to its subject with a pronoun) and holds an item of the
   expected kind (`supplied_kinds`; the checks with stems are in `evidence.py`);
 - a generated question must read as a question: it starts with a question word or an auxiliary,
-  has a verb, ends with "?", and carries no first-person fragment of the answer ("I", "my").
+  has a verb, ends with "?", and carries no first-person fragment of the answer ("I", "my");
+- two questions are alike when they are about the same thing *and* ask for the same kinds of
+  item: a question's *form* (`question_form`) counts what its parts ask for, and the local
+  judge's vectors carry it beside the model's (`with_question_form`).
 
 No tagger: capitalisation, digits and small word lists stand in for parts of speech, so the rules
 are rough on unusual sentences and English only (see docs/local-judge.md, "Limits").
