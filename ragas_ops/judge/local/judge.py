@@ -22,8 +22,9 @@ words, languages the embedding model does not know (all-MiniLM-L6-v2 is English)
 answer relevance prompt gives the judge the answer only, so there the question's parts are
 compared through the generated questions' embeddings, not checked one by one; those embeddings
 carry each question's form (`questions.with_question_form`: what kinds of item it asks for), so
-a wrong kind of answer on the right topic costs more than the model alone would charge. Its grammar is
-rules over capitalisation, digits and word lists (no tagger): see docs/local-judge.md.
+a wrong kind of answer on the right topic costs more than the model alone would charge. Its
+grammar is rules over capitalisation, digits and word lists (no tagger): see
+docs/local-judge.md.
 """
 
 from __future__ import annotations
