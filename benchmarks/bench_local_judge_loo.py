@@ -1,7 +1,8 @@
 """Leave-one-out over the WikiEval sample rows for the local judge's choices.
 
 The local judge has a few choices that a data set could tune: how many of the answer's points
-its complete question joins (`QUESTION_SENTENCES`, answer relevance) and the cuts of context
+its complete question joins (`QUESTION_SENTENCES`, answer relevance), the share of a question's
+similarity that is its form (`QUESTION_FORM_WEIGHT`, answer relevance) and the cuts of context
 relevance (`EXTRACT_MARGIN`, `PART_MIN_SIMILARITY`). For each held-out row, the value that agrees
 best with people on the *other* rows is chosen from a small grid (ties: the shipped value) and
 the held-out row is scored with it. The leave-one-out agreement is the share of held-out rows
@@ -38,6 +39,7 @@ from ragas_ops.judge.local.evidence import (
     strip_prefix,
 )
 from ragas_ops.judge.local.judge import LocalJudge
+from ragas_ops.judge.local.questions import QUESTION_FORM_WEIGHT, question_similarity
 from ragas_ops.text import split_sentences
 
 SAMPLE = next(
@@ -49,6 +51,7 @@ SAMPLE = next(
     Path("wikieval_sample.jsonl"),
 )
 POINTS = (1, 2, 3, 4)
+FORM_WEIGHTS = (0.0, 0.15, 0.3, 0.5)
 MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25)
 PART_MINS = (0.1, 0.2, 0.3)
 
@@ -69,12 +72,22 @@ def leave_one_out(table: dict[Any, list[float]], shipped: Any) -> tuple[float, l
     return sum(agreed) / rows, chosen
 
 
-async def _relevance(judge: LocalJudge, question: str, answer: str, points: int) -> float:
+async def _relevance(
+    judge: LocalJudge, question: str, answer: str, points: int, weight: float
+) -> float:
+    """The metric's score as the local judge gives it (`LocalJudge.embed`'s vectors)."""
     if is_noncommittal(answer):
         return 0.0
     questions = generated_questions(answer, 3, points)
     vectors = await judge.vectors([question, *questions])
-    return float(np.mean([float(vectors[question] @ vectors[q]) for q in questions]))
+    return float(
+        np.mean(
+            [
+                question_similarity(question, q, float(vectors[question] @ vectors[q]), weight)
+                for q in questions
+            ]
+        )
+    )
 
 
 async def _context_relevance(
@@ -93,14 +106,35 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, dict[Any, list[float]
     judge = build_judge(settings)
     assert isinstance(judge, LocalJudge)
     tables: dict[str, dict[Any, list[float]]] = {"answer_relevance": {}, "context_relevance": {}}
-    for points in POINTS:
-        tables["answer_relevance"][points] = [
+    for points, weight in itertools.product(POINTS, FORM_WEIGHTS):
+        tables["answer_relevance"][(points, weight)] = [
             agreement(
-                await _relevance(judge, q, strip_prefix(str(r["answer"])), points),
-                await _relevance(judge, q, strip_prefix(str(r["poor_answer"])), points),
+                await _relevance(judge, q, strip_prefix(str(r["answer"])), points, weight),
+                await _relevance(judge, q, strip_prefix(str(r["poor_answer"])), points, weight),
             )
             for r in rows
             for q in [strip_prefix(str(r["question"]))]
+        ]
+    # GPT Score and GPT Ranking with the local judge share the form weight (their measure sees
+    # the question): the score is rounded to 0-10 as the prompt's reply is, the ranking is not.
+    tables["gpt_score_answer_relevance"] = {}
+    tables["gpt_ranking_answer_relevance"] = {}
+    for weight in FORM_WEIGHTS:
+        measured = [
+            (
+                await judge.answer_relevance_explained(q, str(r["answer"]), form_weight=weight),
+                await judge.answer_relevance_explained(
+                    q, str(r["poor_answer"]), form_weight=weight
+                ),
+            )
+            for r in rows
+            for q in [strip_prefix(str(r["question"]))]
+        ]
+        tables["gpt_score_answer_relevance"][weight] = [
+            agreement(round(good[0] * 10), round(poor[0] * 10)) for good, poor in measured
+        ]
+        tables["gpt_ranking_answer_relevance"][weight] = [
+            agreement(good[0], poor[0]) for good, poor in measured
         ]
     for margin, part_min in itertools.product(MARGINS, PART_MINS):
         tables["context_relevance"][(margin, part_min)] = [
@@ -119,12 +153,16 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> None:
     rows = load_wikieval(path)
     tables = asyncio.run(measure(rows))
     shipped: dict[str, Any] = {
-        "answer_relevance": QUESTION_SENTENCES,
+        "answer_relevance": (QUESTION_SENTENCES, QUESTION_FORM_WEIGHT),
         "context_relevance": (EXTRACT_MARGIN, PART_MIN_SIMILARITY),
+        "gpt_score_answer_relevance": QUESTION_FORM_WEIGHT,
+        "gpt_ranking_answer_relevance": QUESTION_FORM_WEIGHT,
     }
     describe: dict[str, Callable[[Any], str]] = {
-        "answer_relevance": lambda v: f"points={v}",
+        "answer_relevance": lambda v: f"points={v[0]}, form weight={v[1]:.2f}",
         "context_relevance": lambda v: f"margin={v[0]:.2f}, part_min={v[1]:.1f}",
+        "gpt_score_answer_relevance": lambda v: f"form weight={v:.2f}",
+        "gpt_ranking_answer_relevance": lambda v: f"form weight={v:.2f}",
     }
     print(f"Leave-one-out over {len(rows)} WikiEval rows ({path.name}), local judge (Ragas rows)")
     for name, table in tables.items():

@@ -5,7 +5,9 @@ A good answer is changed in a way whose effect on a metric is known without aski
 - answer relevance: dropping a sentence that answers a part of the question, putting an
   evasion in its place, or answering another question lowers it; adding an unrelated sentence
   lowers it too, but less than dropping a part does; putting the same sentences in another
-  order leaves it (within `STAY_TOLERANCE`);
+  order leaves it (within `STAY_TOLERANCE`); on the right topic, a sentence of the wrong kind
+  (no date where "when" is asked, no number for "how many") or the answer to a neighbouring
+  question (another clause of the same knowledge) lowers it;
 - faithfulness: changing a number, adding a claim the context never makes, or answering from
   another context lowers it;
 - context relevance: padding the context with unrelated sentences lowers it, and a context that
@@ -36,12 +38,13 @@ from ragas_ops.evaluation.overlap import (
 from ragas_ops.evaluation.results import RowResults
 from ragas_ops.evaluation.stats import agreement
 from ragas_ops.judge.base import Judge
+from ragas_ops.judge.local.questions import asked_parts, supplied_kinds
 from ragas_ops.metrics.answer_relevance import AnswerRelevance
 from ragas_ops.metrics.base import Metric
 from ragas_ops.metrics.context_relevance import ContextRelevance
 from ragas_ops.metrics.faithfulness import Faithfulness
 from ragas_ops.samples import PADDING, TOPICS
-from ragas_ops.text import split_sentences
+from ragas_ops.text import content_words, split_sentences
 
 STAY_TOLERANCE = 0.05
 """A rephrased answer "stays" when its score moves by at most this much."""
@@ -69,6 +72,58 @@ class Check:
 
 def _row(question: str, contexts: list[str], answer: str) -> Interaction:
     return validate_row(question, contexts, answer, SizeBudget())
+
+
+_CLAUSE = re.compile(r"\s*(?:;|,\s+(?:and|but|while|although)\s+|\s+but\s+)\s*")
+
+
+def clauses(text: str) -> list[str]:
+    """The text's sentences and the clauses they join (";", ", and", ", but"), each of at least
+    four words: the pieces of a knowledge passage that each answer a question of their own."""
+    pieces = (c.strip(" ,.") for s in split_sentences(text) for c in _CLAUSE.split(s))
+    return [piece for piece in pieces if len(piece.split()) >= 4]
+
+
+def typed_kinds(question: str) -> set[str]:
+    """The kinds of item the question's parts ask for, other than content (a date, a number, a
+    name, a place, a duration)."""
+    return {part.kind for part in asked_parts(question)} - {"content"}
+
+
+def wrong_kind(question: str, passage: str, answer: str) -> str | None:
+    """A clause of `passage` on the answer's topic that holds none of the kinds `question` asks
+    for ("when" answered without a date), when the answer holds one; else None."""
+    asked = typed_kinds(question)
+    if not asked or not asked & supplied_kinds(answer):
+        return None
+    words = content_words(answer) | content_words(question)
+    for clause in clauses(passage):
+        kinds = supplied_kinds(clause) | ({"place"} if "name" in supplied_kinds(clause) else set())
+        if not kinds & asked and content_words(clause) & words:
+            return clause
+    return None
+
+
+def neighbouring_answer(passage: str, answer: str) -> str | None:
+    """The clause of `passage` (the knowledge the answer comes from: the same topic) sharing
+    the fewest words with the answer, when it shares less than half of them: it answers a
+    neighbouring question."""
+    words = content_words(answer)
+    pieces = clauses(passage)
+    if len(pieces) < 2 or not words:
+        return None
+    shared = {piece: len(content_words(piece) & words) / len(words) for piece in pieces}
+    piece = min(pieces, key=lambda p: shared[p])
+    return piece if shared[piece] < 0.5 else None
+
+
+def padded_with(answer: str, sentence: str) -> str:
+    """The answer with one more sentence: a full stop first when the answer has none (chat
+    responses often end without one), so the addition is a sentence of its own, not words
+    glued to the answer's last sentence."""
+    stripped = answer.rstrip()
+    end = "" if stripped.endswith((".", "!", "?")) else "."
+    return f"{stripped}{end} {sentence}"
 
 
 def sample_checks() -> list[Check]:
@@ -107,6 +162,13 @@ def sample_checks() -> list[Check]:
         add("answer_relevance", "pad", "lower", answer, f"{answer} {unrelated}")
         add("answer_relevance", "another question's answer", "lower", answer, other)
         add("answer_relevance", "refuse", "lower", answer, REFUSAL)
+        for part in asked_parts(q):
+            changed_part = wrong_kind(part.text + "?", topic.passage, answer)
+            if changed_part is not None:
+                asked = typed_kinds(part.text + "?")
+                kept = [s for s in sentences if not asked & supplied_kinds(s)]
+                add("answer_relevance", "wrong kind, right topic", "lower", answer,
+                    " ".join([*kept, changed_part + "."]))  # fmt: skip
         if len(sentences) > 1:
             add("answer_relevance", "reorder", "stays", answer, " ".join(reversed(sentences)))
         add("faithfulness", "invent a claim", "lower", answer, f"{answer} {INVENTED}")
@@ -142,12 +204,18 @@ def begin_checks(paths: Sequence[Path], limit: int = BEGIN_CASES) -> list[Check]
         other = rows[(number + len(rows) // 2) % len(rows)] if len(rows) > 1 else row
         unrelated = split_sentences(str(other["knowledge"]))[:1] or [PADDING[0]]
         pairs = [
-            ("answer_relevance", "pad", f"{answer} {unrelated[0]}", [knowledge]),
+            ("answer_relevance", "pad", padded_with(answer, unrelated[0]), [knowledge]),
             ("answer_relevance", "another question's answer", str(other["response"]), [knowledge]),
             ("answer_relevance", "refuse", REFUSAL, [knowledge]),
             ("faithfulness", "another context's answer", str(other["response"]), [knowledge]),
             ("faithfulness", "invent a claim", f"{answer} {INVENTED}", [knowledge]),
         ]
+        neighbour = neighbouring_answer(knowledge, answer)
+        if neighbour is not None:
+            pairs.append(("answer_relevance", "a neighbouring answer", neighbour, [knowledge]))
+        mistyped = wrong_kind(q, knowledge, answer)
+        if mistyped is not None:
+            pairs.append(("answer_relevance", "wrong kind, right topic", mistyped, [knowledge]))
         for metric, kind, changed, contexts in pairs:
             if other is row and "another" in kind:
                 continue

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from ragas_ops.evaluation.begin import load_begin
 from ragas_ops.judge.local.evidence import (
     answers_a_part,
     generated_questions,
@@ -11,12 +14,17 @@ from ragas_ops.judge.local.evidence import (
     question_for,
 )
 from ragas_ops.judge.local.questions import (
+    QUESTION_FORM_WEIGHT,
     asked_parts,
+    form_similarity,
     is_question,
+    question_form,
     question_problems,
+    question_similarity,
     supplied_kinds,
+    with_question_form,
 )
-from ragas_ops.samples import REFUSAL, TOPICS
+from ragas_ops.samples import REFUSAL, TOPICS, sample_interactions
 
 # Answers of many shapes, written for these tests: lists, passives, fragments, dialogue turns,
 # first-person remarks, refusals, numbers with and without units, tokenised contractions.
@@ -193,3 +201,153 @@ def test_a_sentence_close_in_meaning_is_on_topic_without_shared_words() -> None:
     found = parts_answered(question, answer, close)
     assert found.off_topic == 0
     assert found.coverage == 1.0  # "within 5 business days" answers "when"
+
+
+def test_the_noun_a_what_part_asks_for_names_its_kind() -> None:
+    kinds = [
+        (q, [p.kind for p in asked_parts(q)])
+        for q in (
+            "What year did the war end?",
+            "Which city hosts the games?",
+            "What is its headquarters location?",
+            "What is the population of Paris?",
+            "What is the main product of Fremantle Octopus?",
+            "What is the state of the economy?",
+        )
+    ]
+    assert [k for _, k in kinds] == [
+        ["date"],
+        ["place"],
+        ["place"],
+        ["number"],
+        ["content"],
+        ["content"],
+    ], kinds
+
+
+def test_a_question_form_counts_what_its_parts_ask_for() -> None:
+    assert question_form("When was X founded and where is it based?") == {"date": 1, "place": 1}
+    # several questions in a row: the parts of each
+    assert question_form("When was X founded? What is it?") == {"date": 1, "content": 1}
+    assert question_form("Is it based in Perth?") == {"polar": 1}
+    # an evasion's question asks whether the information exists: no kind any user asks for
+    assert question_form("Is the information available?") == {"absent": 1}
+    assert question_form("Is there any information about X? What is X?") == {
+        "absent": 1,
+        "content": 1,
+    }
+    assert form_similarity("Is X based in Perth?", "Is there any information about X?") == 0.0
+    assert question_form("X was founded in 2014.") == {}
+
+
+def test_questions_asking_for_other_kinds_are_less_similar_on_one_topic() -> None:
+    asked = "When was PharmaCann founded and where is its headquarters?"
+    same = "When was PharmaCann founded? Where is its headquarters located?"
+    omitted = "When was PharmaCann founded?"
+    padded = "When was PharmaCann founded? Where is its headquarters located? What is it?"
+    wrong_kind = "What does PharmaCann sell? What is it?"
+    evasive = "Is there any information about PharmaCann?"
+    form = {text: form_similarity(asked, text) for text in (same, omitted, padded, wrong_kind)}
+    assert form[same] == pytest.approx(1.0)
+    # padding costs less than an omission, a wrong kind of answer costs most
+    assert form[same] > form[padded] > form[omitted] > form[wrong_kind] == 0.0
+    assert form_similarity(asked, evasive) == 0.0
+    # with one model cosine for all, the combined similarity keeps that order
+    combined = [question_similarity(asked, text, 0.8) for text in (same, padded, omitted)]
+    assert combined == sorted(combined, reverse=True)
+    assert combined[0] == pytest.approx((1 - QUESTION_FORM_WEIGHT) * 0.8 + QUESTION_FORM_WEIGHT)
+
+
+def test_the_form_extends_the_vector_so_the_cosine_is_the_weighted_sum() -> None:
+    import numpy as np
+
+    one, two = "When did X open?", "Where is X?"
+    left = np.array([1.0, 0.0], dtype=np.float32)
+    right = np.array([0.6, 0.8], dtype=np.float32)
+    a, b = with_question_form(one, left), with_question_form(two, right)
+    assert float(np.linalg.norm(a)) == pytest.approx(1.0)
+    assert float(a @ b) == pytest.approx(question_similarity(one, two, 0.6))
+    # a date asked, a place asked: the forms share nothing
+    assert float(a @ b) == pytest.approx((1 - QUESTION_FORM_WEIGHT) * 0.6)
+    # text that asks nothing keeps the model's vector and its unit length
+    plain = with_question_form("X opened in 2004.", left)
+    assert float(np.linalg.norm(plain)) == pytest.approx(1.0)
+    assert float(plain @ with_question_form("X opened in 2004.", left)) == pytest.approx(1.0)
+
+
+EVASIVE_ANSWERS = [
+    "The launch date has not been provided. The mission is an important space mission.",
+    "The taxonomy of Dasypoda radchenkoi is currently unknown.",
+    "I'm sorry, I could not find that in the documents.",
+    "I don't know.",
+]
+
+
+@pytest.mark.parametrize("answer", EVASIVE_ANSWERS)
+def test_an_evasion_asks_whether_not_what(answer: str) -> None:
+    questions = generated_questions(answer, 3)
+    # the evasive sentence asks whether the information exists, in every scope
+    assert all(question_form(q).get("absent") for q in questions), questions
+    assert all(is_question(q) for q in questions)
+
+
+BEGIN_DEV = next(
+    (
+        folder / "shared/data/begin"
+        for folder in Path(__file__).resolve().parents
+        if (folder / "shared/data/begin").is_dir()
+    ),
+    Path("missing"),
+)
+
+
+def test_every_question_generated_from_the_sample_logs_reads_as_one() -> None:
+    table = sample_interactions(300, seed=3)
+    answers = set(table.column("answer").to_pylist())
+    assert len(answers) > 20
+    for answer in answers:
+        for question in generated_questions(answer, 3):
+            assert question_problems(question) == [], (answer, question)
+
+
+@pytest.mark.skipif(not BEGIN_DEV.is_dir(), reason="../shared/data/begin is not there")
+def test_every_question_generated_from_begin_dev_reads_as_one() -> None:
+    """Thousands of answers of every shape: BEGIN dev's knowledge sentences (Wikipedia) and the
+    dialogue systems' responses (chatty, lower-case, tokenised)."""
+    texts = [
+        str(row[field])
+        for name in ("begin_v2_wow_dev", "begin_v2_cmu_dev", "begin_v2_tc_dev", "begin_v1_2021_dev")
+        for row in load_begin(BEGIN_DEV / f"{name}.jsonl")
+        for field in ("knowledge", "response")
+    ]
+    assert len(texts) > 4000
+    failed = [
+        (text, question)
+        for text in dict.fromkeys(texts)
+        for question in generated_questions(text, 3)
+        if question_problems(question)
+    ]
+    assert failed == []
+
+
+def test_verb_groups_reported_speech_and_stems_in_generated_questions() -> None:
+    # an adverb inside a passive verb group: the date is still the dropped answer
+    assert question_for("corn was first domesticated 9,000 years ago in mexico.", "corn") == (
+        "When was corn first domesticated?"
+    )
+    # reported speech frames the claim, as the speaker's own stance does
+    assert question_for("Some historians believe that it originated in 1990.", "") == (
+        "When did it originate?"
+    )
+    # "-ated", "-ided", "-uded" after a consonant dropped an "e"; after a vowel they did not
+    assert question_for("It included three tracks.", "") == "How many tracks did it include?"
+    assert question_for("It treated the wound.", "") == "What did it treat?"
+
+
+def test_a_claim_the_rules_cannot_ask_is_not_an_evasion() -> None:
+    # no rule turns this lower-case chat sentence into its question: it still asks about its
+    # subject, never the evasion's "Is the information available?"
+    for answer in ("it has beginnings in scandinavia, but more than that in china",):
+        questions = generated_questions(answer, 3)
+        assert not any(q.startswith("Is the information") for q in questions), questions
+    assert question_problems("When may it have been practiced more than?")

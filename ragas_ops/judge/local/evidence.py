@@ -855,11 +855,23 @@ def _verb_group_end(tokens: Sequence[str], verb: int) -> int:
         low = tokens[end].casefold()
         if not tokens[end][:1].islower():
             break
-        if low in _PARTICLES or low in _AUXILIARIES or low.endswith(("ed", "en", "ly")):
+        if (
+            low in _PARTICLES
+            or low in _AUXILIARIES
+            or low in _VERB_ADVERBS
+            or low.endswith(("ed", "en", "ly"))
+        ):
             end += 1
         else:
             break
     return end
+
+
+# Adverbs that sit inside a verb group without "-ly" ("was first domesticated", "has never
+# been"): the participle after them still makes the group passive.
+_VERB_ADVERBS = frozenset(
+    "first once still never always often later originally recently already soon then".split()  # noqa: SIM905
+)
 
 
 def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
@@ -879,7 +891,8 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     the director of X? Jane Roe. She founded...") it would put the answer into the question.
 
     Every question returned passes `questions.is_question`; a sentence whose question would not
-    (no tagger: some sentences defeat the word-order rules) asks "What is <topic>?" instead.
+    (no tagger: some sentences defeat the word-order rules) asks "What is <topic>?" instead, or
+    "What is known about it?" when the answer names no topic.
     """
     sentence = _SPLIT_CONTRACTION.sub(r"\1", sentence.strip().rstrip(".!?"))
     sentence = _SPEAKER_FRAME.sub("", _FILLER.sub("", sentence)) or sentence
@@ -910,8 +923,10 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
         asked = _ask(kind, kept, verb if invert else None)
     if is_question(asked):
         return asked
-    fallback = f"What is {subject}?"
-    return fallback if topic and is_question(fallback) else ""
+    # The sentence says something the rules cannot turn into its question: it still answers
+    # a question about its subject, never the evasion's "Is the information available?".
+    fallback = f"What is {subject}?" if topic else "What is known about it?"
+    return fallback if is_question(fallback) else "What is known about it?"
 
 
 # "I think (that) X", "I'm pretty sure X": the speaker's stance frames the claim X, which is
@@ -919,7 +934,10 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
 _SPEAKER_FRAME = re.compile(
     r"^\W*(?:(?:i|we) (?:think|believe|know|heard|read|guess|feel|learned|suppose|remember|"
     r"understand|recall)(?: that)?|i'm (?:pretty |fairly |quite )?sure(?: that)?|"
-    r"i'm not sure,? but|as far as i know|i (?:have )?heard that)\b[\s,]*",
+    r"i'm not sure,? but|as far as i know|i (?:have )?heard that|"
+    # reported speech: "some historians believe (that) it...", "experts say that..."
+    r"(?:some |many |most )?[a-z]+s (?:believe|say|think|claim|suggest|argue)"
+    r"(?: that|(?= (?:it|he|she|they|the|this|these)\b)))\b[\s,]*",
     re.IGNORECASE,
 )
 # Tokenised dialogue text writes "It 's", "do n't": one word each.
@@ -1204,6 +1222,7 @@ _IRREGULAR_PAST = {
         ).split()
     )
 }
+_E_DROPPED_AFTER_CONSONANT = re.compile(r"[^aeiou](?:at|id|ud)$", re.IGNORECASE)
 _E_DROPPED = ("is", "us", "iz", "v", "c", "g", "ur")
 
 
@@ -1223,7 +1242,12 @@ def _base_form(verb: str) -> str:
         if len(base) > 2 and base[-1] == base[-2]:  # "planned"
             return base[:-1]
         # "advised", "utilized", "achieved", "produced", "managed": the "e" dropped before "-ed"
-        return f"{base}e" if base.casefold().endswith(_E_DROPPED) else base
+        # and after a consonant, "-at", "-id", "-ud": "located", "decided", "included" (a
+        # vowel before keeps the stem: "treated", "avoided")
+        dropped = base.casefold().endswith(_E_DROPPED) or bool(
+            _E_DROPPED_AFTER_CONSONANT.search(base)
+        )
+        return f"{base}e" if dropped else base
     return verb[:-1] if low.endswith("s") and not low.endswith("ss") else verb
 
 

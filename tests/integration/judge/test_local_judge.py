@@ -301,3 +301,52 @@ async def test_a_context_that_answers_its_question_is_not_insufficient_informati
         "Refunds are paid to the original payment method within 5 business days.",
     ]
     assert result.score == pytest.approx(2 / 3)
+
+
+async def _metric_scores(question: str, answers: list[str]) -> list[float]:
+    """The paper's answer relevance (the metric, its prompt carrying the answer only) for each
+    answer to `question`, through the local judge's questions and embeddings."""
+    judge = _judge()
+    metric = build_metrics(["answer_relevance"])[0]
+    rows = [validate_row(question, [CONTEXT], answer, SizeBudget()) for answer in answers]
+    results = await metric.score_rows(rows, judge)
+    assert all(result.status is Status.OK for result in results), results
+    return [float(result.score or 0.0) for result in results]
+
+
+async def test_the_metric_sees_a_wrong_kind_of_answer_on_the_right_topic() -> None:
+    question = "When did the Millau Viaduct open to traffic?"
+    direct, wrong_kind = await _metric_scores(
+        question,
+        [
+            "The Millau Viaduct opened to traffic on 16 December 2004.",
+            "The Millau Viaduct is a cable-stayed bridge in southern France.",
+        ],
+    )
+    assert direct > wrong_kind
+
+
+async def test_the_metric_scores_evasion_and_padding_below_a_direct_answer() -> None:
+    question = "When did the Millau Viaduct open and how tall is its tallest mast?"
+    direct = (
+        "The Millau Viaduct opened to traffic on 16 December 2004. Its tallest mast reaches "
+        "343 metres."
+    )
+    scores = await _metric_scores(
+        question,
+        [
+            direct,
+            # evades one part, keeps the other
+            "The opening date has not been provided. Its tallest mast reaches 343 metres.",
+            # evades and pads on the topic, as an incomplete answer does
+            "The opening date of the Millau Viaduct is unknown. The Millau Viaduct is an "
+            "important bridge in France.",
+            # pads with an unrelated sentence
+            f"{direct} Paris is the capital of France.",
+            "I'm sorry, I cannot answer that.",
+        ],
+    )
+    assert scores[0] == max(scores)
+    assert scores[0] > scores[1] > scores[4] == 0.0
+    assert scores[0] > scores[2]
+    assert scores[0] > scores[3] > scores[2]  # padding costs less than evading a part

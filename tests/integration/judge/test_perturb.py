@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from ragas_ops.cli.main import main
-from ragas_ops.evaluation.perturb import begin_checks, sample_checks, summary
+from ragas_ops.evaluation.perturb import (
+    begin_checks,
+    clauses,
+    neighbouring_answer,
+    padded_with,
+    sample_checks,
+    summary,
+    wrong_kind,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
 
@@ -20,6 +28,7 @@ def test_the_sample_checks_cover_every_metric_and_kind_of_change() -> None:
     assert ("answer_relevance", "drop a part") in kinds
     assert ("answer_relevance", "pad costs less than a drop") in kinds
     assert ("answer_relevance", "reorder") in kinds
+    assert ("answer_relevance", "wrong kind, right topic") in kinds
     assert ("faithfulness", "change a number") in kinds
     assert ("context_relevance", "a context that answers") in kinds
     # a changed side really differs from its base, except where "above zero" checks one row
@@ -68,3 +77,42 @@ def test_perturb_with_the_local_judge(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Perturbation checks" in capsys.readouterr().out
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == payload["checks"]
+
+
+KNOWLEDGE = (
+    "The Millau Viaduct is a cable-stayed bridge near Millau in southern France; it opened to "
+    "traffic on 16 December 2004, and its tallest mast reaches 343 metres."
+)
+
+
+def test_a_passage_splits_into_clauses_that_answer_questions_of_their_own() -> None:
+    assert clauses(KNOWLEDGE) == [
+        "The Millau Viaduct is a cable-stayed bridge near Millau in southern France",
+        "it opened to traffic on 16 December 2004",
+        "its tallest mast reaches 343 metres",
+    ]
+
+
+def test_a_wrong_kind_of_answer_holds_none_of_the_asked_kinds_on_the_topic() -> None:
+    answer = "The Millau Viaduct opened to traffic on 16 December 2004."
+    changed = wrong_kind("When did the Millau Viaduct open?", KNOWLEDGE, answer)
+    # the first clause has a name and a place but no date: on the topic, the wrong kind
+    assert changed == "The Millau Viaduct is a cable-stayed bridge near Millau in southern France"
+    # a content question has no typed kind to get wrong; an answer without the kind has no pair
+    assert wrong_kind("What is the Millau Viaduct?", KNOWLEDGE, answer) is None
+    assert wrong_kind("When did it open?", KNOWLEDGE, "It is a bridge in France.") is None
+
+
+def test_a_neighbouring_answer_is_the_knowledge_clause_the_answer_did_not_use() -> None:
+    answer = "Its tallest mast reaches 343 metres."
+    # the first of the clauses sharing fewest words with the answer (here none)
+    assert neighbouring_answer(KNOWLEDGE, answer) == clauses(KNOWLEDGE)[0]
+    assert neighbouring_answer(KNOWLEDGE, "The Millau Viaduct is a bridge near Millau.") == (
+        "it opened to traffic on 16 December 2004"
+    )
+    assert neighbouring_answer("One clause only, about masts.", answer) is None
+
+
+def test_padding_adds_a_sentence_of_its_own() -> None:
+    assert padded_with("it opened in 2004", "Paris is big.") == "it opened in 2004. Paris is big."
+    assert padded_with("It opened in 2004!", "Paris is big.") == "It opened in 2004! Paris is big."
