@@ -8,7 +8,9 @@ hands back values with the usage they cost. Row-level failures are exceptions of
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol
 
@@ -76,6 +78,61 @@ class Embeddings:
 
     vectors: dict[str, npt.NDArray[np.float64]]
     usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class ExpectedRequest:
+    """A chat request a row is expected to send: its prompt and data (the judge builds and
+    counts the messages as it would send them) and the completion tokens its reply should
+    take (`n` replies of that size)."""
+
+    prompt: Prompt[Any]
+    data: Mapping[str, Any]
+    completion_tokens: int
+    n: int = 1
+
+
+@dataclass(eq=False)
+class RowTicket:
+    """The row a judge request is for, carried by `CURRENT_ROW` from the scorer through the
+    metrics to the judge (metrics ask one request at a time, many rows at once).
+
+    `ordinal` orders the rows of a run (0 first, across all its tables): the judge serves
+    lower ordinals first and, under a budget, starts a row only when the budget can pay what
+    the row is expected to cost (`expected`, asked for only then) beside the rows under way.
+    `metrics` counts the metrics still scoring the row; the row is finished at 0.
+    """
+
+    ordinal: int
+    expected: Callable[[], Sequence[ExpectedRequest]] | None = None
+    metrics: int = 1
+    listeners: list[Callable[[RowTicket], None]] = field(default_factory=list, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.metrics <= 0
+
+    def finish_metric(self) -> None:
+        """One metric is done with the row (whatever its outcome)."""
+        self.metrics -= 1
+        if self.finished:
+            for listener in self.listeners:
+                listener(self)
+            self.listeners.clear()
+
+    @contextmanager
+    def current(self) -> Iterator[RowTicket]:
+        """Requests made inside are for this row."""
+        token = CURRENT_ROW.set(self)
+        try:
+            yield self
+        finally:
+            CURRENT_ROW.reset(token)
+
+
+CURRENT_ROW: ContextVar[RowTicket | None] = ContextVar("ragas_ops_current_row", default=None)
+"""The row the running task's judge requests are for (None: no row, e.g. a shared batch of
+embeddings for rows already under way)."""
 
 
 class JudgeError(Exception):

@@ -31,8 +31,15 @@ import numpy as np
 from ragas_ops.config import QuestionStrategy
 from ragas_ops.contract.inputs import ANSWER, QUESTION, Interaction
 from ragas_ops.contract.status import Status
-from ragas_ops.judge.base import Judge, JudgeOutputError, JudgeRowError, Usage
-from ragas_ops.metrics.base import Detail, ExpectedCall, Metric, MetricResult, as_text
+from ragas_ops.judge.base import Judge, JudgeOutputError, JudgeRowError, RowTicket, Usage
+from ragas_ops.metrics.base import (
+    Detail,
+    ExpectedCall,
+    Metric,
+    MetricResult,
+    as_text,
+    row_tickets,
+)
 from ragas_ops.metrics.registry import register_metric, register_prompts
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
 
@@ -192,10 +199,22 @@ class AnswerRelevance(Metric):
     def version_label(self) -> str:
         return f"{super().version_label} n={self.questions} {self.strategy}"
 
-    async def score_rows(self, rows: Sequence[Interaction], judge: Judge) -> list[MetricResult]:
-        """Generate questions row by row, then embed all rows' questions in shared batches."""
+    async def score_rows(
+        self,
+        rows: Sequence[Interaction],
+        judge: Judge,
+        tickets: Sequence[RowTicket] | None = None,
+    ) -> list[MetricResult]:
+        """Generate questions row by row, then embed all rows' questions in shared batches.
+
+        A row's ticket is done with this metric once its questions are generated: the shared
+        embeddings are for no row in particular, and a row waiting to start must not wait for
+        the rows of a whole batch."""
         steps = await asyncio.gather(
-            *(self.run_guarded(row, judge, self._generate_step) for row in rows)
+            *(
+                self._generate_for(row, judge, ticket)
+                for row, ticket in zip(rows, row_tickets(rows, tickets), strict=True)
+            )
         )
         waiting = [step for step in steps if isinstance(step, _AwaitingEmbeddings)]
         if not waiting:
@@ -215,6 +234,15 @@ class AnswerRelevance(Metric):
             else _similarity(step, embeddings.vectors, embeddings.usage, batch_chars)
             for step in steps
         ]
+
+    async def _generate_for(
+        self, row: Interaction, judge: Judge, ticket: RowTicket
+    ) -> MetricResult | _AwaitingEmbeddings:
+        try:
+            with ticket.current():
+                return await self.run_guarded(row, judge, self._generate_step)
+        finally:
+            ticket.finish_metric()
 
     async def score(self, row: Interaction, judge: Judge, usage: Usage) -> MetricResult:
         """One row on its own (its embeddings in a request of their own)."""
