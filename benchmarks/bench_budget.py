@@ -25,6 +25,7 @@ from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.jobs import score_file
 from ragas_ops.testing.judge_process import test_judge_process
 
+
 def settings_for(base_url: str, **judge: Any) -> Settings:
     settings = Settings()
     settings.judge.base_url = base_url
@@ -78,9 +79,7 @@ def main() -> None:
             f"{'spent USD':>12}{'used':>8}"
         )
         for batch_rows in args.batch_rows:
-            settings = settings_for(
-                url, budget_usd=budget, max_concurrency=args.concurrency
-            )
+            settings = settings_for(url, budget_usd=budget, max_concurrency=args.concurrency)
             settings.batch_rows = batch_rows
             target = work / f"budget-{batch_rows}.parquet"
             spent = run(source, target, settings)

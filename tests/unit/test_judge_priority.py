@@ -81,9 +81,7 @@ def test_a_new_row_starts_only_when_the_budget_covers_it_beside_the_rows_under_w
     assert admission.decide(2, row, in_flight=False) is Decision.START
 
 
-def test_a_row_that_cannot_fit_when_nothing_is_under_way_is_refused_with_every_later_row() -> (
-    None
-):
+def test_a_row_that_cannot_fit_when_nothing_is_under_way_is_refused_with_every_later_row() -> None:
     budget = Budget(usd=1.0)
     budget.add_spent(Spend(0.8, 0))
     admission = RowAdmission(budget)
@@ -117,6 +115,8 @@ def test_a_ticket_is_finished_when_its_last_metric_is() -> None:
     finished: list[int] = []
     ticket = RowTicket(7, metrics=2, listeners=[lambda row: finished.append(row.ordinal)])
     ticket.finish_metric()
-    assert not ticket.finished and finished == []
+    assert not ticket.finished
+    assert finished == []
     ticket.finish_metric()
-    assert ticket.finished and finished == [7]
+    assert ticket.finished
+    assert finished == [7]
