@@ -34,10 +34,10 @@ def as_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def explanation_stand_in() -> str:
-    """A stand-in for a judge's explanation, as long as the estimate assumes (~4 characters a
-    token)."""
-    return "x" * (ESTIMATED_EXPLANATION_TOKENS * 4)
+def explanation_stand_in(tokens: float = ESTIMATED_EXPLANATION_TOKENS) -> str:
+    """A stand-in for text the judge writes (an explanation, a question), `tokens` long as
+    the judge counts text (~4 characters a token)."""
+    return "x" * max(0, round(tokens * 4))
 
 
 @dataclass(frozen=True)
