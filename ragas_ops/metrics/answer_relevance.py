@@ -154,7 +154,8 @@ class AnswerRelevance(Metric):
     estimate_assumption = (
         f"answer relevance: n generated questions of ~{GENERATED_QUESTION_TOKENS} tokens, each "
         "different from every other text; the generated questions and the row's question are "
-        "embedded, one embeddings request per batch of batch_rows rows (more past embedding_batch_size texts); "
+        "embedded, one embeddings request per batch of batch_rows rows (more past "
+        "embedding_batch_size texts); "
         "question_strategy 'sample' is one request with n choices (an endpoint that ignores n "
         "is sent n-1 more)"
     )
