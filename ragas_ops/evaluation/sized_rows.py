@@ -24,28 +24,34 @@ PASSAGE_SENTENCES = 5
 ANSWER_SENTENCES = (3, 5)
 
 
-def _records(paths: Sequence[Path]) -> Iterator[dict[str, str]]:
+def _records(paths: Sequence[Path], half: int | None) -> Iterator[dict[str, str]]:
     for path in paths:
-        with path.open(encoding="utf-8") as lines:
-            for line in lines:
-                if line.strip():
-                    record = json.loads(line)
-                    yield {
-                        "knowledge": str(record.get("knowledge") or record.get("evidence") or ""),
-                        "turn": str(record.get("message") or record.get("previous turn") or ""),
-                        "response": str(record.get("response") or ""),
-                    }
+        lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+        if half is not None:
+            middle = len(lines) // 2
+            lines = lines[:middle] if half == 0 else lines[middle:]
+        for line in lines:
+            record = json.loads(line)
+            yield {
+                "knowledge": str(record.get("knowledge") or record.get("evidence") or ""),
+                "turn": str(record.get("message") or record.get("previous turn") or ""),
+                "response": str(record.get("response") or ""),
+            }
 
 
-def sized_rows(paths: Sequence[Path], rows: int, seed: int = 0) -> pa.Table:
-    """Up to `rows` WikiEval-sized rows (id, question, contexts, answer) from BEGIN files."""
+def sized_rows(
+    paths: Sequence[Path], rows: int, seed: int = 0, half: int | None = None
+) -> pa.Table:
+    """Up to `rows` WikiEval-sized rows (id, question, contexts, answer) from BEGIN files;
+    `half` 0 or 1: from the first or the second half of each file only (two disjoint sets:
+    one to measure the estimate's coefficients on, one to check it on)."""
     rng = random.Random(seed)
     ids: list[str] = []
     questions: list[str] = []
     contexts: list[list[str]] = []
     answers: list[str] = []
     sentences: list[str] = []
-    for record in _records(paths):
+    for record in _records(paths, half):
         if len(ids) >= rows:
             break
         sentences += [s for s in split_sentences(record["knowledge"]) if s not in sentences]

@@ -36,11 +36,12 @@ from ragas_ops.metrics.registry import register_metric, register_prompts
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
 from ragas_ops.text import split_sentences
 
-VERDICT_EXPLANATION_TOKENS = 13
-"""Tokens of one verdict's explanation, for the cost estimate: measured (13.2 a verdict, no
-trend with the statement's length) on 69 WikiEval-sized calibration rows built from BEGIN's
-wow and v1 dev files, which the estimate's validation does not use; the prompt's own example
-explains in 12-22 tokens (15.5 on average), which a real LLM imitates."""
+VERDICT_EXPLANATION_TOKENS = 14
+"""Tokens of one verdict's explanation, for the cost estimate: measured (13.6 a verdict, no
+trend with the statement's length) on the test judge's replies over 190 WikiEval-sized
+calibration rows built from the first half of BEGIN's cmu and tc dev files (the estimate is
+checked on the second half); the prompt's own example explains in 12-22 tokens (15.5 on
+average), which a real LLM imitates."""
 
 
 class Statements(OutputModel):
