@@ -107,6 +107,8 @@ class RowTicket:
     expected: Callable[[], Sequence[ExpectedRequest]] | None = None
     metrics: int = 1
     listeners: list[Callable[[RowTicket], None]] = field(default_factory=list, repr=False)
+    sequence: RowSequence | None = field(default=None, repr=False)
+    """The run's rows, when a scorer hands them out (None: a row on its own)."""
 
     @property
     def finished(self) -> bool:
@@ -119,6 +121,8 @@ class RowTicket:
             for listener in self.listeners:
                 listener(self)
             self.listeners.clear()
+            if self.sequence is not None:
+                self.sequence.close(self)
 
     @contextmanager
     def current(self) -> Iterator[RowTicket]:
@@ -128,6 +132,33 @@ class RowTicket:
             yield self
         finally:
             CURRENT_ROW.reset(token)
+
+
+class RowSequence:
+    """The rows a scorer hands out, in order, while they are not finished: so that a judge
+    starts rows strictly in order, and a row whose first request comes late (one whose only
+    request is its last metric's) is not overtaken by the rows after it."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, RowTicket] = {}
+        """Tickets not finished, in the order they were issued (ascending ordinals)."""
+        self.listeners: list[Callable[[RowTicket], None]] = []
+        """Called whenever a row of the sequence is finished."""
+        self._next = 0
+
+    def issue(
+        self, expected: Callable[[], Sequence[ExpectedRequest]] | None, metrics: int
+    ) -> RowTicket:
+        """The next row's ticket."""
+        ticket = RowTicket(self._next, expected, metrics, sequence=self)
+        self.open[ticket.ordinal] = ticket
+        self._next += 1
+        return ticket
+
+    def close(self, ticket: RowTicket) -> None:
+        self.open.pop(ticket.ordinal, None)
+        for listener in list(self.listeners):
+            listener(ticket)
 
 
 CURRENT_ROW: ContextVar[RowTicket | None] = ContextVar("ragas_ops_current_row", default=None)

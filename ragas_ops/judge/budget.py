@@ -10,6 +10,7 @@ request's row gets the status `budget_exhausted`; nothing already answered is th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ragas_ops.contract.status import Status
@@ -38,6 +39,9 @@ class Spend:
 
     def __sub__(self, other: Spend) -> Spend:
         return Spend(self.usd - other.usd, self.tokens - other.tokens)
+
+    def scaled(self, factor: float) -> Spend:
+        return Spend(self.usd * factor, math.ceil(self.tokens * factor))
 
     def at_least_zero(self) -> Spend:
         return Spend(max(self.usd, 0.0), max(self.tokens, 0))

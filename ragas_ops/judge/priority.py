@@ -7,8 +7,11 @@ lowest row ordinal first, so the rows begun first finish first.
 Under a budget a row starts (sends its first request) only when the budget can pay, beside
 what was spent and what requests in flight may cost, what every row under way is still
 expected to cost, what this row is expected to cost, and one request's worst case more (the
-largest reservation seen: a row's last request reserves its most before it is sent). Rows
-start in ordinal order: the lowest waiting row is the one considered. When it does not fit it
+largest reservation seen: a row's last request reserves its most before it is sent). What a
+row is expected to cost is corrected by what the finished rows of the run really cost against
+their expectation, when that is more (an estimate that runs low must not leave rows half
+scored; one that runs high only leaves a row's worth unspent at the end). Rows start in
+ordinal order: the lowest waiting row is the one considered. When it does not fit it
 waits while rows are under way (they usually cost less than expected); once nothing is under
 way and it still does not fit, it is refused, and so is every row after it. Rows already
 started are never refused by this rule: they finish, so the rows past a budget are the last
@@ -48,10 +51,9 @@ class _UnderWay:
     settled: Spend = field(default_factory=Spend)
     reserved: Spend = field(default_factory=Spend)
 
-    @property
-    def outstanding(self) -> Spend:
+    def outstanding(self, correction: float) -> Spend:
         """What it may still need beyond what it spent and holds (never below 0)."""
-        return (self.expected - self.settled - self.reserved).at_least_zero()
+        return (self.expected.scaled(correction) - self.settled - self.reserved).at_least_zero()
 
 
 class RowAdmission:
@@ -61,31 +63,50 @@ class RowAdmission:
         self.budget = budget
         self._under_way: dict[int, _UnderWay] = {}
         self._waiting: Counter[int] = Counter()
+        self._first_waiting: int | None = None
         self._refused_from: int | None = None
         self.largest_reservation = Spend()
         """One request's worst case: kept free when a row starts."""
         self.rows_started = 0
+        self._expected_finished = Spend()
+        self._settled_finished = Spend()
+
+    @property
+    def correction(self) -> float:
+        """What finished rows cost over what they were expected to (at least 1)."""
+        ratios = [1.0]
+        if self._expected_finished.usd > 0:
+            ratios.append(self._settled_finished.usd / self._expected_finished.usd)
+        if self._expected_finished.tokens > 0:
+            ratios.append(self._settled_finished.tokens / self._expected_finished.tokens)
+        return max(ratios)
 
     def started(self, ordinal: int) -> bool:
         return ordinal in self._under_way
 
     def wait(self, ordinal: int) -> None:
         self._waiting[ordinal] += 1
+        if self._first_waiting is None or ordinal < self._first_waiting:
+            self._first_waiting = ordinal
 
     def stop_waiting(self, ordinal: int) -> None:
         self._waiting[ordinal] -= 1
         if self._waiting[ordinal] <= 0:
             del self._waiting[ordinal]
+            if ordinal == self._first_waiting:
+                self._first_waiting = min(self._waiting, default=None)
 
-    def decide(self, ordinal: int, expected: Spend, *, in_flight: bool) -> Decision:
-        """Whether the row `ordinal` (waiting, see `wait`) may start now."""
+    def decide(self, row: RowTicket, expected: Spend, *, in_flight: bool) -> Decision:
+        """Whether `row` (waiting, see `wait`) may start now."""
+        ordinal = row.ordinal
         if self._refused_from is not None and ordinal >= self._refused_from:
             return Decision.REFUSE
-        if self._waiting and ordinal > min(self._waiting):
-            return Decision.WAIT  # a row before it waits: rows start in order
-        committed = expected + self.largest_reservation
-        for row in self._under_way.values():
-            committed = committed + row.outstanding
+        if ordinal != self._first_waiting or self._earlier_row_not_started(row):
+            return Decision.WAIT  # a row before it goes first: rows start in order
+        correction = self.correction
+        committed = expected.scaled(correction) + self.largest_reservation
+        for under_way in self._under_way.values():
+            committed = committed + under_way.outstanding(correction)
         if self.budget.fits(committed, with_reserved=True):
             self._under_way[ordinal] = _UnderWay(expected)
             self.rows_started += 1
@@ -94,6 +115,18 @@ class RowAdmission:
             return Decision.WAIT
         self._refused_from = ordinal
         return Decision.REFUSE
+
+    def _earlier_row_not_started(self, row: RowTicket) -> bool:
+        """Whether a row before `row` in its sequence is neither finished nor started (its
+        first request has not come yet: it comes first)."""
+        if row.sequence is None:
+            return False
+        for ordinal in row.sequence.open:
+            if ordinal >= row.ordinal:
+                return False
+            if ordinal not in self._under_way:
+                return True
+        return False
 
     def reserve(self, ordinal: int | None, reserved: Spend) -> None:
         if reserved.usd > self.largest_reservation.usd or (
@@ -115,4 +148,7 @@ class RowAdmission:
 
     def finish(self, ordinal: int) -> None:
         """The row's metrics are all done: it needs nothing more."""
-        self._under_way.pop(ordinal, None)
+        row = self._under_way.pop(ordinal, None)
+        if row is not None and not row.reserved.tokens:
+            self._expected_finished = self._expected_finished + row.expected
+            self._settled_finished = self._settled_finished + row.settled

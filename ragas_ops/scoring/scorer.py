@@ -26,7 +26,7 @@ from ragas_ops.contract.inputs import (
 )
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.contract.status import Status
-from ragas_ops.judge.base import ExpectedRequest, Judge, RowTicket, Usage
+from ragas_ops.judge.base import ExpectedRequest, Judge, RowSequence, RowTicket, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.sampling import (
     ROW_ID_COLUMN,
@@ -96,8 +96,8 @@ class Scorer:
         self.id_column = id_column
         self.summary = RunSummary()
         self._version = package_version()
-        self._next_row = 0
-        """The ordinal of the next row to reach the judge, across every table of the run."""
+        self._rows = RowSequence()
+        """The rows handed to the judge, numbered across every table of the run."""
 
     async def score_table(self, table: pa.Table) -> pa.Table:
         """Score every row of `table`; the result has the same rows, in the same order."""
@@ -135,10 +135,9 @@ class Scorer:
     def _tickets(self, rows: Sequence[Interaction]) -> list[RowTicket]:
         """One ticket per row, numbered on from the previous table's (taken before anything
         is awaited, so tables in flight keep their order), shared by all metrics."""
-        first, self._next_row = self._next_row, self._next_row + len(rows)
         return [
-            RowTicket(first + index, _expected_requests(self.metrics, row), len(self.metrics))
-            for index, row in enumerate(rows)
+            self._rows.issue(_expected_requests(self.metrics, row), len(self.metrics))
+            for row in rows
         ]
 
     def _sample(self, table: pa.Table) -> list[bool]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ragas_ops.judge.base import CURRENT_ROW, RowTicket
+from ragas_ops.judge.base import CURRENT_ROW, RowSequence, RowTicket
 from ragas_ops.judge.budget import Budget, Spend
 from ragas_ops.judge.priority import Decision, RowAdmission
 from ragas_ops.judge.rate_limit import PrioritySlots
@@ -64,21 +64,21 @@ def test_a_new_row_starts_only_when_the_budget_covers_it_beside_the_rows_under_w
     row = Spend(0.3, 0)
     for ordinal in (0, 1, 2):
         admission.wait(ordinal)
-    assert admission.decide(0, row, in_flight=False) is Decision.START
+    assert admission.decide(RowTicket(0), row, in_flight=False) is Decision.START
     admission.stop_waiting(0)
-    assert admission.decide(2, row, in_flight=False) is Decision.WAIT  # row 1 goes first
-    assert admission.decide(1, row, in_flight=False) is Decision.START
+    assert admission.decide(RowTicket(2), row, in_flight=False) is Decision.WAIT  # row 1 goes first
+    assert admission.decide(RowTicket(1), row, in_flight=False) is Decision.START
     admission.stop_waiting(1)
     held = budget.reserve(Spend(0.2, 0), "row 0's request")  # its most is 0.2
     admission.reserve(0, held)
     # 0.2 held, 0.1 more expected for row 0, 0.3 for row 1, the largest reservation (0.2)
     # kept free: 0.3 more does not fit while they are under way, so row 2 waits for them.
-    assert admission.decide(2, row, in_flight=True) is Decision.WAIT
+    assert admission.decide(RowTicket(2), row, in_flight=True) is Decision.WAIT
     budget.settle(held, Spend(0.1, 0))
     admission.settle(0, held, Spend(0.1, 0))
     admission.finish(0)  # row 0 cost 0.1, not 0.3
     admission.finish(1)
-    assert admission.decide(2, row, in_flight=False) is Decision.START
+    assert admission.decide(RowTicket(2), row, in_flight=False) is Decision.START
 
 
 def test_a_row_that_cannot_fit_when_nothing_is_under_way_is_refused_with_every_later_row() -> None:
@@ -87,10 +87,13 @@ def test_a_row_that_cannot_fit_when_nothing_is_under_way_is_refused_with_every_l
     admission = RowAdmission(budget)
     admission.wait(5)
     admission.wait(6)
-    assert admission.decide(5, Spend(0.3, 0), in_flight=False) is Decision.REFUSE
+    assert admission.decide(RowTicket(5), Spend(0.3, 0), in_flight=False) is Decision.REFUSE
     admission.stop_waiting(5)
-    assert admission.decide(6, Spend(0.01, 0), in_flight=False) is Decision.REFUSE
-    assert admission.decide(4, Spend(0.1, 0), in_flight=False) is Decision.START  # before it
+    assert admission.decide(RowTicket(6), Spend(0.01, 0), in_flight=False) is Decision.REFUSE
+    admission.stop_waiting(6)
+    admission.wait(4)
+    before = RowTicket(4)
+    assert admission.decide(before, Spend(0.1, 0), in_flight=False) is Decision.START
 
 
 def test_requests_carry_the_row_their_task_is_scoring() -> None:
@@ -120,3 +123,22 @@ def test_a_ticket_is_finished_when_its_last_metric_is() -> None:
     ticket.finish_metric()
     assert ticket.finished
     assert finished == [7]
+
+
+def test_a_row_whose_first_request_comes_late_is_not_overtaken() -> None:
+    """Row 0's only request is its last metric's: row 1, whose first request comes first,
+    waits for it, and goes once row 0 has started, or is finished without a request."""
+    sequence = RowSequence()
+    first, second, third = (sequence.issue(None, metrics=1) for _ in range(3))
+    admission = RowAdmission(Budget(usd=1.0))
+    admission.wait(1)
+    assert admission.decide(second, Spend(0.1, 0), in_flight=False) is Decision.WAIT
+    admission.wait(0)
+    assert admission.decide(first, Spend(0.1, 0), in_flight=False) is Decision.START
+    admission.stop_waiting(0)
+    assert admission.decide(second, Spend(0.1, 0), in_flight=False) is Decision.START
+    admission.stop_waiting(1)
+    first.finish_metric()
+    second.finish_metric()
+    third.finish_metric()
+    assert sequence.open == {}

@@ -717,10 +717,12 @@ class OpenAIJudge:
         if row is None or not self.budget.limited or self.rows.started(row.ordinal):
             return
         expected = self._expected_spend(row)
+        if row.sequence is not None and self._sequence_row_done not in row.sequence.listeners:
+            row.sequence.listeners.append(self._sequence_row_done)
         self.rows.wait(row.ordinal)
         try:
             while not self.rows.started(row.ordinal):  # another metric may start it first
-                decision = self.rows.decide(row.ordinal, expected, in_flight=self.budget.in_flight)
+                decision = self.rows.decide(row, expected, in_flight=self.budget.in_flight)
                 if decision is Decision.START:
                     row.listeners.append(self._row_finished)
                     return
@@ -733,6 +735,10 @@ class OpenAIJudge:
 
     def _row_finished(self, row: RowTicket) -> None:
         self.rows.finish(row.ordinal)
+        self._wake_budget_waiters()
+
+    def _sequence_row_done(self, row: RowTicket) -> None:
+        """A row of the run is finished, started or not: the rows after it may go."""
         self._wake_budget_waiters()
 
     def _expected_spend(self, row: RowTicket) -> Spend:
