@@ -136,8 +136,10 @@ class Metric(ABC):
 
     def expected_requests(self, row: Interaction) -> list[ExpectedRequest]:
         """The chat requests scoring `row` is expected to send (none for a row whose fields
-        this metric cannot use): what the judge holds a budget for when the row starts."""
-        if row.problem_with(self.requires):
+        this metric cannot use): what the judge holds a budget for when the row starts. A
+        metric that declares no `expected_calls` is expected to ask nothing: the budget then
+        still holds back one request's worst case when a row starts."""
+        if row.problem_with(self.requires) or type(self).expected_calls is Metric.expected_calls:
             return []
         return [call.request() for call in self.expected_calls(row)]
 
