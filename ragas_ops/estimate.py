@@ -31,6 +31,7 @@ from ragas_ops.contract.inputs import (
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.judge.openai.judge import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
 from ragas_ops.metrics import build_metrics, metric_kind
+from ragas_ops.metrics.answer_relevance import GENERATED_QUESTION_TOKENS
 from ragas_ops.metrics.base import Metric
 from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pricing import Price, price_for
@@ -298,8 +299,7 @@ class _RowCounter:
         for metric in self.metrics:
             if row.problem_with(metric.requires):
                 continue
-            # An unknown text (a generated question) is assumed as long as the row's question.
-            tokens = estimate_tokens(row.question or "")
+            tokens = GENERATED_QUESTION_TOKENS  # an unknown text: a generated question
             texts += [
                 (text, tokens if text is None else estimate_tokens(text))
                 for text in metric.expected_embedding_inputs(row)

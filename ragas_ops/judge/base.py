@@ -8,7 +8,9 @@ hands back values with the usage they cost. Row-level failures are exceptions of
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol
 
@@ -93,6 +95,92 @@ class Embeddings:
 
     vectors: dict[str, npt.NDArray[np.float64]]
     usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class ExpectedRequest:
+    """A chat request a row is expected to send: its prompt and data (the judge builds and
+    counts the messages as it would send them) and the completion tokens its reply should
+    take (`n` replies of that size)."""
+
+    prompt: Prompt[Any]
+    data: Mapping[str, Any]
+    completion_tokens: int
+    n: int = 1
+
+
+@dataclass(eq=False)
+class RowTicket:
+    """The row a judge request is for, carried by `CURRENT_ROW` from the scorer through the
+    metrics to the judge (metrics ask one request at a time, many rows at once).
+
+    `ordinal` orders the rows of a run (0 first, across all its tables): the judge serves
+    lower ordinals first and, under a budget, starts a row only when the budget can pay what
+    the row is expected to cost (`expected`, asked for only then) beside the rows under way.
+    `metrics` counts the metrics still scoring the row; the row is finished at 0.
+    """
+
+    ordinal: int
+    expected: Callable[[], Sequence[ExpectedRequest]] | None = None
+    metrics: int = 1
+    listeners: list[Callable[[RowTicket], None]] = field(default_factory=list, repr=False)
+    sequence: RowSequence | None = field(default=None, repr=False)
+    """The run's rows, when a scorer hands them out (None: a row on its own)."""
+
+    @property
+    def finished(self) -> bool:
+        return self.metrics <= 0
+
+    def finish_metric(self) -> None:
+        """One metric is done with the row (whatever its outcome)."""
+        self.metrics -= 1
+        if self.finished:
+            for listener in self.listeners:
+                listener(self)
+            self.listeners.clear()
+            if self.sequence is not None:
+                self.sequence.close(self)
+
+    @contextmanager
+    def current(self) -> Iterator[RowTicket]:
+        """Requests made inside are for this row."""
+        token = CURRENT_ROW.set(self)
+        try:
+            yield self
+        finally:
+            CURRENT_ROW.reset(token)
+
+
+class RowSequence:
+    """The rows a scorer hands out, in order, while they are not finished: so that a judge
+    starts rows strictly in order, and a row whose first request comes late (one whose only
+    request is its last metric's) is not overtaken by the rows after it."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, RowTicket] = {}
+        """Tickets not finished, in the order they were issued (ascending ordinals)."""
+        self.listeners: list[Callable[[RowTicket], None]] = []
+        """Called whenever a row of the sequence is finished."""
+        self._next = 0
+
+    def issue(
+        self, expected: Callable[[], Sequence[ExpectedRequest]] | None, metrics: int
+    ) -> RowTicket:
+        """The next row's ticket."""
+        ticket = RowTicket(self._next, expected, metrics, sequence=self)
+        self.open[ticket.ordinal] = ticket
+        self._next += 1
+        return ticket
+
+    def close(self, ticket: RowTicket) -> None:
+        self.open.pop(ticket.ordinal, None)
+        for listener in list(self.listeners):
+            listener(ticket)
+
+
+CURRENT_ROW: ContextVar[RowTicket | None] = ContextVar("ragas_ops_current_row", default=None)
+"""The row the running task's judge requests are for (None: no row, e.g. a shared batch of
+embeddings for rows already under way)."""
 
 
 class JudgeError(Exception):

@@ -10,6 +10,7 @@ request's row gets the status `budget_exhausted`; nothing already answered is th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ragas_ops.contract.status import Status
@@ -33,6 +34,18 @@ class Spend:
     def of(cls, usage: Usage) -> Spend:
         return cls(usage.cost_usd or 0.0, usage.tokens)
 
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(self.usd + other.usd, self.tokens + other.tokens)
+
+    def __sub__(self, other: Spend) -> Spend:
+        return Spend(self.usd - other.usd, self.tokens - other.tokens)
+
+    def scaled(self, factor: float) -> Spend:
+        return Spend(self.usd * factor, math.ceil(self.tokens * factor))
+
+    def at_least_zero(self) -> Spend:
+        return Spend(max(self.usd, 0.0), max(self.tokens, 0))
+
 
 class Budget:
     """What one run may still spend. `usd` or `tokens` None: no limit on that."""
@@ -42,6 +55,8 @@ class Budget:
         self.tokens = tokens
         self._spent = Spend()
         self._reserved = Spend()
+        self._holding = 0
+        """Reservations held (a count: sums of money do not return to exactly 0)."""
         self.refused = 0
         """Requests refused for want of budget."""
 
@@ -61,9 +76,8 @@ class Budget:
         """Hold `expected` for a request about to be sent, or raise `BudgetExhaustedError`."""
         if not self.fits(expected, with_reserved=True):
             raise self.refuse(what)
-        self._reserved = Spend(
-            self._reserved.usd + expected.usd, self._reserved.tokens + expected.tokens
-        )
+        self._reserved = self._reserved + expected
+        self._holding += 1
         return expected
 
     def fits(self, expected: Spend, *, with_reserved: bool) -> bool:
@@ -80,7 +94,7 @@ class Budget:
     @property
     def in_flight(self) -> bool:
         """Whether some reservation is held (a request in flight may settle for less)."""
-        return self._reserved.usd > 0 or self._reserved.tokens > 0
+        return self._holding > 0
 
     def refuse(self, what: str) -> BudgetExhaustedError:
         """Count a refused request; the error its row gets."""
@@ -92,13 +106,14 @@ class Budget:
 
     def settle(self, reserved: Spend, actual: Spend) -> None:
         """Replace a reservation by what the request really cost (`Spend()` if it failed)."""
-        self._reserved = Spend(
-            self._reserved.usd - reserved.usd, self._reserved.tokens - reserved.tokens
-        )
+        self._reserved = self._reserved - reserved
+        self._holding -= 1
+        if not self._holding:
+            self._reserved = Spend()
         self.add_spent(actual)
 
     def add_spent(self, actual: Spend) -> None:
-        self._spent = Spend(self._spent.usd + actual.usd, self._spent.tokens + actual.tokens)
+        self._spent = self._spent + actual
 
     @property
     def spent(self) -> Spend:

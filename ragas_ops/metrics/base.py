@@ -15,8 +15,9 @@ from pydantic import BaseModel
 
 from ragas_ops.contract.inputs import Interaction
 from ragas_ops.contract.status import Status
-from ragas_ops.judge.base import Judge, JudgeRowError, Usage
+from ragas_ops.judge.base import ExpectedRequest, Judge, JudgeRowError, RowTicket, Usage
 from ragas_ops.prompts import Prompt
+from ragas_ops.text import estimate_tokens
 
 StepT = TypeVar("StepT")
 
@@ -33,10 +34,10 @@ def as_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def explanation_stand_in() -> str:
-    """A stand-in for a judge's explanation, as long as the estimate assumes (~4 characters a
-    token)."""
-    return "x" * (ESTIMATED_EXPLANATION_TOKENS * 4)
+def explanation_stand_in(tokens: float = ESTIMATED_EXPLANATION_TOKENS) -> str:
+    """A stand-in for text the judge writes (an explanation, a question), `tokens` long as
+    the judge counts text (~4 characters a token)."""
+    return "x" * max(0, round(tokens * 4))
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,25 @@ class ExpectedCall:
     data: Mapping[str, Any]
     reply: BaseModel
     n: int = 1
+
+    @property
+    def completion_tokens(self) -> int:
+        """Tokens of one reply: the stand-in's JSON, counted as the judge counts text."""
+        return estimate_tokens(self.reply.model_dump_json())
+
+    def request(self) -> ExpectedRequest:
+        return ExpectedRequest(self.prompt, self.data, self.completion_tokens, self.n)
+
+
+def row_tickets(
+    rows: Sequence[Interaction], tickets: Sequence[RowTicket] | None
+) -> Sequence[RowTicket]:
+    """The tickets given (one per row), or tickets numbering the rows from 0."""
+    if tickets is None:
+        return [RowTicket(ordinal) for ordinal in range(len(rows))]
+    if len(tickets) != len(rows):
+        raise ValueError(f"{len(tickets)} row tickets for {len(rows)} rows")
+    return tickets
 
 
 @dataclass
@@ -114,9 +134,40 @@ class Metric(ABC):
         prompt_ids = ", ".join(prompt.id for prompt in self.prompts)
         return f"{self.name}/v{self.version} ({prompt_ids})"
 
-    async def score_rows(self, rows: Sequence[Interaction], judge: Judge) -> list[MetricResult]:
-        """Score rows concurrently; results come back in the order of `rows`."""
-        return list(await asyncio.gather(*(self.score_guarded(row, judge) for row in rows)))
+    def expected_requests(self, row: Interaction) -> list[ExpectedRequest]:
+        """The chat requests scoring `row` is expected to send (none for a row whose fields
+        this metric cannot use): what the judge holds a budget for when the row starts. A
+        metric that declares no `expected_calls` is expected to ask nothing: the budget then
+        still holds back one request's worst case when a row starts."""
+        if row.problem_with(self.requires) or type(self).expected_calls is Metric.expected_calls:
+            return []
+        return [call.request() for call in self.expected_calls(row)]
+
+    async def score_rows(
+        self,
+        rows: Sequence[Interaction],
+        judge: Judge,
+        tickets: Sequence[RowTicket] | None = None,
+    ) -> list[MetricResult]:
+        """Score rows concurrently; results come back in the order of `rows`. Each row's
+        requests carry its ticket (`RowTicket`: its place in the run); without tickets the
+        rows are numbered from 0."""
+        return list(
+            await asyncio.gather(
+                *(
+                    self.score_for(row, judge, ticket)
+                    for row, ticket in zip(rows, row_tickets(rows, tickets), strict=True)
+                )
+            )
+        )
+
+    async def score_for(self, row: Interaction, judge: Judge, ticket: RowTicket) -> MetricResult:
+        """Score one row for its ticket; the metric is done with the row when this returns."""
+        try:
+            with ticket.current():
+                return await self.score_guarded(row, judge)
+        finally:
+            ticket.finish_metric()
 
     async def score_guarded(self, row: Interaction, judge: Judge) -> MetricResult:
         """Score one row, turning an unusable input or a row-level judge failure into a status."""

@@ -11,7 +11,7 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -20,12 +20,13 @@ import pyarrow as pa
 
 from ragas_ops.contract.inputs import (
     ColumnMapping,
+    Interaction,
     SizeBudget,
     interactions_from_table,
 )
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.contract.status import Status
-from ragas_ops.judge.base import Judge, Usage
+from ragas_ops.judge.base import ExpectedRequest, Judge, RowSequence, RowTicket, Usage
 from ragas_ops.metrics.base import Metric, MetricResult
 from ragas_ops.sampling import (
     ROW_ID_COLUMN,
@@ -95,14 +96,17 @@ class Scorer:
         self.id_column = id_column
         self.summary = RunSummary()
         self._version = package_version()
+        self._rows = RowSequence()
+        """The rows handed to the judge, numbered across every table of the run."""
 
     async def score_table(self, table: pa.Table) -> pa.Table:
         """Score every row of `table`; the result has the same rows, in the same order."""
         rows = interactions_from_table(table, self.columns, self.size_budget)
         chosen = self._sample(table)
         picked = [row for row, keep in zip(rows, chosen, strict=True) if keep]
+        tickets = self._tickets(picked)
         per_metric = await asyncio.gather(
-            *(metric.score_rows(picked, self.judge) for metric in self.metrics)
+            *(metric.score_rows(picked, self.judge, tickets) for metric in self.metrics)
         )
         if len(picked) != len(rows):
             per_metric = [self._in_place(chosen, results) for results in per_metric]
@@ -127,6 +131,14 @@ class Scorer:
         finally:
             for task in pending:
                 task.cancel()
+
+    def _tickets(self, rows: Sequence[Interaction]) -> list[RowTicket]:
+        """One ticket per row, numbered on from the previous table's (taken before anything
+        is awaited, so tables in flight keep their order), shared by all metrics."""
+        return [
+            self._rows.issue(_expected_requests(self.metrics, row), len(self.metrics))
+            for row in rows
+        ]
 
     def _sample(self, table: pa.Table) -> list[bool]:
         """Which rows of `table` go to the judge (all of them without sampling); counts the
@@ -199,6 +211,13 @@ class Scorer:
             pa.array([now] * count, pa.timestamp("us", tz="UTC")),
             pa.array([self._version] * count, pa.string()),
         ]
+
+
+def _expected_requests(
+    metrics: Sequence[Metric], row: Interaction
+) -> Callable[[], list[ExpectedRequest]]:
+    """What the row's metrics are expected to ask, worked out only if a budget asks."""
+    return lambda: [request for metric in metrics for request in metric.expected_requests(row)]
 
 
 def _metric_columns(metric: Metric, results: Sequence[MetricResult]) -> list[pa.Array]:

@@ -15,7 +15,14 @@ import pytest
 from ragas_ops.contract.inputs import ColumnMapping, ContractError
 from ragas_ops.contract.outputs import METRIC_SUFFIXES, ROW_COLUMNS, output_schema
 from ragas_ops.contract.status import Status
-from ragas_ops.judge.base import Completion, Embeddings, JudgeRejectedError, Usage
+from ragas_ops.judge.base import (
+    CURRENT_ROW,
+    Completion,
+    Embeddings,
+    JudgeRejectedError,
+    RowTicket,
+    Usage,
+)
 from ragas_ops.metrics import build_metrics
 from ragas_ops.prompts import Prompt
 from ragas_ops.scoring.scorer import Scorer
@@ -223,6 +230,42 @@ async def test_score_stream_keeps_the_order_of_the_tables():
     parts = [log.slice(i, 1) for i in range(4)]
     results = [table async for table in scorer.score_stream(parts, in_flight=3)]
     assert [t.column("id").to_pylist() for t in results] == [[10], [11], [12], [13]]
+
+
+class TicketJudge(RuleJudge):
+    """Records the row (`CURRENT_ROW`) each chat request was made for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[str, int]] = []
+        self.tickets: list[RowTicket] = []
+
+    async def complete(
+        self, prompt: Prompt[Any], data: Mapping[str, Any], *, n: int = 1
+    ) -> Completion[Any]:
+        ticket = CURRENT_ROW.get()
+        assert ticket is not None
+        self.rows.append((prompt.name.split(".")[0], ticket.ordinal))
+        self.tickets.append(ticket)
+        return await super().complete(prompt, data, n=n)
+
+
+async def test_every_request_carries_its_row_numbered_across_the_tables_of_a_run():
+    judge = TicketJudge()
+    scorer = Scorer(build_metrics(METRICS), judge, columns=MAPPING)
+    log = _log()
+    async for _ in scorer.score_stream([log.slice(0, 2), log.slice(2)], in_flight=2):
+        pass
+    by_metric: dict[str, set[int]] = {}
+    for metric, ordinal in judge.rows:
+        by_metric.setdefault(metric, set()).add(ordinal)
+    # Row 2 has no question (no request); row 3 is refused by the content filter after its
+    # first request. The second table's rows go on from the first's.
+    assert by_metric["faithfulness"] == {0, 1, 3}
+    assert by_metric["answer_relevance"] == {0, 1, 3}
+    assert by_metric["context_relevance"] == {0, 1, 3}
+    assert all(ticket.finished for ticket in judge.tickets), "every metric let go of its rows"
+    assert CURRENT_ROW.get() is None
 
 
 async def test_a_missing_mapped_column_fails_before_any_call():

@@ -36,6 +36,7 @@ import openai
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import (
+    CURRENT_ROW,
     Completion,
     Embeddings,
     JudgeFatalError,
@@ -44,6 +45,7 @@ from ragas_ops.judge.base import (
     JudgeRowError,
     JudgeUnavailableError,
     JudgeUnreachableError,
+    RowTicket,
     Usage,
 )
 from ragas_ops.judge.budget import Budget, Spend
@@ -65,7 +67,7 @@ from ragas_ops.judge.openai.tiers import (
     may_lack_capacity,
 )
 from ragas_ops.judge.openai.tiers import retry_after as tier_retry_after
-from ragas_ops.judge.priority import RowOrder
+from ragas_ops.judge.priority import Decision, RowAdmission, priority_of
 from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
 from ragas_ops.judge.shared_budget import shared_budget_for, static_rates
 from ragas_ops.pricing import Price, price_for
@@ -245,20 +247,25 @@ class _Request:
     expected: Spend
     """What the budget holds for it while it is in flight: at most what it can cost."""
     chat: bool
-    priority: int
-    """Lower goes first when requests wait for a slot: the rows started first finish first."""
+    row: RowTicket | None
+    """The row it is for (None: no row in particular)."""
     tier: str | None = None
     """The `service_tier` this attempt is sent with (None: none); set per attempt."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """The SDK's per-request options for this attempt: its tier and timeout."""
 
+    @property
+    def priority(self) -> int:
+        """Lower goes first when requests wait for a slot: the rows started first finish first."""
+        return priority_of(self.row)
+
 
 @dataclass
 class _Call:
-    """One `complete` or `embed` call: the ledger its requests are charged to, and its rank."""
+    """One `complete` or `embed` call: the ledger its requests are charged to, and its row."""
 
     spent: Usage
-    priority: int
+    row: RowTicket | None
 
 
 @dataclass(frozen=True)
@@ -301,7 +308,6 @@ class OpenAIJudge:
         """This process's share of the account, kept up to date with the others (or None)."""
         self._slots = PrioritySlots(settings.max_concurrency)
         self._in_flight: dict[str, asyncio.Future[list[str]]] = {}
-        self._row_order = RowOrder()
         self._rng = rng or random.Random()
         self._fatal: JudgeFatalError | None = None
         self._answered = False
@@ -309,9 +315,9 @@ class OpenAIJudge:
         self.budget = budget_for(settings, self._chat_price)
         self._budget_settled = asyncio.Event()
         self._budget_queue: Counter[int] = Counter()
-        """Requests waiting for budget, by the rank of their row."""
-        self._refused_from_rank: int | None = None
-        """The earliest row refused for want of budget: rows begun after it are refused."""
+        """Requests waiting for budget, by the priority of their row."""
+        self.rows = RowAdmission(self.budget)
+        """The rows under way, and whether the budget lets a new one start."""
         self.total = Usage()
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
@@ -359,7 +365,7 @@ class OpenAIJudge:
                 return hit
         # Everything this call sends is charged here as it happens, so that the row pays for
         # every attempt, repair and top-up, also when it ends in an error.
-        call = _Call(Usage(), self._row_order.rank(data))
+        call = _Call(Usage(), CURRENT_ROW.get())
         texts: list[str] = []
         try:
             texts = await self._single_flight(
@@ -382,7 +388,7 @@ class OpenAIJudge:
     ) -> tuple[list[str], Usage]:
         """Send one prepared chat request (no cache, no parsing): the reply texts and their
         cost. Batch mode uses it for the requests its batches did not answer."""
-        call = _Call(Usage(), self._row_order.rank(()))
+        call = _Call(Usage(), CURRENT_ROW.get())
         try:
             texts = await self._chat(prompt, messages, params, call=call)
         except JudgeRowError as error:
@@ -516,7 +522,7 @@ class OpenAIJudge:
             reserved_completion=reserved_completion,
             expected=expected,
             chat=True,
-            priority=call.priority,
+            row=call.row,
         )
         reply: ChatReply = await self._send(request, call.spent)
         texts = []
@@ -564,7 +570,7 @@ class OpenAIJudge:
         cached = await self._cache.aget_vectors(keys.values())
         vectors = {text: cached[keys[text]] for text in distinct if keys[text] in cached}
         missing = [text for text in distinct if text not in vectors]
-        call = _Call(Usage(cache_hits=len(vectors)), self._row_order.rank(distinct))
+        call = _Call(Usage(cache_hits=len(vectors)), CURRENT_ROW.get())
         try:
             for batch in self._embedding_batches(missing):
                 fresh = await self._embed_batch(batch, call)
@@ -621,7 +627,7 @@ class OpenAIJudge:
             reserved_completion=0,
             expected=expected,
             chat=False,
-            priority=call.priority,
+            row=call.row,
         )
         reply: EmbeddingReply = await self._send(request, call.spent)
         return {texts[index]: vector for index, vector in reply.vectors.items()}
@@ -648,6 +654,7 @@ class OpenAIJudge:
         cost when a reply reports them. The budget holds a request's most possible cost from
         the moment it is sent (not while it waits) until its reply says what it cost.
         """
+        await self._start_row(request)
         last_problem = ""
         attempt, rate_limited, sent = 0, 0, 0
         tiers = TierState()
@@ -718,17 +725,17 @@ class OpenAIJudge:
             if self._fatal is not None:  # another request found the judge unusable
                 raise self._fatal
         except BaseException:
-            self._settle_budget(reserved, Spend())
+            self._settle_budget(request, reserved, Spend())
             raise
         self._charge(spent, Usage(requests=1) if request.chat else Usage(embedding_requests=1))
         try:
             raw = await request.call(request.options)
             reply = request.read(raw.headers.get("content-type", ""), raw.content)
         except RETRIED_ERRORS as error:
-            self._settle_budget(reserved, Spend())  # not answered: nothing said what it cost
+            self._settle_budget(request, reserved, Spend())  # not answered: no cost said
             return self._failed_attempt(error, request, attempt)
         except BaseException:  # a fatal class of error, a cancellation
-            self._settle_budget(reserved, Spend())
+            self._settle_budget(request, reserved, Spend())
             raise
         self._settle_answer(request, reply, reserved, spent)
         self._observe_headers(raw.headers)
@@ -776,13 +783,60 @@ class OpenAIJudge:
         self.events["retry_connection"] += 1  # refused, reset, DNS, TLS
         return _Attempt(problem=f"connection failed ({self._safe(_connection_problem(error))})")
 
+    async def _start_row(self, request: _Request) -> None:
+        """Under a budget, let the request's row start only when the budget can pay for it
+        beside the rows under way (`ragas_ops.judge.priority`); a row under way goes on."""
+        row = request.row
+        if row is None or not self.budget.limited or self.rows.started(row.ordinal):
+            return
+        expected = self._expected_spend(row)
+        if row.sequence is not None and self._sequence_row_done not in row.sequence.listeners:
+            row.sequence.listeners.append(self._sequence_row_done)
+        self.rows.wait(row.ordinal)
+        try:
+            while not self.rows.started(row.ordinal):  # another metric may start it first
+                decision = self.rows.decide(row, expected, in_flight=self.budget.in_flight)
+                if decision is Decision.START:
+                    row.listeners.append(self._row_finished)
+                    return
+                if decision is Decision.REFUSE:
+                    raise self.budget.refuse(request.what)
+                await self._budget_settled.wait()
+        finally:
+            self.rows.stop_waiting(row.ordinal)
+            self._wake_budget_waiters()  # the first row in line changed
+
+    def _row_finished(self, row: RowTicket) -> None:
+        self.rows.finish(row.ordinal)
+        self._wake_budget_waiters()
+
+    def _sequence_row_done(self, row: RowTicket) -> None:
+        """A row of the run is finished, started or not: the rows after it may go."""
+        self._wake_budget_waiters()
+
+    def _expected_spend(self, row: RowTicket) -> Spend:
+        """What the row is expected to cost: its expected requests' messages counted as the
+        judge counts them, their expected replies, at the model's price."""
+        if row.expected is None:
+            return Spend()
+        prompt_tokens = completion_tokens = 0
+        for expected in row.expected():
+            messages = chat_messages(self.settings, expected.prompt, expected.data)
+            prompt_tokens += estimate_chat_tokens(messages)
+            completion_tokens += expected.n * expected.completion_tokens
+        usd = (
+            0.0
+            if self._chat_price is None
+            else self._chat_price.cost(prompt_tokens, completion_tokens)
+        )
+        return Spend(usd, prompt_tokens + completion_tokens)
+
     async def _reserve(self, request: _Request) -> Spend:
         """Hold the most `request` can cost, at send time.
 
         When it fits only once requests in flight have settled (they usually cost less than
         their most), it waits for them instead of being refused, so the budget is used to
-        within one request's worth. Requests of rows begun earlier go first; once a row is
-        refused, so are all rows begun after it: the rows past the budget are the last rows.
+        within one request's worth. Requests of rows begun earlier go first.
         """
         budget = self.budget
         if not budget.limited:
@@ -791,15 +845,14 @@ class OpenAIJudge:
         self._budget_queue[rank] += 1
         try:
             while True:
-                if self._refused_from_rank is not None and rank > self._refused_from_rank:
-                    raise budget.refuse(request.what)
                 first = rank <= min(r for r, waiting in self._budget_queue.items() if waiting)
                 if first and budget.fits(request.expected, with_reserved=True):
-                    return budget.reserve(request.expected, request.what)
+                    reserved = budget.reserve(request.expected, request.what)
+                    self.rows.reserve(_ordinal(request), reserved)
+                    return reserved
                 if first and (
                     not budget.in_flight or not budget.fits(request.expected, with_reserved=False)
                 ):
-                    self._refused_from_rank = min(rank, self._refused_from_rank or rank)
                     raise budget.refuse(request.what)
                 await self._budget_settled.wait()
         finally:
@@ -808,12 +861,15 @@ class OpenAIJudge:
                 del self._budget_queue[rank]
             self._wake_budget_waiters()  # the first in line changed
 
-    def _settle_budget(self, reserved: Spend, actual: Spend) -> None:
+    def _settle_budget(self, request: _Request, reserved: Spend, actual: Spend) -> None:
         self.budget.settle(reserved, actual)
+        if self.budget.limited:
+            self.rows.settle(_ordinal(request), reserved, actual)
         self._wake_budget_waiters()
 
     def _wake_budget_waiters(self) -> None:
-        """Those waiting for budget look again (a settle, or a change of who is first)."""
+        """Those waiting for budget look again (a settle, a row done, a change of who is
+        first)."""
         self._budget_settled.set()
         self._budget_settled = asyncio.Event()
 
@@ -824,7 +880,7 @@ class OpenAIJudge:
             else self._embedding_usage(reply.usage)
         )
         self._charge(spent, usage)
-        self._settle_budget(reserved, Spend.of(usage))
+        self._settle_budget(request, reserved, Spend.of(usage))
         # What the provider counted: the real prompt, and the completion it reserved (it
         # keeps a reservation the answer did not use; a longer answer costs more).
         completion = usage.completion_tokens
@@ -938,6 +994,10 @@ def _int_header(headers: Mapping[str, str], name: str) -> int | None:
         return None if value is None else int(float(value))
     except ValueError:
         return None
+
+
+def _ordinal(request: _Request) -> int | None:
+    return None if request.row is None else request.row.ordinal
 
 
 def _connection_problem(error: Exception) -> str:
