@@ -19,12 +19,12 @@ from ragas_ops.cli.main import main
 from ragas_ops.config import JudgeSettings
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import JudgeUnavailableError
+from ragas_ops.judge.cache import open_cache
 from ragas_ops.judge.openai.judge import (
     OpenAIJudge,
     chat_cache_key,
     chat_messages,
     chat_params,
-    open_cache,
 )
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
