@@ -8,6 +8,9 @@ schema and `max_tokens` at admission). Days are planned with the pipeline's `pla
 chunk is scored by the real task code (`chunk_settings` + `run_score_chunk`, what
 `ScoreChunkOperator` runs) in a process of its own, started as a LocalExecutor would when a slot
 of its pool frees: `pool_slots` (4) nightly slots and `backfill_pool_slots` (2) backfill slots.
+Like Airflow's LocalExecutor, which forks its task processes from a parent that has imported
+Airflow, the tasks are forked from this script once it has imported the scoring code, so a
+task's start is not a fresh interpreter's imports.
 
 Scenarios: (a) a one-chunk day; (b) a ten-chunk day, four slots; (c) a nightly day that starts
 while a backfill of two days runs. For each: attempts, the share answered 429, rows lost (not
@@ -22,9 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections import deque
@@ -35,8 +37,14 @@ from typing import Any
 import pyarrow.parquet as pq
 from bench_shared_budget import METRICS, share_of_bound
 
+from ragas_ops.config import settings_from_environment
+from ragas_ops.contract.layout import Lake
+from ragas_ops.pipeline.plan import chunk_from_dict, plan_day
+from ragas_ops.pipeline.steps import chunk_settings, plan_result, run_score_chunk
+from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
+FORK = multiprocessing.get_context("fork")
 KEY = "sk-" + "bench-0123456789abcdefghijklmnop"  # never a real key: the test double's
 NIGHTLY_DAY = "2026-11-28"
 BACKFILL_DAYS = ("2026-11-20", "2026-11-21")
@@ -70,7 +78,7 @@ SCENARIOS = {
 class Task:
     pool: str  # "nightly" or "backfill"
     chunk: dict[str, Any]
-    process: subprocess.Popen[bytes] | None = None
+    process: multiprocessing.process.BaseProcess | None = None
     ended: float | None = None
 
 
@@ -83,6 +91,8 @@ class Outcome:
     lost: int
     bound: float
     wall: float
+    busy: float  # the server's first request to its last
+    cpu: float  # the scoring tasks' CPU seconds
     finished: dict[str, float] = field(default_factory=dict)  # pool -> seconds from start
     failed_tasks: int = 0
 
@@ -92,9 +102,10 @@ class Outcome:
 
 
 def environment(
-    work: Path, base_url: str, scenario: Scenario, shared: str, slots: dict[str, int]
+    work: Path, base_url: str, scenario: Scenario, shared: str, options: argparse.Namespace
 ) -> dict[str, str]:
-    """The scoring tasks' environment: one lake, one judge cache (so one budget.sqlite)."""
+    """The scoring tasks' environment: one lake, one judge cache (so one budget.sqlite), the
+    account's rpm and tpm (the pipeline divides them among its slots, or shares them)."""
     return {
         **os.environ,
         "OPENAI_API_KEY": KEY,
@@ -106,18 +117,15 @@ def environment(
         "RAGAS_OPS_JUDGE_EMBEDDING_MODEL": "test-embedding",
         "RAGAS_OPS_JUDGE_CACHE_PATH": str(work / "cache" / "judge.sqlite"),
         "RAGAS_OPS_JUDGE_SHARED_BUDGET": shared,
-        "RAGAS_OPS_PIPELINE_POOL_SLOTS": str(slots["nightly"]),
-        "RAGAS_OPS_PIPELINE_BACKFILL_POOL_SLOTS": str(slots["backfill"]),
+        "RAGAS_OPS_JUDGE_RPM": str(options.rpm),
+        "RAGAS_OPS_JUDGE_TPM": str(options.tpm),
+        "RAGAS_OPS_PIPELINE_POOL_SLOTS": str(options.pool_slots),
+        "RAGAS_OPS_PIPELINE_BACKFILL_POOL_SLOTS": str(options.backfill_pool_slots),
     }
 
 
 def plan(work: Path, environ: dict[str, str], scenario: Scenario) -> list[Task]:
     """Write the scenario's logs and plan its days with the pipeline's own `plan_day`."""
-    from ragas_ops.config import settings_from_environment
-    from ragas_ops.contract.layout import Lake
-    from ragas_ops.pipeline.plan import plan_day
-    from ragas_ops.pipeline.steps import plan_result
-    from ragas_ops.samples import sample_interactions
 
     days = [(day, "backfill", scenario.backfill_rows) for day in BACKFILL_DAYS]
     days.append((NIGHTLY_DAY, "nightly", scenario.nightly_rows))
@@ -138,8 +146,8 @@ def plan(work: Path, environ: dict[str, str], scenario: Scenario) -> list[Task]:
 def launch(task: Task, work: Path, environ: dict[str, str]) -> None:
     spec = work / f"task-{task.chunk['day']}-{task.chunk['index']}.json"
     spec.write_text(json.dumps({"pool": task.pool, "chunk": task.chunk}))
-    command = [sys.executable, __file__, "--child", str(spec)]
-    task.process = subprocess.Popen(command, env=environ, stdout=subprocess.DEVNULL)
+    task.process = FORK.Process(target=child, args=(str(spec), environ))
+    task.process.start()
 
 
 def run_tasks(
@@ -152,7 +160,7 @@ def run_tasks(
     started = time.monotonic()
     while any(waiting.values()) or running:
         now = time.monotonic() - started
-        for task in [t for t in running if t.process is not None and t.process.poll() is not None]:
+        for task in [t for t in running if t.process is not None and not t.process.is_alive()]:
             task.ended = now
             running.remove(task)
         for pool, queue in waiting.items():
@@ -172,23 +180,27 @@ def run_tasks(
     return time.monotonic() - started, ended
 
 
-def rows_lost(tasks: list[Task], work: Path) -> tuple[int, int, int]:
-    """(rows planned, rows not fully scored, failed tasks) over the scenario's chunks."""
+def rows_lost(tasks: list[Task], work: Path) -> tuple[int, int, int, float]:
+    """(rows planned, rows not fully scored, failed tasks, the tasks' CPU seconds) over the
+    scenario's chunks."""
     total = lost = failed = 0
+    cpu = 0.0
     for task in tasks:
         rows = sum(int(piece["rows"]) for piece in task.chunk["slices"])
         total += rows
         result = work / f"task-{task.chunk['day']}-{task.chunk['index']}.result.json"
-        if task.process is None or task.process.returncode != 0 or not result.exists():
+        if task.process is None or task.process.exitcode != 0 or not result.exists():
             lost += rows
             failed += 1
             continue
-        scored = pq.read_table(json.loads(result.read_text())["file"]).to_pylist()
+        outcome = json.loads(result.read_text())
+        cpu += outcome["cpu_seconds"]
+        scored = pq.read_table(outcome["file"]).to_pylist()
         complete = sum(
             all(row[f"{m}_status"] != "judge_unavailable" for m in METRICS) for row in scored
         )
         lost += rows - complete
-    return total, lost, failed
+    return total, lost, failed, cpu
 
 
 def measure(scenario: Scenario, shared: str, options: argparse.Namespace) -> Outcome:
@@ -197,11 +209,11 @@ def measure(scenario: Scenario, shared: str, options: argparse.Namespace) -> Out
     with test_judge_process(*server_options) as base_url, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         slots = {"nightly": options.pool_slots, "backfill": options.backfill_pool_slots}
-        environ = environment(work, base_url, scenario, shared, slots)
+        environ = environment(work, base_url, scenario, shared, options)
         tasks = plan(work, environ, scenario)
         wall, ended = run_tasks(tasks, work, environ, slots, scenario.nightly_delay)
         stats = server_stats(base_url)
-        total, lost, failed = rows_lost(tasks, work)
+        total, lost, failed, cpu = rows_lost(tasks, work)
     answered = stats["answered_by_endpoint"]["chat"] + stats["answered_by_endpoint"]["embeddings"]
     limited = stats["rate_limited"]
     return Outcome(
@@ -212,18 +224,18 @@ def measure(scenario: Scenario, shared: str, options: argparse.Namespace) -> Out
         lost,
         share_of_bound(stats, options.rpm, options.tpm),
         wall,
+        (stats["last_request_at"] or 0.0) - (stats["first_request_at"] or 0.0),
+        cpu,
         ended,
         failed,
     )
 
 
-def child(spec_path: str) -> None:
-    """One scoring task: what `ScoreChunkOperator.execute` runs in sync mode."""
-    from ragas_ops.config import settings_from_environment
-    from ragas_ops.contract.layout import Lake
-    from ragas_ops.pipeline.plan import chunk_from_dict
-    from ragas_ops.pipeline.steps import chunk_settings, run_score_chunk
-
+def child(spec_path: str, environ: dict[str, str]) -> None:
+    """One scoring task (a forked process): what `ScoreChunkOperator.execute` runs in sync
+    mode."""
+    os.environ.clear()
+    os.environ.update(environ)
     spec = json.loads(Path(spec_path).read_text())
     chunk = spec["chunk"]
     rows = sum(int(piece["rows"]) for piece in chunk["slices"])
@@ -235,13 +247,17 @@ def child(spec_path: str) -> None:
     )
     scored = lake.chunk_file(chunk["day"], run_id, chunk["index"])
     result["file"] = scored.path
+    times = os.times()
+    result["cpu_seconds"] = times.user + times.system
     Path(spec_path.removesuffix(".json") + ".result.json").write_text(json.dumps(result))
 
 
 def report(scenario: Scenario, outcomes: list[Outcome]) -> None:
     print(f"\n({scenario.name}) {scenario.title}")
     header = f"{'shared_budget':<14}{'attempts':>9}{'429s':>7}{'429 share':>10}"
-    print(f"{header}{'rows lost':>12}{'of bound':>9}{'wall s':>8}  finished")
+    print(
+        f"{header}{'rows lost':>12}{'of bound':>9}{'busy s':>8}{'wall s':>8}{'cpu s':>7}  finished"
+    )
     for outcome in outcomes:
         order = sorted(outcome.finished.items(), key=lambda item: item[1])
         finished = ", ".join(f"{pool} {at:.1f}s" for pool, at in order)
@@ -249,7 +265,8 @@ def report(scenario: Scenario, outcomes: list[Outcome]) -> None:
         print(
             f"{outcome.shared:<14}{outcome.attempts:>9}{outcome.rate_limited:>7}"
             f"{outcome.share_429:>10.1%}{outcome.lost:>6}/{outcome.rows:<5}"
-            f"{outcome.bound:>9.0%}{outcome.wall:>8.1f}  {finished}{failed}"
+            f"{outcome.bound:>9.0%}{outcome.busy:>8.1f}{outcome.wall:>8.1f}{outcome.cpu:>7.1f}"
+            f"  {finished}{failed}"
         )
 
 
@@ -262,11 +279,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--pool-slots", type=int, default=4)
     parser.add_argument("--backfill-pool-slots", type=int, default=2)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     options = parser.parse_args()
-    if options.child:
-        child(options.child)
-        return
     print(
         f"the account: {options.rpm} RPM / {options.tpm} TPM for every task together; server "
         f"latency {options.latency_ms:g} ms; {options.pool_slots} nightly + "

@@ -31,12 +31,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ragas_ops.config import BudgetPool, JudgeSettings
 from ragas_ops.judge.rate_limit import RateLimiter
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 LOCK_TIMEOUT_SECONDS = 2.0
 """How long a process waits for the file's lock before it counts as a coordinator failure."""
@@ -236,7 +238,7 @@ class LocalCoordinator:
                 self._db.close()
                 self._db = None
 
-    def _run(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             try:
                 db = self._db or self._connect()

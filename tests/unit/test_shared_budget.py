@@ -8,7 +8,6 @@ import asyncio
 import logging
 import sqlite3
 import time
-from pathlib import Path
 
 import pytest
 
