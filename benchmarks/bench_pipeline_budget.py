@@ -15,7 +15,8 @@ task's start is not a fresh interpreter's imports.
 Scenarios: (a) a one-chunk day; (b) a ten-chunk day, four slots; (c) a nightly day that starts
 while a backfill of two days runs. For each: attempts, the share answered 429, rows lost (not
 fully scored: a metric `judge_unavailable`, or a task that failed), the share of the account's
-bound achieved over the busy period (`share_of_bound`, as in bench_shared_budget.py), wall time,
+bound achieved over the busy period (the larger of the RPM and the TPM share, as in
+bench_shared_budget.py: `share_of_bound`), wall time,
 and in (c) which finished first.
 
 Usage: python benchmarks/bench_pipeline_budget.py [--scenarios abc] [--rpm 600] [--tpm 400000]
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from bench_shared_budget import METRICS, share_of_bound
+from bench_shared_budget import METRICS, bound_shares
 
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import Lake
@@ -89,7 +90,7 @@ class Outcome:
     rate_limited: int
     rows: int
     lost: int
-    bound: float
+    shares: tuple[float, float]  # of the RPM and of the TPM bound (`bound_shares`)
     wall: float
     busy: float  # the server's first request to its last
     cpu: float  # the scoring tasks' CPU seconds
@@ -222,7 +223,7 @@ def measure(scenario: Scenario, shared: str, options: argparse.Namespace) -> Out
         limited,
         total,
         lost,
-        share_of_bound(stats, options.rpm, options.tpm),
+        bound_shares(stats, options.rpm, options.tpm),
         wall,
         (stats["last_request_at"] or 0.0) - (stats["first_request_at"] or 0.0),
         cpu,
@@ -256,7 +257,7 @@ def report(scenario: Scenario, outcomes: list[Outcome]) -> None:
     print(f"\n({scenario.name}) {scenario.title}")
     header = f"{'shared_budget':<14}{'attempts':>9}{'429s':>7}{'429 share':>10}"
     print(
-        f"{header}{'rows lost':>12}{'of bound':>9}{'busy s':>8}{'wall s':>8}{'cpu s':>7}  finished"
+        f"{header}{'rows lost':>12}{'of bound':>9}{'rpm/tpm':>10}{'busy s':>8}{'wall s':>8}{'cpu s':>7}  finished"
     )
     for outcome in outcomes:
         order = sorted(outcome.finished.items(), key=lambda item: item[1])
@@ -265,7 +266,8 @@ def report(scenario: Scenario, outcomes: list[Outcome]) -> None:
         print(
             f"{outcome.shared:<14}{outcome.attempts:>9}{outcome.rate_limited:>7}"
             f"{outcome.share_429:>10.1%}{outcome.lost:>6}/{outcome.rows:<5}"
-            f"{outcome.bound:>9.0%}{outcome.busy:>8.1f}{outcome.wall:>8.1f}{outcome.cpu:>7.1f}"
+            f"{max(outcome.shares):>9.0%}{outcome.shares[0]:>5.0%}/{outcome.shares[1]:<4.0%}"
+            f"{outcome.busy:>8.1f}{outcome.wall:>8.1f}{outcome.cpu:>7.1f}"
             f"  {finished}{failed}"
         )
 
