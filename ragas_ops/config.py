@@ -167,7 +167,7 @@ class JudgeSettings:
     shared_budget_url: str | None = None
     """With `shared_budget = redis`: the server, `redis://host:6379/0` (`rediss://` for TLS);
     never with a password in it: that comes from `shared_budget_password_env`."""
-    shared_budget_password_env: str = "RAGAS_OPS_BUDGET_REDIS_PASSWORD"  # noqa: S105 (a name)
+    shared_budget_password_env: str = "REDIS_PASSWORD"  # noqa: S105 (a name)
     """The environment variable holding the Redis password, if the server wants one."""
 
 

@@ -73,7 +73,7 @@ def test_two_hosts_share_the_account_through_redis(start_judge_server, tmp_path,
 def test_redis_down_falls_back_to_the_static_share_and_loses_no_row(start_judge_server, tmp_path):
     server = start_judge_server(rpm=RPM, tpm=TPM, latency_ms=100)
     down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    extra = {**redis_environment(down), "RAGAS_OPS_BUDGET_REDIS_PASSWORD": PASSWORD}
+    extra = {**redis_environment(down), "REDIS_PASSWORD": PASSWORD}
     targets, logs = score_at_once(
         server, tmp_path, rows=30, shared="redis", extra=extra, caches=TWO_HOSTS
     )
