@@ -362,6 +362,10 @@ def test_a_chunk_keeps_the_account_under_the_shared_budget_and_falls_back_to_its
     slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
     assert share.static_share == pytest.approx(1 / slots)
 
+    settings.judge.shared_budget = "redis"
+    across_hosts = chunk_settings(settings, chunk_rows=10, day_rows=40).judge
+    assert (across_hosts.rpm, across_hosts.budget_pool) == (600, "nightly")
+
     settings.judge.shared_budget = "none"
     static = chunk_settings(settings, chunk_rows=10, day_rows=40).judge
     assert (static.rpm, static.tpm) == (600 // slots, 400_000 // slots)  # as before
