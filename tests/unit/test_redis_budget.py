@@ -48,9 +48,7 @@ def test_the_url_must_be_a_redis_url_without_credentials():
 
 
 def test_the_password_comes_from_the_environment_and_does_not_show():
-    target = redis_url_for(
-        _settings("redis://10.0.0.5:6380/2"), {"REDIS_PASSWORD": PASSWORD}
-    )
+    target = redis_url_for(_settings("redis://10.0.0.5:6380/2"), {"REDIS_PASSWORD": PASSWORD})
     assert target.where == "10.0.0.5:6380"
     assert target.password is not None
     assert target.password.reveal() == PASSWORD
@@ -72,9 +70,7 @@ def test_two_coordinators_take_from_one_key(redis_url):
 
 def test_a_redis_that_is_down_is_a_coordinator_failure_without_the_password():
     target = RedisTarget(f"redis://127.0.0.1:{free_port()}/0", None)
-    target.password = redis_url_for(
-        _settings(target.url), {"REDIS_PASSWORD": PASSWORD}
-    ).password
+    target.password = redis_url_for(_settings(target.url), {"REDIS_PASSWORD": PASSWORD}).password
     coordinator = RedisCoordinator(target, "acct")
     with pytest.raises(CoordinatorError, match=r"redis at 127\.0\.0\.1") as failed:
         coordinator.take("nightly", 1, 0, PLAN)
