@@ -31,7 +31,7 @@ JudgeKind = Literal["openai", "local"]
 LocalBackend = Literal["auto", "onnx", "torch"]
 JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
-SharedBudgetMode = Literal["none", "local"]
+SharedBudgetMode = Literal["none", "local", "redis"]
 BudgetPool = Literal["nightly", "backfill"]
 ServiceTier = Literal["default", "flex", "auto"]
 TableFormat = Literal["parquet", "iceberg"]
@@ -224,18 +224,21 @@ class JudgeSettings:
     shared_budget: SharedBudgetMode = "local"
     """`local`: the scoring processes of one machine that use one account (endpoint and model)
     share its `rpm` and `tpm` through a file beside the cache (`budget.sqlite`; see
-    docs/shared-budget.md); `none`: each process uses its static share alone."""
+    docs/shared-budget.md); `redis`: the processes of every machine share them through the
+    Redis server at `shared_budget_url`; `none`: each process uses its static share alone."""
     backfill_share: float = field(default=0.25, metadata={"minimum": 0, "maximum": 1})
-    """With `shared_budget = local`: the share of the account the backfill pool's processes
-    split while a nightly process is live (nightly ones split the rest); all of it otherwise."""
+    """Under a shared budget: the share of the account kept for the backfill pool's processes
+    while nightly ones have work (nightly ones have the rest); a pool alone has all of it."""
     budget_pool: BudgetPool = "nightly"
     """The pool this process counts in for the shared budget: `nightly` or `backfill`."""
     static_share: float = fraction(1.0)
     """The share of `rpm` and `tpm` this process uses when the shared budget is off or its
     file fails; the pipeline sets 1/(pool_slots + backfill_pool_slots) for its chunks."""
-    shared_budget_heartbeat_seconds: float = positive(2.0)
-    """How often a process beats and re-reads its share; a process silent for three beats
-    has died and drops out."""
+    shared_budget_url: str | None = None
+    """With `shared_budget = redis`: the server, `redis://host:6379/0` (`rediss://` for TLS);
+    never with a password in it: that comes from `shared_budget_password_env`."""
+    shared_budget_password_env: str = "REDIS_PASSWORD"  # noqa: S105 (a name)
+    """The environment variable holding the Redis password, if the server wants one."""
 
 
 @dataclass

@@ -14,6 +14,10 @@ other processes came and went). Sustained 429s lower them further (`slow_down`: 
 multiplicative decrease at most once per `decrease_interval`), and they climb back by an
 additive step per second without a 429 (a share of the pace the 429 came at), so processes that
 share nothing still converge on what the account allows.
+
+Processes that share one account (`shared_budget.SharedBudget`) also take every request from
+the account's buckets once this limiter lets it go (`share_account`): this limiter then paces
+the process (Retry-After, AIMD) and the account's buckets pace all of them together.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass
@@ -57,6 +62,16 @@ _CLOCK_TOLERANCE_SECONDS = 1e-6
 DECREASE_FACTOR = 0.5
 ADDITIVE_INCREASE_PER_SECOND = 0.05
 MINIMUM_PACE = 1 / 64
+
+
+class AccountBudget(Protocol):
+    """An account's budget shared with other processes (see `shared_budget.SharedBudget`)."""
+
+    async def take(self, requests: float, tokens: float) -> None:
+        """Wait until the account has room for them, and take it."""
+
+    def correct(self, requests: float, tokens: float) -> None:
+        """Cost beyond what was taken (negative: a refund), settled with the next take."""
 
 
 class RateLimiter:
@@ -91,6 +106,7 @@ class RateLimiter:
         self._lock = asyncio.Lock()  # FIFO: requests are admitted in arrival order
         self.waited_seconds = 0.0
         """Time spent sleeping for the budget or a Retry-After, summed over requests."""
+        self._account: AccountBudget | None = None
 
     async def acquire(self, tokens: int) -> None:
         """Wait until one request with `tokens` estimated tokens fits the budget, and take it."""
@@ -111,11 +127,21 @@ class RateLimiter:
                 self.requests.level -= 1
             if self.tokens is not None:
                 self.tokens.level -= tokens
+            if self._account is not None:  # in the lock: the process's requests keep their order
+                started = self._clock()
+                await self._account.take(1.0, float(tokens))
+                self.waited_seconds += max(0.0, self._clock() - started)
+
+    def share_account(self, account: AccountBudget | None) -> None:
+        """Take every request from `account` too, once this limiter lets it go (None: stop)."""
+        self._account = account
 
     def settle(self, estimated_tokens: int, actual_tokens: int) -> None:
         """Correct the token bucket once a response says what a request really cost."""
         if self.tokens is not None:
             self.tokens.level -= actual_tokens - estimated_tokens
+        if self._account is not None:
+            self._account.correct(0.0, float(actual_tokens - estimated_tokens))
 
     def refund(self, estimated_tokens: int) -> None:
         """Give back a request the provider refused before doing any work (a 429)."""
@@ -123,6 +149,8 @@ class RateLimiter:
             self.requests.level = min(self.requests.capacity, self.requests.level + 1)
         if self.tokens is not None:
             self.tokens.level = min(self.tokens.capacity, self.tokens.level + estimated_tokens)
+        if self._account is not None:
+            self._account.correct(-1.0, -float(estimated_tokens))
 
     def pause_for(self, seconds: float) -> None:
         """Hold every request for `seconds` (a 429's Retry-After)."""

@@ -45,16 +45,16 @@ READ_BATCH_ROWS = 1024
 def judge_share(settings: Settings, pool: BudgetPool = "nightly") -> Settings:
     """Settings for one of the scoring tasks that may run at once (the slots of both pools).
 
-    With `judge.shared_budget = local` the task keeps the account's rpm and tpm: the tasks
-    live on the machine share them among themselves (nightly first, see
-    docs/shared-budget.md), and 1/(slots of both pools) is only the static share a task falls
-    back to. With `none`, each task gets that static share outright, so that together they
-    stay within the account.
+    Under a shared budget (`judge.shared_budget = local` or `redis`) the task keeps the
+    account's rpm and tpm: the tasks take every request from the account's buckets (nightly
+    first, see docs/shared-budget.md), and 1/(slots of both pools) is only the static share a
+    task falls back to. With `none`, each task gets that static share outright, so that
+    together they stay within the account.
     """
     share = dataclasses.replace(settings)
     slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
     judge = settings.judge
-    if judge.shared_budget == "local":
+    if judge.shared_budget != "none":
         share.judge = dataclasses.replace(
             judge, budget_pool=pool, static_share=judge.static_share / slots
         )

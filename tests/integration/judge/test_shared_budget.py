@@ -1,5 +1,6 @@
 """Two real `ragas-ops score` processes, each given the whole account's budget, against the
-test server's account-wide RPM/TPM limit: sharing it through budget.sqlite, they stay within it."""
+test server's account-wide RPM/TPM limit: taking from the account's buckets in budget.sqlite,
+they stay within it."""
 
 from __future__ import annotations
 
@@ -24,10 +25,17 @@ RPM, TPM = 1200, 800_000
 
 
 def score_at_once(
-    server: JudgeServer, folder: Path, rows: int, shared: str
+    server: JudgeServer,
+    folder: Path,
+    rows: int,
+    shared: str,
+    extra: dict[str, str] | None = None,
+    caches: tuple[str, str] = ("cache", "cache"),
 ) -> tuple[list[Path], list[str]]:
-    """Start two scoring processes together (each told the account's budget); wait for both."""
+    """Start two scoring processes together (each told the account's budget, its cache in
+    the folder `caches` names); wait for both."""
     environ = {**os.environ, "OPENAI_API_KEY": TEST_KEY, "RAGAS_OPS_JUDGE_SHARED_BUDGET": shared}
+    environ.update(extra or {})
     running, targets, logs = [], [], []
     for index in range(2):
         source, target = folder / f"logs-{index}.parquet", folder / f"scored-{index}.parquet"
@@ -37,7 +45,7 @@ def score_at_once(
             sys.executable, "-m", "ragas_ops.cli", "score", str(source), str(target),
             "--base-url", server.base_url, "--model", "test-judge",
             "--embedding-model", "test-embedding",
-            "--cache", str(folder / "cache" / f"judge-{index}.sqlite"),
+            "--cache", str(folder / caches[index] / f"judge-{index}.sqlite"),
             "--rpm", str(RPM), "--tpm", str(TPM), "--no-progress",
         ]  # fmt: skip
         running.append(
@@ -58,10 +66,10 @@ def test_two_processes_given_the_account_each_share_it_and_lose_no_row(
     targets, _ = score_at_once(server, tmp_path, rows=30, shared="local")
 
     assert_within_the_account(server, targets)
-    # Both left the file when they finished: nobody is counted any more.
+    # One account, one set of buckets, in the file beside the cache.
     budget = tmp_path / "cache" / "budget.sqlite"
     with sqlite3.connect(budget) as db:
-        assert db.execute("SELECT COUNT(*) FROM participants").fetchone() == (0,)
+        assert db.execute("SELECT COUNT(*) FROM buckets").fetchone() == (1,)
 
 
 def test_an_unusable_budget_file_falls_back_with_one_warning_and_loses_no_row(
