@@ -58,6 +58,7 @@ from ragas_ops.judge.openai.replies import (
     ReportedUsage,
     read_chat_reply,
     read_embedding_reply,
+    retry_after,
 )
 from ragas_ops.judge.openai.tiers import (
     TierPolicy,
@@ -66,7 +67,6 @@ from ragas_ops.judge.openai.tiers import (
     is_capacity_error,
     may_lack_capacity,
 )
-from ragas_ops.judge.openai.tiers import retry_after as tier_retry_after
 from ragas_ops.judge.priority import Decision, RowAdmission, priority_of
 from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
 from ragas_ops.judge.shared_budget import shared_budget_for, static_rates
@@ -756,7 +756,7 @@ class OpenAIJudge:
             return _Attempt(
                 problem="flex capacity unavailable (429)",
                 capacity=True,
-                retry_after=tier_retry_after(error.response.headers),
+                retry_after=retry_after(error.response.headers),
             )
         if isinstance(error, openai.RateLimitError):
             self._limiter.refund(request.tokens)
@@ -954,15 +954,9 @@ class OpenAIJudge:
             ) from None
 
     def _retry_after(self, headers: Mapping[str, str], attempt: int) -> float:
-        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-            value = headers.get(name)
-            if value is None:
-                continue
-            try:
-                return max(0.0, float(value) * scale)
-            except ValueError:
-                continue  # an HTTP date: fall back to our own backoff
-        return self._backoff(attempt)
+        """The reply's Retry-After, else our own backoff (also for an HTTP date)."""
+        told = retry_after(headers)
+        return self._backoff(attempt) if told is None else told
 
     def _backoff(self, attempt: int) -> float:
         """Equal jitter: half the exponential delay for sure, the other half at random."""

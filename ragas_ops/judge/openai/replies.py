@@ -158,3 +158,16 @@ def _count(value: Any, name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise BadReplyError("wrong_type", f"`usage.{name}` is not a count")
     return value
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """A reply's Retry-After in seconds (`retry-after-ms` first), or None without one."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            continue  # an HTTP date: our own backoff
+    return None

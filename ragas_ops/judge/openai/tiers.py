@@ -186,19 +186,6 @@ class TierPolicy:
         )
 
 
-def retry_after(headers: Mapping[str, str]) -> float | None:
-    """A reply's Retry-After in seconds (`retry-after-ms` first), or None without one."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue  # an HTTP date: our own backoff
-    return None
-
-
 def answered_tier(reply_tier: str | None, sent: str | None) -> str:
     """The tier a request was answered on: what the reply says, else what was sent (a
     request sent with no tier was served on the standard one)."""
