@@ -2,7 +2,7 @@
 every machine share one account, e.g. the Celery workers of the compose deployment, which
 already runs a Redis server for its broker.
 
-A take is `shared_budget.take_from` on one key, made atomic by Redis' optimistic
+A take is `account_buckets.take_from` on one key, made atomic by Redis' optimistic
 transactions (WATCH the key, read it and the server's clock, MULTI/SET/EXEC; another process's
 write in between makes EXEC fail and the take starts again): the same arithmetic as the SQLite
 file, with the server's clock, so that hosts whose clocks disagree still refill alike. A take
@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragas_ops.config import BudgetPool, ConfigError, JudgeSettings
-from ragas_ops.judge.shared_budget import AccountPlan, CoordinatorError, loaded_state, take_from
+from ragas_ops.judge.account_buckets import AccountPlan, CoordinatorError, loaded_state, take_from
 from ragas_ops.secrets import Secret, redact
 
 KEY_PREFIX = "ragas-ops:budget:"

@@ -12,17 +12,9 @@ import time
 import pytest
 
 from ragas_ops.config import JudgeSettings
+from ragas_ops.judge.account_buckets import AccountPlan, Rates, full_state, refilled, take_from
 from ragas_ops.judge.rate_limit import MINIMUM_PACE, RateLimiter
-from ragas_ops.judge.shared_budget import (
-    AccountPlan,
-    LocalCoordinator,
-    Rates,
-    SharedBudget,
-    full_state,
-    refilled,
-    shared_budget_for,
-    take_from,
-)
+from ragas_ops.judge.shared_budget import LocalCoordinator, SharedBudget, shared_budget_for
 from tests.unit.test_rate_limit import START, FakeTime, _admit_for
 
 ACCOUNT = Rates(rpm=600, tpm=400_000)
