@@ -321,12 +321,12 @@ def check_current(
     lake: Lake,
     day: str,
     published: dict[str, Any],
-    run_id: str | None = None,
-    settings: Settings | None = None,
+    run_id: str | None,
+    settings: Settings,
 ) -> None:
     """Raise `Superseded` when the day's table is no longer the one `published` describes
     (and delete the run's staging folder, `run_id`'s: nothing will read it any more)."""
-    tables = day_tables(lake, settings or Settings())
+    tables = day_tables(lake, settings)
     current = tables.published_version(day)
     if current != published["publish_id"]:
         if run_id is not None:
@@ -516,7 +516,7 @@ def _regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None
     from ragas_ops.quality.aggregate import check_regression
 
     window = settings.pipeline.regression_window_days
-    history = metrics_history(lake, day, window, today, settings)
+    history = metrics_history(lake, day, window, today, settings=settings)
     return check_regression(
         history, day, window_days=window, threshold=settings.pipeline.regression_threshold
     )
@@ -527,10 +527,11 @@ def metrics_history(
     day: str,
     days: int,
     today: pa.Table | None = None,
-    settings: Settings | None = None,
+    *,
+    settings: Settings,
 ) -> pa.Table:
     """The daily metrics of `day` and of the `days` days before it that have them."""
-    tables = day_tables(lake, settings or Settings())
+    tables = day_tables(lake, settings)
     found = tables.read_daily_metrics(days_before(day, days))
     if today is not None:
         found.append(today)
