@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from ragas_ops.testing.judge_process import free_port
 from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
 from tests.support import start_moto
 
@@ -46,3 +48,17 @@ def start_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], str]]:
 def judge_server(start_judge_server: Callable[..., JudgeServer]) -> JudgeServer:
     """A well-behaved test server: no latency, no faults."""
     return start_judge_server()
+
+
+@pytest.fixture
+def fake_redis_url() -> Iterator[str]:
+    """fakeredis' TCP server on 127.0.0.1 (a thread of this process); skips without fakeredis."""
+    fakeredis = pytest.importorskip("fakeredis", reason="the redis extra's test server")
+    port = free_port()
+    server = fakeredis.TcpFakeServer(("127.0.0.1", port), server_type="redis")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.shutdown()
+        server.server_close()

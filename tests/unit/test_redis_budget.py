@@ -3,9 +3,6 @@ environment, never in a message) and its buckets, against fakeredis' TCP server 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-
 import pytest
 
 from ragas_ops.config import ConfigError, JudgeSettings
@@ -19,19 +16,6 @@ fakeredis = pytest.importorskip("fakeredis", reason="the redis extra's test serv
 
 PASSWORD = "budget-" + "pass-0123456789"
 PLAN = AccountPlan(Rates(60, None), backfill_share=0.25)
-
-
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    port = free_port()
-    server = fakeredis.TcpFakeServer(("127.0.0.1", port), server_type="redis")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _settings(url: str | None) -> JudgeSettings:
@@ -56,9 +40,9 @@ def test_the_password_comes_from_the_environment_and_does_not_show():
     assert PASSWORD not in repr(target.password) + str(vars(target))
 
 
-def test_two_coordinators_take_from_one_key(redis_url):
-    first = RedisCoordinator(RedisTarget(redis_url, None), "acct")
-    second = RedisCoordinator(RedisTarget(redis_url, None), "acct")
+def test_two_coordinators_take_from_one_key(fake_redis_url):
+    first = RedisCoordinator(RedisTarget(fake_redis_url, None), "acct")
+    second = RedisCoordinator(RedisTarget(fake_redis_url, None), "acct")
     try:
         assert first.take("nightly", 1, 0, PLAN) == 0.0  # nightly's bucket: its minimum of 1
         assert second.take("nightly", 1, 0, PLAN) > 0.0  # the same bucket, empty now
@@ -78,8 +62,8 @@ def test_a_redis_that_is_down_is_a_coordinator_failure_without_the_password():
     assert PASSWORD not in str(failed.value)
 
 
-def test_shared_budget_for_redis_needs_no_cache_folder(redis_url):
-    settings = _settings(redis_url)
+def test_shared_budget_for_redis_needs_no_cache_folder(fake_redis_url):
+    settings = _settings(fake_redis_url)
     settings.cache_path = None
     budget = shared_budget_for(settings, "http://127.0.0.1:1/v1", RateLimiter(60, None))
     assert budget is not None

@@ -6,15 +6,13 @@ that is down makes them fall back to their static share without losing a row."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from ragas_ops.judge.redis_budget import KEY_PREFIX
+from ragas_ops.testing.judge_process import free_port
 from tests.integration.judge.test_shared_budget import (
     RPM,
     TPM,
@@ -30,26 +28,6 @@ redis = pytest.importorskip("redis", reason="the redis extra: pip install 'ragas
 
 PASSWORD = "budget-" + "pass-0123456789"  # never a real one
 TWO_HOSTS = ("host-a", "host-b")  # cache folders: no budget.sqlite in common
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture
-def fake_redis_url() -> Iterator[str]:
-    """fakeredis' TCP server on 127.0.0.1 (a thread of this process)."""
-    port = free_port()
-    server = fakeredis.TcpFakeServer(("127.0.0.1", port), server_type="redis")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def redis_environment(url: str) -> dict[str, str]:
