@@ -20,7 +20,8 @@ the counts do not). `--cli` also times `ragas-ops score --judge local` end to en
 file of the realistic rows (startup and model loading included). `--baselines` times GPT Score
 (its three metrics) and GPT Ranking (three dimensions, each row against the next).
 
-    python benchmarks/bench_local_judge.py [--rows 500] [--cli] [--baselines] [--no-paper]
+    python benchmarks/bench_local_judge.py [--rows 500] [--backend B] [--cli] [--baselines]
+        [--no-paper] [--encoder]
 """
 
 from __future__ import annotations
@@ -37,16 +38,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragas_ops.config import Settings
+from ragas_ops.config import LocalBackend, Settings
 from ragas_ops.contract.inputs import Interaction, SizeBudget, validate_row
 from ragas_ops.evaluation.begin import load_begin
 from ragas_ops.judge.local.judge import LocalJudge, embedder_for
+from ragas_ops.judge.local.onnx_embedder import OnnxEmbedder
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.gpt_ranking import rank_pair
 from ragas_ops.scoring.scorer import Scorer
@@ -144,6 +146,9 @@ class Measured:
     asked: int | None
     reused: int | None
     load: float
+    cpu_seconds: float
+    """CPU time of the process (all its threads) over the run: load moves it far less than wall
+    time, so it compares two versions measured at different loads."""
 
     def line(self, label: str) -> str:
         enc = self.encoder
@@ -156,18 +161,16 @@ class Measured:
         mean = enc.texts / enc.calls if enc.calls else 0.0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return (
-            f"{label}: {self.rows} rows, {self.rows / self.seconds:.1f} rows/s ({self.seconds:.2f} s); "
+            f"{label}: {self.rows} rows, {self.rows / self.seconds:.1f} rows/s ({self.seconds:.2f} s), "
+            f"CPU {1000 * self.cpu_seconds / self.rows:.1f} ms a row; "
             f"{asked}encoded {enc.texts:,} texts "
             f"({enc.characters:,} chars{tokens}) in {enc.calls} calls (mean {mean:.1f}, "
             f"largest {enc.largest}), encoder busy {enc.seconds:.1f} s; peak RSS {rss:.0f} MiB; load {self.load:.2f}"
         )
 
 
-def _judge() -> tuple[LocalJudge, CountingEmbedder]:
-    settings = Settings()
-    counting = CountingEmbedder(
-        embedder_for(settings.judge.local_model, settings.judge.local_backend)
-    )
+def _judge(backend: LocalBackend) -> tuple[LocalJudge, CountingEmbedder]:
+    counting = CountingEmbedder(embedder_for(Settings().judge.local_model, backend))
     return LocalJudge(embedder=counting), counting
 
 
@@ -182,19 +185,21 @@ async def _warm(judge: LocalJudge, counting: CountingEmbedder) -> None:
     await asyncio.to_thread(counting.inner.encode, [f"warm-up sentence {i}." for i in range(64)])
 
 
-async def measure(rows: list[dict[str, Any]], metrics: list[str]) -> Measured:
+async def measure(
+    rows: list[dict[str, Any]], metrics: list[str], backend: LocalBackend = "auto"
+) -> Measured:
     """Score `rows` as `ragas-ops score` does, with a fresh judge (no vectors kept)."""
-    judge, counting = _judge()
+    judge, counting = _judge(backend)
     await _warm(judge, counting)
     counting.reset()
     scorer = Scorer(build_metrics(metrics), judge)
     batch = Settings().batch_rows
     tables = [pa.Table.from_pylist(rows[i : i + batch]) for i in range(0, len(rows), batch)]
     load = os.getloadavg()[0]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     async for _ in scorer.score_stream(tables):
         pass
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     return Measured(
         len(rows),
         seconds,
@@ -202,16 +207,17 @@ async def measure(rows: list[dict[str, Any]], metrics: list[str]) -> Measured:
         _stat(judge, "asked"),
         _stat(judge, "reused"),
         load,
+        cpu,
     )
 
 
-async def measure_ranking(rows: list[Interaction]) -> Measured:
+async def measure_ranking(rows: list[Interaction], backend: LocalBackend = "auto") -> Measured:
     """GPT Ranking's three dimensions on each row against the next one."""
-    judge, counting = _judge()
+    judge, counting = _judge(backend)
     await _warm(judge, counting)
     counting.reset()
     load = os.getloadavg()[0]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     calls = []
     for row, other in zip(rows, rows[1:] + rows[:1], strict=True):
         q, c, a = row.question or "", row.contexts or [], row.answer or ""
@@ -223,7 +229,7 @@ async def measure_ranking(rows: list[Interaction]) -> Measured:
             rank_pair(judge, "context_relevance", question=q, first=c, second=other.contexts or []),
         ]
     await asyncio.gather(*calls)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     return Measured(
         len(rows),
         seconds,
@@ -231,10 +237,39 @@ async def measure_ranking(rows: list[Interaction]) -> Measured:
         _stat(judge, "asked"),
         _stat(judge, "reused"),
         load,
+        cpu,
     )
 
 
-def measure_cli(rows: list[dict[str, Any]]) -> str:
+def measure_encoder(rows: list[dict[str, Any]], texts: int = 1000) -> list[str]:
+    """The encoder alone on the rows' first `texts` distinct sentences, in each precision:
+    tokens/s and CPU, and the int8 vectors' cosine with the float ones."""
+    sentences = list(
+        dict.fromkeys(s for row in rows for c in row["contexts"] for s in split_sentences(c))
+    )[:texts]
+    lines, vectors = [], {}
+    for precision in ("float", "int8"):
+        embedder = OnnxEmbedder(precision)
+        embedder.encode(sentences[:64])  # load (and derive) outside the clock
+        before = embedder.tokens_encoded
+        load = os.getloadavg()[0]
+        started, cpu = time.perf_counter(), time.process_time()
+        vectors[precision] = embedder.encode(sentences)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        tokens = embedder.tokens_encoded - before
+        lines.append(
+            f"encoder alone, {precision}: {len(sentences):,} sentences, {tokens:,} tokens in "
+            f"{seconds:.2f} s = {tokens / seconds:,.0f} tokens/s, CPU {cpu:.2f} s; load {load:.2f}"
+        )
+    cosines = (vectors["float"] * vectors["int8"]).sum(axis=1)
+    lines.append(
+        f"int8 against float vectors: cosine mean {cosines.mean():.4f}, "
+        f"1st percentile {np.percentile(cosines, 1):.4f}, least {cosines.min():.4f}"
+    )
+    return lines
+
+
+def measure_cli(rows: list[dict[str, Any]], backend: LocalBackend = "auto") -> str:
     """`ragas-ops score --judge local` on a Parquet file of `rows`, timed from the outside."""
     with tempfile.TemporaryDirectory() as folder:
         source, target = Path(folder) / "rows.parquet", Path(folder) / "scored.parquet"
@@ -244,11 +279,12 @@ def measure_cli(rows: list[dict[str, Any]]) -> str:
         command = [str(cli), "score", "--judge", "local", "--cache", "none", "--no-progress"]
         load = os.getloadavg()[0]
         started = time.perf_counter()
-        subprocess.run([*command, str(source), str(target)], check=True, cwd=folder)
+        environ = {**os.environ, "RAGAS_OPS_JUDGE_LOCAL_BACKEND": backend}
+        subprocess.run([*command, str(source), str(target)], check=True, cwd=folder, env=environ)
         seconds = time.perf_counter() - started
         scored = pq.read_table(target).num_rows
     return (
-        f"CLI `ragas-ops score --judge local`, {scored} realistic rows: {scored / seconds:.1f} "
+        f"CLI `ragas-ops score --judge local` ({backend}), {scored} realistic rows: {scored / seconds:.1f} "
         f"rows/s including startup ({seconds:.2f} s); load {load:.2f}"
     )
 
@@ -259,20 +295,41 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="also time the CLI end to end")
     parser.add_argument("--baselines", action="store_true", help="also GPT Score and Ranking")
     parser.add_argument("--no-paper", action="store_true", help="skip the paper metrics' sets")
+    parser.add_argument("--encoder", action="store_true", help="also the encoder alone")
+    parser.add_argument(
+        "--backend", choices=get_args(LocalBackend), default="auto", help="judge.local_backend"
+    )
     options = parser.parse_args()
+    backend = options.backend
     realistic = realistic_rows(options.rows)
     if not options.no_paper:
-        print(asyncio.run(measure(realistic, PAPER_METRICS)).line("realistic, 3 paper metrics"))
+        print(
+            asyncio.run(measure(realistic, PAPER_METRICS, backend)).line(
+                "realistic, 3 paper metrics"
+            )
+        )
         distinct = realistic_rows(distinct=True)
-        print(asyncio.run(measure(distinct, PAPER_METRICS)).line("distinct, 3 paper metrics"))
+        print(
+            asyncio.run(measure(distinct, PAPER_METRICS, backend)).line("distinct, 3 paper metrics")
+        )
     if options.baselines:
         scores = [f"gpt_score_{name}" for name in PAPER_METRICS]
-        print(asyncio.run(measure(realistic, scores)).line("realistic, GPT Score (3 metrics)"))
+        print(
+            asyncio.run(measure(realistic, scores, backend)).line(
+                "realistic, GPT Score (3 metrics)"
+            )
+        )
         budget = SizeBudget()
         valid = [validate_row(r["question"], r["contexts"], r["answer"], budget) for r in realistic]
-        print(asyncio.run(measure_ranking(valid)).line("realistic, GPT Ranking (3 dimensions)"))
+        print(
+            asyncio.run(measure_ranking(valid, backend)).line(
+                "realistic, GPT Ranking (3 dimensions)"
+            )
+        )
+    if options.encoder:
+        print("\n".join(measure_encoder(realistic)))
     if options.cli:
-        print(measure_cli(realistic))
+        print(measure_cli(realistic, backend))
 
 
 if __name__ == "__main__":

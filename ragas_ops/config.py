@@ -28,7 +28,7 @@ DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 QuestionStrategy = Literal["list", "sample"]
 StructuredOutput = Literal["json_schema", "json_object", "none"]
 JudgeKind = Literal["openai", "local"]
-LocalBackend = Literal["auto", "onnx", "torch"]
+LocalBackend = Literal["auto", "onnx", "onnx-float", "torch"]
 JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
 SharedBudgetMode = Literal["none", "local", "redis"]
@@ -141,9 +141,11 @@ class JudgeSettings:
     local_model: str = "all-MiniLM-L6-v2"
     """The local judge's sentence-transformers model: the packaged default, a name, or a path."""
     local_backend: LocalBackend = "auto"
-    """How the local judge runs its model: `onnx`, the packaged default as int8 ONNX (no
-    PyTorch, the `[local]` extra); `torch`, sentence-transformers (`[local-torch]`, any model);
-    `auto`, ONNX for the packaged default when it is installed, else torch."""
+    """How the local judge runs its model: `onnx`, the packaged default as ONNX with its matrix
+    products in int8 (no PyTorch, the `[local]` extra; derived once into the user's cache
+    folder); `onnx-float`, the same model in float (closer to sentence-transformers' vectors,
+    about 1.7 times slower); `torch`, sentence-transformers (`[local-torch]`, any model); `auto`,
+    `onnx` for the packaged default when it is installed, else torch."""
     model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
     base_url: str | None = field(default=None, metadata={"check": check_base_url})

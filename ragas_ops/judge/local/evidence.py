@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -142,8 +143,10 @@ _ASKS_BACK = re.compile(
 # -- words -------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A light suffix stripper: "launched"/"launch", "countries"/"country", "metres"/"metre"."""
+    """A light suffix stripper: "launched"/"launch", "countries"/"country", "metres"/"metre".
+    Kept for the words seen last: a run stems the same few thousand words over and over."""
     for suffix, replacement, shortest in (
         ("ies", "y", 3),
         ("ing", "", 4),

