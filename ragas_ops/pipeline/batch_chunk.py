@@ -31,8 +31,8 @@ from typing import Any
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
 from ragas_ops.judge.base import JudgeFatalError, JudgeRowError
-from ragas_ops.judge.budget import BudgetExhaustedError
 from ragas_ops.judge.cache import open_cache
+from ragas_ops.judge.limits.budget import BudgetExhaustedError
 from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
 from ragas_ops.judge.openai.batch_judge import (
     AnswerBook,

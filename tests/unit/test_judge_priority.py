@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from ragas_ops.judge.base import CURRENT_ROW, RowSequence, RowTicket
-from ragas_ops.judge.budget import Budget, Spend
-from ragas_ops.judge.priority import Decision, RowAdmission
-from ragas_ops.judge.rate_limit import PrioritySlots
+from ragas_ops.judge.limits.budget import Budget, Spend
+from ragas_ops.judge.limits.priority import Decision, RowAdmission
+from ragas_ops.judge.limits.rate_limit import PrioritySlots
 
 
 def test_a_freed_slot_goes_to_the_lowest_rank_waiting() -> None:

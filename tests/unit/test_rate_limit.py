@@ -7,7 +7,7 @@ import bisect
 
 import pytest
 
-from ragas_ops.judge.rate_limit import RateLimiter
+from ragas_ops.judge.limits.rate_limit import RateLimiter
 
 START = 1_000.0
 EPSILON = 1e-6

@@ -12,9 +12,15 @@ import time
 import pytest
 
 from ragas_ops.config import JudgeSettings
-from ragas_ops.judge.account_buckets import AccountPlan, Rates, full_state, refilled, take_from
-from ragas_ops.judge.rate_limit import MINIMUM_PACE, RateLimiter
-from ragas_ops.judge.shared_budget import LocalCoordinator, SharedBudget, shared_budget_for
+from ragas_ops.judge.limits.account_buckets import (
+    AccountPlan,
+    Rates,
+    full_state,
+    refilled,
+    take_from,
+)
+from ragas_ops.judge.limits.rate_limit import MINIMUM_PACE, RateLimiter
+from ragas_ops.judge.limits.shared_budget import LocalCoordinator, SharedBudget, shared_budget_for
 from tests.unit.test_rate_limit import START, FakeTime, _admit_for
 
 ACCOUNT = Rates(rpm=600, tpm=400_000)
@@ -279,7 +285,7 @@ async def test_an_unwritable_budget_file_falls_back_to_the_static_share(tmp_path
 
 
 async def test_a_budget_file_locked_too_long_falls_back(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr("ragas_ops.judge.shared_budget.LOCK_TIMEOUT_SECONDS", 0.1)
+    monkeypatch.setattr("ragas_ops.judge.limits.shared_budget.LOCK_TIMEOUT_SECONDS", 0.1)
     path = tmp_path / "budget.sqlite"
     LocalCoordinator(path, "acct").take("nightly", 0, 0, PLAN)
     holder = sqlite3.connect(path, isolation_level=None)

@@ -35,8 +35,8 @@ from ragas_ops.judge.base import (
     JudgeUnavailableError,
     Usage,
 )
-from ragas_ops.judge.budget import BudgetExhaustedError, Spend
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
+from ragas_ops.judge.limits.budget import BudgetExhaustedError, Spend
 from ragas_ops.judge.openai.judge import (
     chat_cache_key,
     chat_messages,

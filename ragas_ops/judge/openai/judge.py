@@ -48,9 +48,12 @@ from ragas_ops.judge.base import (
     RowTicket,
     Usage,
 )
-from ragas_ops.judge.budget import Budget, Spend
 from ragas_ops.judge.cache import JudgeCache, ResponseCache, cache_key
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
+from ragas_ops.judge.limits.budget import Budget, Spend
+from ragas_ops.judge.limits.priority import Decision, RowAdmission, priority_of
+from ragas_ops.judge.limits.rate_limit import PrioritySlots, RateLimiter
+from ragas_ops.judge.limits.shared_budget import shared_budget_for, static_rates
 from ragas_ops.judge.openai.replies import (
     BadReplyError,
     ChatReply,
@@ -67,9 +70,6 @@ from ragas_ops.judge.openai.tiers import (
     is_capacity_error,
     may_lack_capacity,
 )
-from ragas_ops.judge.priority import Decision, RowAdmission, priority_of
-from ragas_ops.judge.rate_limit import PrioritySlots, RateLimiter
-from ragas_ops.judge.shared_budget import shared_budget_for, static_rates
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 from ragas_ops.secrets import Secret, redact
@@ -785,7 +785,7 @@ class OpenAIJudge:
 
     async def _start_row(self, request: _Request) -> None:
         """Under a budget, let the request's row start only when the budget can pay for it
-        beside the rows under way (`ragas_ops.judge.priority`); a row under way goes on."""
+        beside the rows under way (`ragas_ops.judge.limits.priority`); a row under way goes on."""
         row = request.row
         if row is None or not self.budget.limited or self.rows.started(row.ordinal):
             return

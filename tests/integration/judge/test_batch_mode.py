@@ -22,7 +22,7 @@ import pytest
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.judge.budget import Spend
+from ragas_ops.judge.limits.budget import Spend
 from ragas_ops.judge.openai.batch_client import BatchClient, batch_files
 from ragas_ops.judge.openai.batch_judge import BatchRequest, Unanswered
 from ragas_ops.pipeline import batch_chunk

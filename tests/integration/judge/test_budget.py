@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragas_ops.cli.main import main
-from ragas_ops.judge.budget import Budget, BudgetExhaustedError, Spend
+from ragas_ops.judge.limits.budget import Budget, BudgetExhaustedError, Spend
 from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.e2e.test_score_e2e import (
     METRICS,

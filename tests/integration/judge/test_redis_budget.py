@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ragas_ops.judge.redis_budget import KEY_PREFIX
+from ragas_ops.judge.limits.redis_budget import KEY_PREFIX
 from ragas_ops.testing.judge_process import free_port
 from tests.integration.judge.test_shared_budget import (
     RPM,

@@ -26,7 +26,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragas_ops.config import BudgetPool, ConfigError, JudgeSettings
-from ragas_ops.judge.account_buckets import AccountPlan, CoordinatorError, loaded_state, take_from
+from ragas_ops.judge.limits.account_buckets import (
+    AccountPlan,
+    CoordinatorError,
+    loaded_state,
+    take_from,
+)
 from ragas_ops.secrets import Secret, redact
 
 KEY_PREFIX = "ragas-ops:budget:"

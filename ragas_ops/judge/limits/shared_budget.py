@@ -3,7 +3,7 @@
 The account (the endpoint and the chat model: providers limit each model of an account apart)
 has one set of token buckets in a coordinator that every process updates atomically: a SQLite
 file beside the judge cache (`budget.sqlite`, `shared_budget = local`: the processes of one
-machine) or a Redis server (`redis`, see `redis_budget.py`: the processes of every machine).
+machine) or a Redis server (`redis`, see `limits/redis_budget.py`: the processes of every machine).
 Each request, once its process's own limiter lets it go (Retry-After pauses, AIMD), takes one
 request and its estimated tokens from the account's buckets (`SharedBudget.take`); what a reply
 really cost, and a 429's refund, are carried to the process's next take.
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ragas_ops.config import BudgetPool, JudgeSettings
-from ragas_ops.judge.account_buckets import (
+from ragas_ops.judge.limits.account_buckets import (
     AccountPlan,
     Coordinator,
     CoordinatorError,
@@ -42,8 +42,8 @@ from ragas_ops.judge.account_buckets import (
     loaded_state,
     take_from,
 )
-from ragas_ops.judge.rate_limit import RateLimiter
-from ragas_ops.judge.redis_budget import RedisCoordinator, redis_url_for
+from ragas_ops.judge.limits.rate_limit import RateLimiter
+from ragas_ops.judge.limits.redis_budget import RedisCoordinator, redis_url_for
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ragas_ops.judge.base import RowTicket
-from ragas_ops.judge.budget import Budget, Spend
+from ragas_ops.judge.limits.budget import Budget, Spend
 
 NO_ROW_PRIORITY = -1
 """The priority of a request made for no row in particular (the shared embeddings of rows
