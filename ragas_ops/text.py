@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from functools import lru_cache
 
 # A sentence ends at . ! ? (or their CJK forms) followed by whitespace or the end of the text,
 # or at a line break. Abbreviations like "e.g." may split a sentence in two: the rule is applied
@@ -39,8 +40,10 @@ def split_sentences(text: str) -> list[str]:
     return [piece for piece in pieces if piece and _HAS_WORD.search(piece)]
 
 
+@lru_cache(maxsize=1 << 15)
 def normalize(text: str) -> str:
-    """Case-fold, unify Unicode forms and collapse whitespace, for matching text verbatim."""
+    """Case-fold, unify Unicode forms and collapse whitespace, for matching text verbatim.
+    Kept for the texts seen last: the local judge's rules ask again for the same sentences."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     return _SPACES.sub(" ", folded).strip()
 
@@ -52,7 +55,12 @@ def words(text: str) -> list[str]:
 
 def content_words(text: str) -> set[str]:
     """Words that carry meaning: no stop words, no single characters (except digits)."""
-    return {w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())}
+    return set(_content_words(text))
+
+
+@lru_cache(maxsize=1 << 15)
+def _content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit()))
 
 
 def estimate_tokens(text: str) -> int:
