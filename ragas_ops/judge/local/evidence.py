@@ -824,8 +824,29 @@ def _is_number(token: str) -> bool:
 def _verb_index(tokens: Sequence[str]) -> int | None:
     """Where the subject ends: the first auxiliary, or the first lower-case word that looks
     like a finite verb (-s, -ed) after a word that is not a determiner. No tagger: wrong on
-    some sentences, but the question only needs its words roughly in place."""
+    some sentences, but the question only needs its words roughly in place.
+
+    A participle with its preposition before a later verb modifies the subject (a reduced
+    relative clause: "the distribution based on temperature shows two modes", "a company
+    founded in 1998 sells rope"): the later verb is the sentence's, unless "and" or a comma
+    joins it (then both are verbs: "it opened in 2004 and grossed $1 billion")."""
+    first = _first_verb(tokens, 0)
+    if first is None or not tokens[first].casefold().endswith("ed"):
+        return first
+    if first + 1 < len(tokens) and tokens[first + 1].casefold() in _PREPOSITION_WORDS:
+        later = _first_verb(tokens, first + 2)
+        if later is not None and tokens[later - 1].casefold() not in {"and", "or", ","}:
+            return later
+    return first
+
+
+_PREPOSITION_WORDS = frozenset("in on at by as from for with to into of".split())  # noqa: SIM905
+
+
+def _first_verb(tokens: Sequence[str], start: int) -> int | None:
     for index, token in enumerate(tokens[:14]):
+        if index < start:
+            continue
         low = token.casefold()
         if index and (low in _AUXILIARIES or low in _DEFINING):
             return index
@@ -1301,7 +1322,7 @@ _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "how", "which", "wh
 
 
 def generated_questions(
-    answer: str, count: int, points_asked: int = QUESTION_SENTENCES
+    answer: str, count: int, points_asked: int = QUESTION_SENTENCES, *, whole: bool = False
 ) -> list[str]:
     """`count` distinct questions the answer is a complete answer to.
 
@@ -1321,8 +1342,11 @@ def generated_questions(
     )
     parts = list(dict.fromkeys(q for q in asked if q))
     parts = parts[:points_asked] or ["Is the information available?"]
+    # `whole`: every question covers every point, the n questions differing in phrasing only
+    # (measured, not shipped: docs/local-judge.md, "Validation").
+    scopes = [len(parts)] if whole else range(len(parts), 0, -1)
     joined = [
-        *(" ".join(parts[:size]) for size in range(len(parts), 0, -1)),
+        *(" ".join(parts[:size]) for size in scopes),
         ", and ".join(
             part.rstrip("?") if number == 0 else _lower_first(part.rstrip("?"))
             for number, part in enumerate(parts)
@@ -1331,14 +1355,15 @@ def generated_questions(
         " ".join(reversed(parts)),
     ]
     distinct = list(dict.fromkeys(joined))
+    varied = distinct[0].rstrip("?") if whole else parts[0].rstrip("?")
     for variant in _VARIANTS:
         if len(distinct) >= count:
             break
-        if variant.strip(", ") in parts[0].casefold():
+        if variant.strip(", ") in varied.casefold():
             continue
-        distinct.append(f"{parts[0].rstrip('?')}{variant}?")
+        distinct.append(f"{varied}{variant}?")
     number = 2
     while len(distinct) < count:  # more questions than variants: numbered, still questions
-        distinct.append(f"{parts[0].rstrip('?')}, point {number}?")
+        distinct.append(f"{varied}, point {number}?")
         number += 1
     return distinct[:count]
