@@ -351,3 +351,58 @@ def test_a_claim_the_rules_cannot_ask_is_not_an_evasion() -> None:
         questions = generated_questions(answer, 3)
         assert not any(q.startswith("Is the information") for q in questions), questions
     assert question_problems("When may it have been practiced more than?")
+
+
+def test_a_participle_with_its_preposition_before_a_later_verb_is_not_the_main_verb() -> None:
+    # a reduced relative clause ("X based on Y") modifies the subject: the later verb is the
+    # sentence's, so "did ... shows" (v12) becomes "does ... show"
+    assert question_for(
+        "The distribution of the population based on mean temperature shows two modes.", ""
+    ) == ("How many modes does the distribution of the population based on mean temperature show?")
+    # a participle joined to a later verb by "and" is one of two verbs: the first stays
+    assert question_for("It opened in 2004 and grossed 1 billion dollars.", "") == (
+        "When did it open?"
+    )
+    assert question_for("It opened in 2004.", "") == "When did it open?"
+    assert question_for("PharmaCann was founded in 2014.", "PharmaCann") == (
+        "When was PharmaCann founded?"
+    )
+
+
+def test_whole_questions_cover_every_point_and_differ_in_phrasing_only() -> None:
+    answer = "PharmaCann was founded in 2014. Its headquarters is located in Illinois."
+    whole = generated_questions(answer, 3, whole=True)
+    assert len(set(whole)) == 3
+    assert all("founded" in q and "located" in q for q in whole), whole
+    assert all(is_question(q) for q in whole)
+    # the shipped scopes narrow to the first point: one question ignores the second one
+    narrowed = generated_questions(answer, 3)
+    assert narrowed[1] == "When was PharmaCann founded?"
+    # one point: the same paraphrases either way
+    assert generated_questions("It opened in 2004.", 3, whole=True) == generated_questions(
+        "It opened in 2004.", 3
+    )
+
+
+def test_every_question_generated_from_the_perturbation_suites_answers_reads_as_one() -> None:
+    """The answers the suite builds (drops, evasions, padding, WikiEval-like poor answers,
+    other questions' answers) in both scopes of the generator."""
+    from ragas_ops.evaluation.perturb import begin_checks, sample_checks
+
+    begin_files = [
+        BEGIN_DEV / f"{name}.jsonl"
+        for name in ("begin_v1_2021_dev", "begin_v2_wow_dev", "begin_v2_cmu_dev", "begin_v2_tc_dev")
+    ]
+    checks = sample_checks()
+    if BEGIN_DEV.is_dir():
+        checks += begin_checks(begin_files)
+    answers = {row.answer for check in checks for row in (check.base, check.changed)}
+    assert len(answers) > (500 if BEGIN_DEV.is_dir() else 50)
+    failed = [
+        (answer, question)
+        for answer in sorted(answers)
+        for whole in (False, True)
+        for question in generated_questions(answer, 3, whole=whole)
+        if question_problems(question)
+    ]
+    assert failed == []

@@ -919,7 +919,9 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     sentence = _SPEAKER_FRAME.sub("", _FILLER.sub("", sentence)) or sentence
     subject = topic or pronoun or "it"
     if says_absent(sentence):
-        return f"Is there any information about {subject}?"
+        # about the topic, never about the speaker's frame ("I'm not sure, that information...")
+        absent = f"Is there any information about {subject}?"
+        return absent if is_question(absent) else "Is there any information about it?"
     if _evasive(sentence) or _reacts(sentence):
         return ""
     sentence = addressed(sentence)
