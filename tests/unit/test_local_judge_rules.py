@@ -88,6 +88,8 @@ def test_the_question_form_checker_rejects_fragments() -> None:
         "What will yes that?",  # a filler of the answer
         "What about Acme?",  # no verb
         "Who does is closely related to Acme?",  # "does" before another auxiliary
+        "When did founded on january 30 1960 they play their first game?",  # a participle
+        "How many th does regarded as one of the most significant icons?",  # "th" counts nothing
     ]
     for text in rejected:
         assert question_problems(text), text
