@@ -408,3 +408,18 @@ def test_every_question_generated_from_the_perturbation_suites_answers_reads_as_
         if question_problems(question)
     ]
     assert failed == []
+
+
+def test_generic_praise_asks_what_kind_of_thing_the_subject_is() -> None:
+    # an evaluative complement is padding an LLM still writes into its question, with its noun
+    assert question_for(
+        "PharmaCann is a leading pharmaceutical company that specializes in cannabis.", "PharmaCann"
+    ) == ("What kind of company is PharmaCann?")
+    assert question_for("The mission is an important space mission for India.", "the mission") == (
+        "What kind of mission is the mission?"
+    )
+    # a definition still answers "What is X?"
+    assert question_for("Theranostics is an emerging field in medicine.", "Theranostics") == (
+        "What is Theranostics?"
+    )
+    assert is_question("What kind of company is PharmaCann?")

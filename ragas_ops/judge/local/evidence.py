@@ -1092,7 +1092,38 @@ def _copula_answer(
     )
     if led in {"place", "date"}:
         return led, kept
+    evaluated = _evaluated_noun(low[end:])
+    if evaluated and low[verb] in _COPULAS:
+        return f"what:kind of {evaluated}", kept
     return ("person" if person else "what"), kept
+
+
+# Adjectives that evaluate rather than define ("an important mission", "a leading company"):
+# generic praise says what kind of thing the subject is, not what it is.
+_EVALUATIVE = _word_set(
+    "important significant leading major key notable renowned famous popular prominent "
+    "well-known rare unique innovative crucial vital essential remarkable influential "
+    "successful great good excellent valuable"
+)
+_NOUN_PHRASE_END = _word_set(
+    "that which who whose for of in on at to with by from and , known based found located"
+)
+
+
+def _evaluated_noun(complement: Sequence[str]) -> str:
+    """The noun of "a/an <evaluative adjective> ... <noun>" ("an important space mission for
+    India": "mission"), or "" when the complement does not start that way."""
+    if len(complement) < 3 or complement[0] not in {"a", "an"}:
+        return ""
+    if complement[1] not in _EVALUATIVE and complement[1].removesuffix("ly") not in _EVALUATIVE:
+        return ""
+    phrase = []
+    for word in complement[2:8]:
+        if word in _NOUN_PHRASE_END:
+            break
+        phrase.append(word)
+    head = phrase[-1] if phrase else ""
+    return head if head.isalpha() and head not in STOPWORDS and head not in _EVALUATIVE else ""
 
 
 def _cut_answer(
