@@ -423,3 +423,21 @@ def test_generic_praise_asks_what_kind_of_thing_the_subject_is() -> None:
         "What is Theranostics?"
     )
     assert is_question("What kind of company is PharmaCann?")
+
+
+def test_the_score_summary_says_the_local_judges_limits() -> None:
+    from collections import Counter
+
+    from ragas_ops.judge.base import Usage
+    from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
+    from ragas_ops.scoring.jobs import ScoreOutcome
+    from ragas_ops.scoring.scorer import RunSummary
+
+    def lines(judge: str) -> list[str]:
+        outcome = ScoreOutcome("out", ["answer_relevance"], RunSummary(rows=3), judge, Usage(),
+                               Counter(), 1.0)  # fmt: skip
+        return outcome.summary_lines()
+
+    assert LOCAL_JUDGE_LIMITS in lines("local:all-MiniLM-L6-v2-onnx-int8")
+    assert "not an LLM" in LOCAL_JUDGE_LIMITS
+    assert LOCAL_JUDGE_LIMITS not in lines("openai:gpt-4o-mini")
