@@ -350,3 +350,17 @@ async def test_the_metric_scores_evasion_and_padding_below_a_direct_answer() -> 
     assert scores[0] > scores[1] > scores[4] == 0.0
     assert scores[0] > scores[2]
     assert scores[0] > scores[3] > scores[2]  # padding costs less than evading a part
+
+
+async def test_the_metric_scores_one_part_with_generic_praise_below_the_complete_answer() -> None:
+    # WikiEval's poor answer: one part supplied, the other replaced by praise of the subject
+    question = "When was PharmaCann founded and where is its headquarters located?"
+    complete, praised = await _metric_scores(
+        question,
+        [
+            "PharmaCann was founded in 2014. Its headquarters is located in Illinois.",
+            "PharmaCann was founded in 2014. PharmaCann is a leading pharmaceutical company that "
+            "specializes in medical cannabis products.",
+        ],
+    )
+    assert complete > praised
