@@ -827,9 +827,9 @@ def _verb_index(tokens: Sequence[str]) -> int | None:
     some sentences, but the question only needs its words roughly in place.
 
     A participle with its preposition before a later verb modifies the subject (a reduced
-    relative clause: "the distribution based on temperature shows two modes", "a company
-    founded in 1998 sells rope"): the later verb is the sentence's, unless "and" or a comma
-    joins it (then both are verbs: "it opened in 2004 and grossed $1 billion")."""
+    relative clause: "the distribution based on temperature shows two modes"): the later verb
+    is the sentence's, unless "and" or a comma joins it (then both are verbs: "it opened in
+    2004 and grossed $1 billion")."""
     first = _first_verb(tokens, 0)
     if first is None or not tokens[first].casefold().endswith("ed"):
         return first
@@ -844,6 +844,7 @@ _PREPOSITION_WORDS = frozenset("in on at by as from for with to into of".split()
 
 
 def _first_verb(tokens: Sequence[str], start: int) -> int | None:
+    """The first token from `start` on (within the first 14) that looks like a verb."""
     for index, token in enumerate(tokens[:14]):
         if index < start:
             continue
