@@ -441,3 +441,28 @@ def test_the_score_summary_says_the_local_judges_limits() -> None:
     assert LOCAL_JUDGE_LIMITS in lines("local:all-MiniLM-L6-v2-onnx-int8")
     assert "not an LLM" in LOCAL_JUDGE_LIMITS
     assert LOCAL_JUDGE_LIMITS not in lines("openai:gpt-4o-mini")
+
+
+def test_an_object_with_a_name_in_apposition_is_the_answer_as_a_whole() -> None:
+    assert question_for(
+        "Andrew Lincoln plays the lead character, deputy Rick Grimes.", "Andrew Lincoln"
+    ) == ("What does Andrew Lincoln play?")
+    assert question_for("Cobain formed the band Nirvana.", "Cobain") == "What did Cobain form?"
+    # a preposition that ends the verb group stays with it
+    assert question_for(
+        "The bee belongs to the genus Andrena, specifically the subgenus Melandrena.", "the bee"
+    ) == ("What does the bee belong to?")
+    # a name right after the verb is still the answer, a place still asks "Where"
+    assert question_for("She founded Plum Organics.", "") == "What did she found?"
+    assert question_for("It was launched from the Satish Dhawan Space Centre.", "") == (
+        "Where was it launched?"
+    )
+
+
+def test_fronted_adverbs_and_aliases_frame_a_sentence_without_being_what_it_states() -> None:
+    assert question_for("Originally, a key feature of the app was its square photos.", "") == (
+        "What was a key feature of the app?"
+    )
+    assert question_for(
+        "Guns N' Roses, often abbreviated as GNR, is a hard rock band.", "Guns N' Roses"
+    ) == ("What is Guns N' Roses?")

@@ -799,7 +799,11 @@ _FRONTING_WORDS = _word_set(
     "however moreover furthermore additionally also yes no indeed instead thus therefore overall "
     "by in on at with for after before during according as since unlike like"
 )
-_ALIAS = re.compile(r",\s*(?:also\s+)?(?:known|called|referred to)\s+as\s+[^,]+,", re.I)
+_ALIAS = re.compile(
+    r",\s*(?:(?:also|often|commonly|usually)\s+)?(?:known|called|referred to|abbreviated)\s+as"
+    r"\s+[^,]+,",
+    re.I,
+)
 
 
 def _unframed(sentence: str) -> str:
@@ -807,7 +811,8 @@ def _unframed(sentence: str) -> str:
     fronted = _FRONTED.match(sentence)
     if fronted:
         first = fronted.group(1).casefold()
-        if first in _FRONTING_WORDS or (first.endswith("ly") and " " not in fronted.group(0)):
+        single = " " not in fronted.group(0).strip()  # "Originally, ..." (one word, a comma)
+        if first in _FRONTING_WORDS or (first.endswith("ly") and single):
             return sentence[fronted.end() :]
     return sentence
 
@@ -1139,6 +1144,12 @@ def _cut_answer(
         cut -= 1  # the whole name ("Jane Roe"), though its first word is the topic's
     if low[cut - 1] in {"and", "or"} and cut - 1 > end:
         return "what", tokens[:end]  # the last item of a list: the list is the answer
+    if kind == "what" and cut > end and not set(low[end:cut]) & _LEADING_WORDS - _ARTICLES:
+        # a name after the verb's object is in apposition to it ("plays the lead character,
+        # deputy Rick Grimes", "formed the band Nirvana"): the whole object is the answer
+        if low[end - 1] in _STRANDED:  # "belongs to the genus X": "What does it belong to?"
+            return f"strand:{low[end - 1]}", tokens[: end - 1]
+        return "what", tokens[:end]
     if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 > verb:
         # "closely related to Acme Rope" answers "What is it closely related to?"
         return f"strand:{low[cut - 1]}", tokens[: cut - 1]
@@ -1155,6 +1166,7 @@ def _cut_answer(
     return kind, tokens[:cut]
 
 
+_ARTICLES = frozenset({"the", "a", "an"})
 _STRANDED = frozenset({"as", "in", "on", "for", "with", "to", "from", "into", "about", "of"})
 _LEADING_WORDS = (
     _TIME_PREPOSITIONS
