@@ -466,3 +466,13 @@ def test_fronted_adverbs_and_aliases_frame_a_sentence_without_being_what_it_stat
     assert question_for(
         "Guns N' Roses, often abbreviated as GNR, is a hard rock band.", "Guns N' Roses"
     ) == ("What is Guns N' Roses?")
+
+
+def test_a_fronted_participial_phrase_frames_the_sentence() -> None:
+    assert question_for(
+        "Born in Aberdeen, Washington, Cobain formed the band Nirvana.", "Cobain"
+    ) == ("What did Cobain form?")
+    assert question_for("Based on the data, the model predicts rain.", "") == (
+        "What does the model predict?"
+    )
+    assert generated_questions("Born in Ohio, he lived in Paris.", 1) == ["Where did he live?"]

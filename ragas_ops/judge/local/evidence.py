@@ -807,13 +807,39 @@ _ALIAS = re.compile(
 
 
 def _unframed(sentence: str) -> str:
-    sentence = _ALIAS.sub("", sentence)
+    sentence = _without_fronted_participle(_ALIAS.sub("", sentence))
     fronted = _FRONTED.match(sentence)
     if fronted:
         first = fronted.group(1).casefold()
         single = " " not in fronted.group(0).strip()  # "Originally, ..." (one word, a comma)
         if first in _FRONTING_WORDS or (first.endswith("ly") and single):
             return sentence[fronted.end() :]
+    return sentence
+
+
+_DETERMINERS = _word_set("the a an this these those its his her their")
+_PARTICIPLE_OPENERS = _word_set("born raised known built made written given named situated")
+
+
+def _without_fronted_participle(sentence: str) -> str:
+    """A participial phrase before the subject frames the sentence as a fronted adverbial does
+    ("Born in Aberdeen, Washington, Cobain formed Nirvana" states that Cobain formed Nirvana):
+    the sentence from the last of its first commas after which a name or a pronoun is the
+    subject of a verb."""
+    first = sentence.split(maxsplit=1)[0] if sentence.strip() else ""
+    low = first.casefold()
+    if not first[:1].isupper() or not (low.endswith("ed") or low in _PARTICIPLE_OPENERS):
+        return sentence
+    pieces = sentence.split(", ")
+    for index in range(min(len(pieces) - 1, 3), 0, -1):
+        rest = ", ".join(pieces[index:])
+        tokens = _TOKEN.findall(rest)
+        verb = _verb_index(tokens)
+        subject = bool(tokens) and (
+            tokens[0][:1].isupper() or tokens[0].casefold() in _SUBJECT_PRONOUNS | _DETERMINERS
+        )
+        if verb is not None and 1 <= verb <= 4 and subject:
+            return rest
     return sentence
 
 
