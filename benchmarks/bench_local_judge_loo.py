@@ -157,7 +157,7 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> None:
     rows = load_wikieval(path)
     tables = asyncio.run(measure(rows))
     shipped: dict[str, Any] = {
-        "answer_relevance": (QUESTION_SENTENCES, QUESTION_FORM_WEIGHT, False),
+        "answer_relevance": (QUESTION_SENTENCES, QUESTION_FORM_WEIGHT, True),
         "context_relevance": (EXTRACT_MARGIN, PART_MIN_SIMILARITY),
         "gpt_score_answer_relevance": QUESTION_FORM_WEIGHT,
         "gpt_ranking_answer_relevance": QUESTION_FORM_WEIGHT,

@@ -373,16 +373,19 @@ def test_a_participle_with_its_preposition_before_a_later_verb_is_not_the_main_v
 
 def test_whole_questions_cover_every_point_and_differ_in_phrasing_only() -> None:
     answer = "PharmaCann was founded in 2014. Its headquarters is located in Illinois."
-    whole = generated_questions(answer, 3, whole=True)
+    whole = generated_questions(answer, 3)
     assert len(set(whole)) == 3
     assert all("founded" in q and "located" in q for q in whole), whole
     assert all(is_question(q) for q in whole)
-    # the shipped scopes narrow to the first point: one question ignores the second one
-    narrowed = generated_questions(answer, 3)
+    # a padded answer: the padding is in every question, as an LLM writes it
+    padded = generated_questions(f"{answer} Our newsletter is sent every Tuesday.", 3)
+    assert all("newsletter" in q for q in padded), padded
+    # v12's scopes narrowed to the first point: one question ignored the second one
+    narrowed = generated_questions(answer, 3, whole=False)
     assert narrowed[1] == "When was PharmaCann founded?"
     # one point: the same paraphrases either way
-    assert generated_questions("It opened in 2004.", 3, whole=True) == generated_questions(
-        "It opened in 2004.", 3
+    assert generated_questions("It opened in 2004.", 3) == generated_questions(
+        "It opened in 2004.", 3, whole=False
     )
 
 

@@ -676,12 +676,13 @@ def parts_answered(question: str, answer: str, vectors: Vectors | None = None) -
 # "When was X founded and where is it based?". A complete answer to a two-part question then
 # yields a two-part question close to the one asked, while an answer that covers one part, or
 # adds unrelated sentences, yields a question with a part missing or a part the user never
-# asked. The n questions differ in scope: the complete one, then the first two points, then
-# the first point alone (an answer puts its direct answer first), then other joinings (an
-# answer with one point has one question to ask, which an LLM would paraphrase). A part the
-# answer omits is missing from every question, while a detail it adds beyond its leading
-# points is in the complete question only: extra detail costs less than an omission, as it
-# does for a reader.
+# asked. Since v13 every one of the n questions covers all of the answer's leading points, as
+# an LLM's question covers the whole answer: they differ in phrasing (the points in turn,
+# joined into one sentence, in the other order; an answer with one point has one question,
+# which an LLM would paraphrase), never in coverage. A part the answer omits is missing from
+# every question and an unrelated addition is in every question (v12's narrower scopes, the
+# first two points and the first alone, kept padding out of two questions in three and let
+# one question in three ignore what the answer lacks: `whole=False`).
 
 QUESTION_SENTENCES = 3
 """The answer's first sentences that the complete question joins (an answer puts its points
@@ -1394,12 +1395,13 @@ _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "how", "which", "wh
 
 
 def generated_questions(
-    answer: str, count: int, points_asked: int = QUESTION_SENTENCES, *, whole: bool = False
+    answer: str, count: int, points_asked: int = QUESTION_SENTENCES, *, whole: bool = True
 ) -> list[str]:
     """`count` distinct questions the answer is a complete answer to.
 
-    Each joins the questions of the answer's first `QUESTION_SENTENCES` points, the first
-    one, two, three of them (see the section comment); after the first part the topic is
+    Each joins the questions of all of the answer's first `QUESTION_SENTENCES` points, in
+    different phrasings (with `whole=False`, v12's scopes: all, the first two, the first; see
+    the section comment); after the first part the topic is
     referred to by its pronoun, as in a question with several parts. An answer that says
     nothing about a topic (a refusal, a first-person remark) answers "Is the information
     available?". Every question passes `questions.is_question`.
@@ -1414,8 +1416,8 @@ def generated_questions(
     )
     parts = list(dict.fromkeys(q for q in asked if q))
     parts = parts[:points_asked] or ["Is the information available?"]
-    # `whole`: every question covers every point, the n questions differing in phrasing only
-    # (measured, not shipped: docs/local-judge.md, "Validation").
+    # `whole`: every question covers every point, the n questions differing in phrasing only;
+    # False gives v12's narrowing scopes (for the leave-one-out's grid).
     scopes = [len(parts)] if whole else range(len(parts), 0, -1)
     joined = [
         *(" ".join(parts[:size]) for size in scopes),

@@ -244,10 +244,13 @@ def test_generated_questions_join_the_answers_points_and_are_distinct() -> None:
         "PharmaCann was founded in 2014. Its headquarters is located in Illinois.", 3
     )
     assert len(set(two_points)) == 3
-    # the complete question first, then narrower ones: the first point is in every question
-    assert two_points[0] == "When was PharmaCann founded? Where is its headquarters located?"
-    assert two_points[1] == "When was PharmaCann founded?"
-    assert all("founded" in q for q in two_points)
+    # every question covers both points: they differ in phrasing, never in coverage (v13)
+    assert two_points == [
+        "When was PharmaCann founded? Where is its headquarters located?",
+        "When was PharmaCann founded, and where is its headquarters located?",
+        "Where is its headquarters located? When was PharmaCann founded?",
+    ]
+    assert all("founded" in q and "located" in q for q in two_points)
     one_point = generated_questions("The main product of Acme is rope.", 3)
     assert len(set(one_point)) == 3
     assert all(q.startswith("What is the main product of Acme") for q in one_point)
