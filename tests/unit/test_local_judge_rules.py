@@ -366,6 +366,10 @@ def test_a_participle_with_its_preposition_before_a_later_verb_is_not_the_main_v
         "When did it open?"
     )
     assert question_for("It opened in 2004.", "") == "When did it open?"
+    # "-ed to" is a verb and its infinitive, not a reduced relative
+    assert question_for("The car aimed to have low running costs.", "the car") == (
+        "What did the car aim to have?"
+    )
     assert question_for("PharmaCann was founded in 2014.", "PharmaCann") == (
         "When was PharmaCann founded?"
     )

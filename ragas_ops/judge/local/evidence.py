@@ -872,7 +872,7 @@ def _verb_index(tokens: Sequence[str]) -> int | None:
     return first
 
 
-_PREPOSITION_WORDS = frozenset("in on at by as from for with to into of".split())  # noqa: SIM905
+_PREPOSITION_WORDS = frozenset("in on at by as from for with into of".split())  # noqa: SIM905
 
 
 def _first_verb(tokens: Sequence[str], start: int) -> int | None:
