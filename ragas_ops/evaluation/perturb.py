@@ -16,7 +16,8 @@ A good answer is changed in a way whose effect on a metric is known without aski
   for a question with two parts, the complete answer against one that supplies one part and
   pads with on-topic background, with a generic remark about the subject, or says the other
   part is not provided (and pads); for a chat question, an evasion padded with on-topic
-  background. The poor side is built by these written steps, never chosen by its score.
+  background, or the answer padded with a generic remark. The poor side is built by these
+  written steps, never chosen by its score.
 
 The pairs come from the project's own sample logs (`ragas_ops.samples`: multi-part questions,
 complete answers) and, when given, BEGIN files (dialogue turns that end with a question and a
@@ -263,6 +264,13 @@ def begin_checks(paths: Sequence[Path], limit: int = BEGIN_CASES) -> list[Check]
             ("answer_relevance", "pad", padded_with(answer, unrelated[0]), [knowledge]),
             ("answer_relevance", "another question's answer", str(other["response"]), [knowledge]),
             ("answer_relevance", "refuse", REFUSAL, [knowledge]),
+            # WikiEval's padding: a generic remark about the subject after the answer
+            (
+                "answer_relevance",
+                "wikieval-like: generic padding",
+                padded_with(answer, GENERIC_PADDING.format(subject=question_subject(q))),
+                [knowledge],
+            ),
             ("faithfulness", "another context's answer", str(other["response"]), [knowledge]),
             ("faithfulness", "invent a claim", f"{answer} {INVENTED}", [knowledge]),
         ]

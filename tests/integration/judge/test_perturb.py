@@ -170,6 +170,12 @@ def test_the_suite_holds_the_wikieval_like_family() -> None:
     } <= kinds
     assert "wikieval-like: one part, not provided, padding" in kinds
     checks = begin_checks([FIXTURES / "begin_tiny_dev.jsonl"])
+    generic = [check for check in checks if check.kind == "wikieval-like: generic padding"]
+    assert generic
+    for check in generic:
+        assert check.changed.answer.startswith(check.base.answer.rstrip(".!? "))
+        assert check.changed.answer.endswith("is an important subject that has received a lot "
+                                             "of attention.")  # fmt: skip
     for check in checks:
         if check.kind == "wikieval-like: not provided, padding":
             assert check.changed.answer.startswith(EVASION)
