@@ -1,7 +1,8 @@
 """Leave-one-out over the WikiEval sample rows for the local judge's choices.
 
 The local judge has a few choices that a data set could tune: how many of the answer's points
-its complete question joins (`QUESTION_SENTENCES`, answer relevance), the share of a question's
+its complete question joins (`QUESTION_SENTENCES`, answer relevance), whether every generated
+question covers all of them or the n questions narrow to the first points (`whole`), the share of a question's
 similarity that is its form (`QUESTION_FORM_WEIGHT`, answer relevance) and the cuts of context
 relevance (`EXTRACT_MARGIN`, `PART_MIN_SIMILARITY`). For each held-out row, the value that agrees
 best with people on the *other* rows is chosen from a small grid (ties: the shipped value) and
@@ -52,6 +53,7 @@ SAMPLE = next(
 )
 POINTS = (1, 2, 3, 4)
 FORM_WEIGHTS = (0.0, 0.15, 0.3, 0.5)
+WHOLE = (False, True)
 MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25)
 PART_MINS = (0.1, 0.2, 0.3)
 
@@ -73,12 +75,12 @@ def leave_one_out(table: dict[Any, list[float]], shipped: Any) -> tuple[float, l
 
 
 async def _relevance(
-    judge: LocalJudge, question: str, answer: str, points: int, weight: float
+    judge: LocalJudge, question: str, answer: str, points: int, weight: float, whole: bool
 ) -> float:
     """The metric's score as the local judge gives it (`LocalJudge.embed`'s vectors)."""
     if is_noncommittal(answer):
         return 0.0
-    questions = generated_questions(answer, 3, points)
+    questions = generated_questions(answer, 3, points, whole=whole)
     vectors = await judge.vectors([question, *questions])
     return float(
         np.mean(
@@ -106,11 +108,13 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, dict[Any, list[float]
     judge = build_judge(settings)
     assert isinstance(judge, LocalJudge)
     tables: dict[str, dict[Any, list[float]]] = {"answer_relevance": {}, "context_relevance": {}}
-    for points, weight in itertools.product(POINTS, FORM_WEIGHTS):
-        tables["answer_relevance"][(points, weight)] = [
+    for points, weight, whole in itertools.product(POINTS, FORM_WEIGHTS, WHOLE):
+        tables["answer_relevance"][(points, weight, whole)] = [
             agreement(
-                await _relevance(judge, q, strip_prefix(str(r["answer"])), points, weight),
-                await _relevance(judge, q, strip_prefix(str(r["poor_answer"])), points, weight),
+                await _relevance(judge, q, strip_prefix(str(r["answer"])), points, weight, whole),
+                await _relevance(
+                    judge, q, strip_prefix(str(r["poor_answer"])), points, weight, whole
+                ),
             )
             for r in rows
             for q in [strip_prefix(str(r["question"]))]
@@ -153,13 +157,15 @@ def main(argv: Sequence[str] = sys.argv[1:]) -> None:
     rows = load_wikieval(path)
     tables = asyncio.run(measure(rows))
     shipped: dict[str, Any] = {
-        "answer_relevance": (QUESTION_SENTENCES, QUESTION_FORM_WEIGHT),
+        "answer_relevance": (QUESTION_SENTENCES, QUESTION_FORM_WEIGHT, True),
         "context_relevance": (EXTRACT_MARGIN, PART_MIN_SIMILARITY),
         "gpt_score_answer_relevance": QUESTION_FORM_WEIGHT,
         "gpt_ranking_answer_relevance": QUESTION_FORM_WEIGHT,
     }
     describe: dict[str, Callable[[Any], str]] = {
-        "answer_relevance": lambda v: f"points={v[0]}, form weight={v[1]:.2f}",
+        "answer_relevance": lambda v: (
+            f"points={v[0]}, form weight={v[1]:.2f}, {'whole' if v[2] else 'prefixes'}"
+        ),
         "context_relevance": lambda v: f"margin={v[0]:.2f}, part_min={v[1]:.1f}",
         "gpt_score_answer_relevance": lambda v: f"form weight={v:.2f}",
         "gpt_ranking_answer_relevance": lambda v: f"form weight={v:.2f}",

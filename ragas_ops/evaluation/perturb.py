@@ -11,7 +11,13 @@ A good answer is changed in a way whose effect on a metric is known without aski
 - faithfulness: changing a number, adding a claim the context never makes, or answering from
   another context lowers it;
 - context relevance: padding the context with unrelated sentences lowers it, and a context that
-  answers its question is never "Insufficient Information" (scores above 0).
+  answers its question is never "Insufficient Information" (scores above 0);
+- WikiEval's construction of a poor answer, without WikiEval's labels (`incomplete_answers`):
+  for a question with two parts, the complete answer against one that supplies one part and
+  pads with on-topic background, with a generic remark about the subject, or says the other
+  part is not provided (and pads); for a chat question, an evasion padded with on-topic
+  background, or the answer padded with a generic remark. The poor side is built by these
+  written steps, never chosen by its score.
 
 The pairs come from the project's own sample logs (`ragas_ops.samples`: multi-part questions,
 complete answers) and, when given, BEGIN files (dialogue turns that end with a question and a
@@ -126,6 +132,55 @@ def padded_with(answer: str, sentence: str) -> str:
     return f"{stripped}{end} {sentence}"
 
 
+GENERIC_PADDING = "{subject} is an important subject that has received a lot of attention."
+"""A generic remark about the subject, the padding of WikiEval's poor answers ("The PSLV-C56
+mission is an important space mission for India")."""
+_NAME_RUN = re.compile(r"(?:[A-Z][\w-]*[A-Z0-9][\w-]*|[A-Z][a-z][\w-]*)(?:\s+[A-Z][\w-]*)*")
+
+
+def question_subject(question: str) -> str:
+    """The longest run of capitalised words after the question's first word ("the Millau
+    Viaduct" -> "Millau Viaduct"), or "It" when the question names nothing."""
+    rest = question.split(maxsplit=1)[1] if len(question.split()) > 1 else ""
+    runs = _NAME_RUN.findall(rest)
+    return max(runs, key=len) if runs else "It"
+
+
+def on_topic_background(passage: str, answer: str) -> str | None:
+    """The passage sentence the answer shares fewest content words with, when it shares less
+    than half of them: background about the same subject that answers no part the answer
+    gives (the first such sentence, in passage order)."""
+    words = content_words(answer)
+    used = set(split_sentences(answer))
+    candidates = [s for s in split_sentences(passage) if s not in used]
+    if not candidates or not words:
+        return None
+    share = {s: len(content_words(s) & words) / len(words) for s in candidates}
+    sentence = min(candidates, key=lambda s: share[s])
+    return sentence if share[sentence] < 0.5 else None
+
+
+def incomplete_answers(question: str, passage: str, answer: str) -> list[tuple[str, str]]:
+    """WikiEval's poor answers for a question of two or more parts, by written steps: for each
+    answer sentence left out (the part not supplied), the other sentences (a) with on-topic
+    background (`on_topic_background`), (b) with a generic remark about the subject
+    (`GENERIC_PADDING`), (c) with a sentence saying the rest is not provided and then the
+    background. Empty when the question has one part or the answer one sentence."""
+    sentences = split_sentences(answer)
+    if len(asked_parts(question)) < 2 or len(sentences) < 2:
+        return []
+    background = on_topic_background(passage, answer)
+    generic = GENERIC_PADDING.format(subject=question_subject(question))
+    pairs = []
+    for index in range(len(sentences)):
+        kept = " ".join(s for i, s in enumerate(sentences) if i != index)
+        if background is not None:
+            pairs.append(("one part, on-topic padding", f"{kept} {background}"))
+            pairs.append(("one part, not provided, padding", f"{kept} {EVASION} {background}"))
+        pairs.append(("one part, generic padding", f"{kept} {generic}"))
+    return pairs
+
+
 def sample_checks() -> list[Check]:
     """Checks from the sample logs' topics (six multi-part questions with complete answers)."""
     checks: list[Check] = []
@@ -169,6 +224,8 @@ def sample_checks() -> list[Check]:
                 kept = [s for s in sentences if not asked & supplied_kinds(s)]
                 add("answer_relevance", "wrong kind, right topic", "lower", answer,
                     " ".join([*kept, changed_part + "."]))  # fmt: skip
+        for kind, poor in incomplete_answers(q, topic.passage, answer):
+            add("answer_relevance", f"wikieval-like: {kind}", "lower", answer, poor)
         if len(sentences) > 1:
             add("answer_relevance", "reorder", "stays", answer, " ".join(reversed(sentences)))
         add("faithfulness", "invent a claim", "lower", answer, f"{answer} {INVENTED}")
@@ -207,12 +264,24 @@ def begin_checks(paths: Sequence[Path], limit: int = BEGIN_CASES) -> list[Check]
             ("answer_relevance", "pad", padded_with(answer, unrelated[0]), [knowledge]),
             ("answer_relevance", "another question's answer", str(other["response"]), [knowledge]),
             ("answer_relevance", "refuse", REFUSAL, [knowledge]),
+            # WikiEval's padding: a generic remark about the subject after the answer
+            (
+                "answer_relevance",
+                "wikieval-like: generic padding",
+                padded_with(answer, GENERIC_PADDING.format(subject=question_subject(q))),
+                [knowledge],
+            ),
             ("faithfulness", "another context's answer", str(other["response"]), [knowledge]),
             ("faithfulness", "invent a claim", f"{answer} {INVENTED}", [knowledge]),
         ]
         neighbour = neighbouring_answer(knowledge, answer)
         if neighbour is not None:
             pairs.append(("answer_relevance", "a neighbouring answer", neighbour, [knowledge]))
+            # WikiEval's poor answer to a one-part question: says it is not provided, then
+            # pads with background on the same subject
+            evaded = f"{EVASION} {neighbour[:1].upper()}{neighbour[1:]}."
+            pairs.append(("answer_relevance", "wikieval-like: not provided, padding", evaded,
+                          [knowledge]))  # fmt: skip
         mistyped = wrong_kind(q, knowledge, answer)
         if mistyped is not None:
             pairs.append(("answer_relevance", "wrong kind, right topic", mistyped, [knowledge]))

@@ -22,6 +22,7 @@ from ragas_ops.contract.outputs import output_schema
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
+from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
 from ragas_ops.scoring.run import configured_metrics, score_into, scorer_for
 from ragas_ops.scoring.scorer import RunSummary
 from ragas_ops.storage import (
@@ -90,6 +91,8 @@ class ScoreOutcome:
         ]
         if set(total.requests_by_tier) - {"default"}:
             lines.append(self._tiers_line())
+        if self.judge.startswith("local:"):
+            lines.append(LOCAL_JUDGE_LIMITS)
         return lines
 
     def _tiers_line(self) -> str:

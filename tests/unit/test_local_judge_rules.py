@@ -88,6 +88,8 @@ def test_the_question_form_checker_rejects_fragments() -> None:
         "What will yes that?",  # a filler of the answer
         "What about Acme?",  # no verb
         "Who does is closely related to Acme?",  # "does" before another auxiliary
+        "When did founded on january 30 1960 they play their first game?",  # a participle
+        "How many th does regarded as one of the most significant icons?",  # "th" counts nothing
     ]
     for text in rejected:
         assert question_problems(text), text
@@ -351,3 +353,133 @@ def test_a_claim_the_rules_cannot_ask_is_not_an_evasion() -> None:
         questions = generated_questions(answer, 3)
         assert not any(q.startswith("Is the information") for q in questions), questions
     assert question_problems("When may it have been practiced more than?")
+
+
+def test_a_participle_with_its_preposition_before_a_later_verb_is_not_the_main_verb() -> None:
+    # a reduced relative clause ("X based on Y") modifies the subject: the later verb is the
+    # sentence's, so "did ... shows" (v12) becomes "does ... show"
+    assert question_for(
+        "The distribution of the population based on mean temperature shows two modes.", ""
+    ) == ("How many modes does the distribution of the population based on mean temperature show?")
+    # a participle joined to a later verb by "and" is one of two verbs: the first stays
+    assert question_for("It opened in 2004 and grossed 1 billion dollars.", "") == (
+        "When did it open?"
+    )
+    assert question_for("It opened in 2004.", "") == "When did it open?"
+    # "-ed to" is a verb and its infinitive, not a reduced relative
+    assert question_for("The car aimed to have low running costs.", "the car") == (
+        "What did the car aim to have?"
+    )
+    assert question_for("PharmaCann was founded in 2014.", "PharmaCann") == (
+        "When was PharmaCann founded?"
+    )
+
+
+def test_whole_questions_cover_every_point_and_differ_in_phrasing_only() -> None:
+    answer = "PharmaCann was founded in 2014. Its headquarters is located in Illinois."
+    whole = generated_questions(answer, 3)
+    assert len(set(whole)) == 3
+    assert all("founded" in q and "located" in q for q in whole), whole
+    assert all(is_question(q) for q in whole)
+    # a padded answer: the padding is in every question, as an LLM writes it
+    padded = generated_questions(f"{answer} Our newsletter is sent every Tuesday.", 3)
+    assert all("newsletter" in q for q in padded), padded
+    # v12's scopes narrowed to the first point: one question ignored the second one
+    narrowed = generated_questions(answer, 3, whole=False)
+    assert narrowed[1] == "When was PharmaCann founded?"
+    # one point: the same paraphrases either way
+    assert generated_questions("It opened in 2004.", 3) == generated_questions(
+        "It opened in 2004.", 3, whole=False
+    )
+
+
+def test_every_question_generated_from_the_perturbation_suites_answers_reads_as_one() -> None:
+    """The answers the suite builds (drops, evasions, padding, WikiEval-like poor answers,
+    other questions' answers) in both scopes of the generator."""
+    from ragas_ops.evaluation.perturb import begin_checks, sample_checks
+
+    begin_files = [
+        BEGIN_DEV / f"{name}.jsonl"
+        for name in ("begin_v1_2021_dev", "begin_v2_wow_dev", "begin_v2_cmu_dev", "begin_v2_tc_dev")
+    ]
+    checks = sample_checks()
+    if BEGIN_DEV.is_dir():
+        checks += begin_checks(begin_files)
+    answers = {row.answer for check in checks for row in (check.base, check.changed)}
+    assert len(answers) > (500 if BEGIN_DEV.is_dir() else 50)
+    failed = [
+        (answer, question)
+        for answer in sorted(answers)
+        for whole in (False, True)
+        for question in generated_questions(answer, 3, whole=whole)
+        if question_problems(question)
+    ]
+    assert failed == []
+
+
+def test_generic_praise_asks_what_kind_of_thing_the_subject_is() -> None:
+    # an evaluative complement is padding an LLM still writes into its question, with its noun
+    assert question_for(
+        "PharmaCann is a leading pharmaceutical company that specializes in cannabis.", "PharmaCann"
+    ) == ("What kind of company is PharmaCann?")
+    assert question_for("The mission is an important space mission for India.", "the mission") == (
+        "What kind of mission is the mission?"
+    )
+    # a definition still answers "What is X?"
+    assert question_for("Theranostics is an emerging field in medicine.", "Theranostics") == (
+        "What is Theranostics?"
+    )
+    assert is_question("What kind of company is PharmaCann?")
+
+
+def test_the_score_summary_says_the_local_judges_limits() -> None:
+    from collections import Counter
+
+    from ragas_ops.judge.base import Usage
+    from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
+    from ragas_ops.scoring.jobs import ScoreOutcome
+    from ragas_ops.scoring.scorer import RunSummary
+
+    def lines(judge: str) -> list[str]:
+        outcome = ScoreOutcome("out", ["answer_relevance"], RunSummary(rows=3), judge, Usage(),
+                               Counter(), 1.0)  # fmt: skip
+        return outcome.summary_lines()
+
+    assert LOCAL_JUDGE_LIMITS in lines("local:all-MiniLM-L6-v2-onnx-int8")
+    assert "not an LLM" in LOCAL_JUDGE_LIMITS
+    assert LOCAL_JUDGE_LIMITS not in lines("openai:gpt-4o-mini")
+
+
+def test_an_object_with_a_name_in_apposition_is_the_answer_as_a_whole() -> None:
+    assert question_for(
+        "Andrew Lincoln plays the lead character, deputy Rick Grimes.", "Andrew Lincoln"
+    ) == ("What does Andrew Lincoln play?")
+    assert question_for("Cobain formed the band Nirvana.", "Cobain") == "What did Cobain form?"
+    # a preposition that ends the verb group stays with it
+    assert question_for(
+        "The bee belongs to the genus Andrena, specifically the subgenus Melandrena.", "the bee"
+    ) == ("What does the bee belong to?")
+    # a name right after the verb is still the answer, a place still asks "Where"
+    assert question_for("She founded Plum Organics.", "") == "What did she found?"
+    assert question_for("It was launched from the Satish Dhawan Space Centre.", "") == (
+        "Where was it launched?"
+    )
+
+
+def test_fronted_adverbs_and_aliases_frame_a_sentence_without_being_what_it_states() -> None:
+    assert question_for("Originally, a key feature of the app was its square photos.", "") == (
+        "What was a key feature of the app?"
+    )
+    assert question_for(
+        "Guns N' Roses, often abbreviated as GNR, is a hard rock band.", "Guns N' Roses"
+    ) == ("What is Guns N' Roses?")
+
+
+def test_a_fronted_participial_phrase_frames_the_sentence() -> None:
+    assert question_for(
+        "Born in Aberdeen, Washington, Cobain formed the band Nirvana.", "Cobain"
+    ) == ("What did Cobain form?")
+    assert question_for("Based on the data, the model predicts rain.", "") == (
+        "What does the model predict?"
+    )
+    assert generated_questions("Born in Ohio, he lived in Paris.", 1) == ["Where did he live?"]

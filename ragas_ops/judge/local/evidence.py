@@ -679,12 +679,13 @@ def parts_answered(question: str, answer: str, vectors: Vectors | None = None) -
 # "When was X founded and where is it based?". A complete answer to a two-part question then
 # yields a two-part question close to the one asked, while an answer that covers one part, or
 # adds unrelated sentences, yields a question with a part missing or a part the user never
-# asked. The n questions differ in scope: the complete one, then the first two points, then
-# the first point alone (an answer puts its direct answer first), then other joinings (an
-# answer with one point has one question to ask, which an LLM would paraphrase). A part the
-# answer omits is missing from every question, while a detail it adds beyond its leading
-# points is in the complete question only: extra detail costs less than an omission, as it
-# does for a reader.
+# asked. Since v13 every one of the n questions covers all of the answer's leading points, as
+# an LLM's question covers the whole answer: they differ in phrasing (the points in turn,
+# joined into one sentence, in the other order; an answer with one point has one question,
+# which an LLM would paraphrase), never in coverage. A part the answer omits is missing from
+# every question and an unrelated addition is in every question (v12's narrower scopes, the
+# first two points and the first alone, kept padding out of two questions in three and let
+# one question in three ignore what the answer lacks: `whole=False`).
 
 QUESTION_SENTENCES = 3
 """The answer's first sentences that the complete question joins (an answer puts its points
@@ -802,16 +803,47 @@ _FRONTING_WORDS = _word_set(
     "however moreover furthermore additionally also yes no indeed instead thus therefore overall "
     "by in on at with for after before during according as since unlike like"
 )
-_ALIAS = re.compile(r",\s*(?:also\s+)?(?:known|called|referred to)\s+as\s+[^,]+,", re.I)
+_ALIAS = re.compile(
+    r",\s*(?:(?:also|often|commonly|usually)\s+)?(?:known|called|referred to|abbreviated)\s+as"
+    r"\s+[^,]+,",
+    re.I,
+)
 
 
 def _unframed(sentence: str) -> str:
-    sentence = _ALIAS.sub("", sentence)
+    sentence = _without_fronted_participle(_ALIAS.sub("", sentence))
     fronted = _FRONTED.match(sentence)
     if fronted:
         first = fronted.group(1).casefold()
-        if first in _FRONTING_WORDS or (first.endswith("ly") and " " not in fronted.group(0)):
+        single = " " not in fronted.group(0).strip()  # "Originally, ..." (one word, a comma)
+        if first in _FRONTING_WORDS or (first.endswith("ly") and single):
             return sentence[fronted.end() :]
+    return sentence
+
+
+_DETERMINERS = _word_set("the a an this these those its his her their")
+_PARTICIPLE_OPENERS = _word_set("born raised known built made written given named situated")
+
+
+def _without_fronted_participle(sentence: str) -> str:
+    """A participial phrase before the subject frames the sentence as a fronted adverbial does
+    ("Born in Aberdeen, Washington, Cobain formed Nirvana" states that Cobain formed Nirvana):
+    the sentence from the last of its first commas after which a name or a pronoun is the
+    subject of a verb."""
+    first = sentence.split(maxsplit=1)[0] if sentence.strip() else ""
+    low = first.casefold()
+    if not first[:1].isupper() or not (low.endswith("ed") or low in _PARTICIPLE_OPENERS):
+        return sentence
+    pieces = sentence.split(", ")
+    for index in range(min(len(pieces) - 1, 3), 0, -1):
+        rest = ", ".join(pieces[index:])
+        tokens = _TOKEN.findall(rest)
+        verb = _verb_index(tokens)
+        subject = bool(tokens) and (
+            tokens[0][:1].isupper() or tokens[0].casefold() in _SUBJECT_PRONOUNS | _DETERMINERS
+        )
+        if verb is not None and 1 <= verb <= 4 and subject:
+            return rest
     return sentence
 
 
@@ -827,8 +859,30 @@ def _is_number(token: str) -> bool:
 def _verb_index(tokens: Sequence[str]) -> int | None:
     """Where the subject ends: the first auxiliary, or the first lower-case word that looks
     like a finite verb (-s, -ed) after a word that is not a determiner. No tagger: wrong on
-    some sentences, but the question only needs its words roughly in place."""
+    some sentences, but the question only needs its words roughly in place.
+
+    A participle with its preposition before a later verb modifies the subject (a reduced
+    relative clause: "the distribution based on temperature shows two modes"): the later verb
+    is the sentence's, unless "and" or a comma joins it (then both are verbs: "it opened in
+    2004 and grossed $1 billion")."""
+    first = _first_verb(tokens, 0)
+    if first is None or not tokens[first].casefold().endswith("ed"):
+        return first
+    if first + 1 < len(tokens) and tokens[first + 1].casefold() in _PREPOSITION_WORDS:
+        later = _first_verb(tokens, first + 2)
+        if later is not None and tokens[later - 1].casefold() not in {"and", "or", ","}:
+            return later
+    return first
+
+
+_PREPOSITION_WORDS = frozenset("in on at by as from for with into of".split())  # noqa: SIM905
+
+
+def _first_verb(tokens: Sequence[str], start: int) -> int | None:
+    """The first token from `start` on (within the first 14) that looks like a verb."""
     for index, token in enumerate(tokens[:14]):
+        if index < start:
+            continue
         low = token.casefold()
         if index and (low in _AUXILIARIES or low in _DEFINING):
             return index
@@ -901,7 +955,9 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     sentence = _SPEAKER_FRAME.sub("", _FILLER.sub("", sentence)) or sentence
     subject = topic or pronoun or "it"
     if says_absent(sentence):
-        return f"Is there any information about {subject}?"
+        # about the topic, never about the speaker's frame ("I'm not sure, that information...")
+        absent = f"Is there any information about {subject}?"
+        return absent if is_question(absent) else "Is there any information about it?"
     if _evasive(sentence) or _reacts(sentence):
         return ""
     sentence = addressed(sentence)
@@ -1072,7 +1128,38 @@ def _copula_answer(
     )
     if led in {"place", "date"}:
         return led, kept
+    evaluated = _evaluated_noun(low[end:])
+    if evaluated and low[verb] in _COPULAS:
+        return f"what:kind of {evaluated}", kept
     return ("person" if person else "what"), kept
+
+
+# Adjectives that evaluate rather than define ("an important mission", "a leading company"):
+# generic praise says what kind of thing the subject is, not what it is.
+_EVALUATIVE = _word_set(
+    "important significant leading major key notable renowned famous popular prominent "
+    "well-known rare unique innovative crucial vital essential remarkable influential "
+    "successful great good excellent valuable"
+)
+_NOUN_PHRASE_END = _word_set(
+    "that which who whose for of in on at to with by from and , known based found located"
+)
+
+
+def _evaluated_noun(complement: Sequence[str]) -> str:
+    """The noun of "a/an <evaluative adjective> ... <noun>" ("an important space mission for
+    India": "mission"), or "" when the complement does not start that way."""
+    if len(complement) < 3 or complement[0] not in {"a", "an"}:
+        return ""
+    if complement[1] not in _EVALUATIVE and complement[1].removesuffix("ly") not in _EVALUATIVE:
+        return ""
+    phrase = []
+    for word in complement[2:8]:
+        if word in _NOUN_PHRASE_END:
+            break
+        phrase.append(word)
+    head = phrase[-1] if phrase else ""
+    return head if head.isalpha() and head not in STOPWORDS and head not in _EVALUATIVE else ""
 
 
 def _cut_answer(
@@ -1087,6 +1174,12 @@ def _cut_answer(
         cut -= 1  # the whole name ("Jane Roe"), though its first word is the topic's
     if low[cut - 1] in {"and", "or"} and cut - 1 > end:
         return "what", tokens[:end]  # the last item of a list: the list is the answer
+    if kind == "what" and cut > end and not set(low[end:cut]) & _LEADING_WORDS - _ARTICLES:
+        # a name after the verb's object is in apposition to it ("plays the lead character,
+        # deputy Rick Grimes", "formed the band Nirvana"): the whole object is the answer
+        if low[end - 1] in _STRANDED:  # "belongs to the genus X": "What does it belong to?"
+            return f"strand:{low[end - 1]}", tokens[: end - 1]
+        return "what", tokens[:end]
     if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 > verb:
         # "closely related to Acme Rope" answers "What is it closely related to?"
         return f"strand:{low[cut - 1]}", tokens[: cut - 1]
@@ -1103,6 +1196,7 @@ def _cut_answer(
     return kind, tokens[:cut]
 
 
+_ARTICLES = frozenset({"the", "a", "an"})
 _STRANDED = frozenset({"as", "in", "on", "for", "with", "to", "from", "into", "about", "of"})
 _LEADING_WORDS = (
     _TIME_PREPOSITIONS
@@ -1304,12 +1398,13 @@ _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "how", "which", "wh
 
 
 def generated_questions(
-    answer: str, count: int, points_asked: int = QUESTION_SENTENCES
+    answer: str, count: int, points_asked: int = QUESTION_SENTENCES, *, whole: bool = True
 ) -> list[str]:
     """`count` distinct questions the answer is a complete answer to.
 
-    Each joins the questions of the answer's first `QUESTION_SENTENCES` points, the first
-    one, two, three of them (see the section comment); after the first part the topic is
+    Each joins the questions of all of the answer's first `QUESTION_SENTENCES` points, in
+    different phrasings (with `whole=False`, v12's scopes: all, the first two, the first; see
+    the section comment); after the first part the topic is
     referred to by its pronoun, as in a question with several parts. An answer that says
     nothing about a topic (a refusal, a first-person remark) answers "Is the information
     available?". Every question passes `questions.is_question`.
@@ -1324,8 +1419,11 @@ def generated_questions(
     )
     parts = list(dict.fromkeys(q for q in asked if q))
     parts = parts[:points_asked] or ["Is the information available?"]
+    # `whole`: every question covers every point, the n questions differing in phrasing only;
+    # False gives v12's narrowing scopes (for the leave-one-out's grid).
+    scopes = [len(parts)] if whole else range(len(parts), 0, -1)
     joined = [
-        *(" ".join(parts[:size]) for size in range(len(parts), 0, -1)),
+        *(" ".join(parts[:size]) for size in scopes),
         ", and ".join(
             part.rstrip("?") if number == 0 else _lower_first(part.rstrip("?"))
             for number, part in enumerate(parts)
@@ -1334,14 +1432,15 @@ def generated_questions(
         " ".join(reversed(parts)),
     ]
     distinct = list(dict.fromkeys(joined))
+    varied = distinct[0].rstrip("?") if whole else parts[0].rstrip("?")
     for variant in _VARIANTS:
         if len(distinct) >= count:
             break
-        if variant.strip(", ") in parts[0].casefold():
+        if variant.strip(", ") in varied.casefold():
             continue
-        distinct.append(f"{parts[0].rstrip('?')}{variant}?")
+        distinct.append(f"{varied}{variant}?")
     number = 2
     while len(distinct) < count:  # more questions than variants: numbered, still questions
-        distinct.append(f"{parts[0].rstrip('?')}, point {number}?")
+        distinct.append(f"{varied}, point {number}?")
         number += 1
     return distinct[:count]

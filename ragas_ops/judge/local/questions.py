@@ -130,11 +130,22 @@ def _opening_problems(part: str, found: Sequence[str]) -> list[str]:
         problems.append(f"{part!r}: {first!r} is not followed by an auxiliary")
     elif first == "how" and rest[0] not in _HOW_WORDS and not rest[0].endswith("ly"):
         problems.append(f"{part!r}: 'how' is followed by neither an auxiliary nor an adjective")
-    elif first == "how" and rest[0] == "many" and (len(rest) < 2 or rest[1] in AUXILIARIES):
+    elif first == "how" and rest[0] == "many" and (len(rest) < 2 or not _counts(rest[1])):
         problems.append(f"{part!r}: 'how many' is not followed by what is counted")
     if len(found) > 2 and found[1] in {"do", "does", "did"} and found[2] in AUXILIARIES:
         problems.append(f"{part!r}: 'do' before another auxiliary")
+    if any(
+        a in {"do", "does", "did"} and len(b) > 4 and b.endswith("ed")
+        for a, b in itertools.pairwise(found)
+    ):  # "When did founded on ...?", "What does regarded as ...?": a participle is no subject
+        problems.append(f"{part!r}: 'do' before a participle")
     return problems
+
+
+def _counts(word: str) -> bool:
+    """Whether "how many <word>" counts something: a noun of letters, not an auxiliary or a
+    fragment of a number ("How many th ...?" from "19th")."""
+    return word.isalpha() and len(word) > 2 and word not in AUXILIARIES
 
 
 def _phrase_problems(part: str, found: Sequence[str]) -> list[str]:

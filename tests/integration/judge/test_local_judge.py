@@ -244,10 +244,13 @@ def test_generated_questions_join_the_answers_points_and_are_distinct() -> None:
         "PharmaCann was founded in 2014. Its headquarters is located in Illinois.", 3
     )
     assert len(set(two_points)) == 3
-    # the complete question first, then narrower ones: the first point is in every question
-    assert two_points[0] == "When was PharmaCann founded? Where is its headquarters located?"
-    assert two_points[1] == "When was PharmaCann founded?"
-    assert all("founded" in q for q in two_points)
+    # every question covers both points: they differ in phrasing, never in coverage (v13)
+    assert two_points == [
+        "When was PharmaCann founded? Where is its headquarters located?",
+        "When was PharmaCann founded, and where is its headquarters located?",
+        "Where is its headquarters located? When was PharmaCann founded?",
+    ]
+    assert all("founded" in q and "located" in q for q in two_points)
     one_point = generated_questions("The main product of Acme is rope.", 3)
     assert len(set(one_point)) == 3
     assert all(q.startswith("What is the main product of Acme") for q in one_point)
@@ -350,3 +353,17 @@ async def test_the_metric_scores_evasion_and_padding_below_a_direct_answer() -> 
     assert scores[0] > scores[1] > scores[4] == 0.0
     assert scores[0] > scores[2]
     assert scores[0] > scores[3] > scores[2]  # padding costs less than evading a part
+
+
+async def test_the_metric_scores_one_part_with_generic_praise_below_the_complete_answer() -> None:
+    # WikiEval's poor answer: one part supplied, the other replaced by praise of the subject
+    question = "When was PharmaCann founded and where is its headquarters located?"
+    complete, praised = await _metric_scores(
+        question,
+        [
+            "PharmaCann was founded in 2014. Its headquarters is located in Illinois.",
+            "PharmaCann was founded in 2014. PharmaCann is a leading pharmaceutical company that "
+            "specializes in medical cannabis products.",
+        ],
+    )
+    assert complete > praised

@@ -10,10 +10,14 @@ import pytest
 
 from ragas_ops.cli.main import main
 from ragas_ops.evaluation.perturb import (
+    EVASION,
     begin_checks,
     clauses,
+    incomplete_answers,
     neighbouring_answer,
+    on_topic_background,
     padded_with,
+    question_subject,
     sample_checks,
     summary,
     wrong_kind,
@@ -116,3 +120,62 @@ def test_a_neighbouring_answer_is_the_knowledge_clause_the_answer_did_not_use() 
 def test_padding_adds_a_sentence_of_its_own() -> None:
     assert padded_with("it opened in 2004", "Paris is big.") == "it opened in 2004. Paris is big."
     assert padded_with("It opened in 2004!", "Paris is big.") == "It opened in 2004! Paris is big."
+
+
+PASSAGE = (
+    "The Millau Viaduct is a cable-stayed bridge near Millau in southern France. It opened to "
+    "traffic on 16 December 2004. Its tallest mast reaches 343 metres."
+)
+COMPLETE = (
+    "The Millau Viaduct opened to traffic on 16 December 2004. Its tallest mast reaches 343 m."
+)
+
+
+def test_wikieval_like_poor_answers_supply_one_part_and_pad_or_evade() -> None:
+    question = "When did the Millau Viaduct open and how tall is its tallest mast?"
+    assert question_subject(question) == "Millau Viaduct"
+    assert question_subject("How long do I have to return an item?") == "It"
+    # the passage sentence the answer does not use: background on the same subject
+    background = on_topic_background(PASSAGE, COMPLETE)
+    assert (
+        background == "The Millau Viaduct is a cable-stayed bridge near Millau in southern France."
+    )
+    pairs = incomplete_answers(question, PASSAGE, COMPLETE)
+    kinds = [kind for kind, _ in pairs]
+    # each of the two sentences left out in turn, three poor answers each
+    assert len(pairs) == 6
+    assert set(kinds) == {
+        "one part, on-topic padding",
+        "one part, not provided, padding",
+        "one part, generic padding",
+    }
+    for kind, poor in pairs:
+        assert poor != COMPLETE
+        assert ("2004" in poor) != ("343" in poor), poor  # exactly one part supplied
+        if "not provided" in kind:
+            assert EVASION in poor
+            assert background in poor
+        if "generic" in kind:
+            assert "Millau Viaduct is an important subject" in poor
+    # a one-part question or a one-sentence answer has no such pairs
+    assert incomplete_answers("When did it open?", PASSAGE, COMPLETE) == []
+    assert incomplete_answers(question, PASSAGE, "It opened in 2004.") == []
+
+
+def test_the_suite_holds_the_wikieval_like_family() -> None:
+    kinds = {check.kind for check in sample_checks()}
+    assert {
+        "wikieval-like: one part, on-topic padding",
+        "wikieval-like: one part, generic padding",
+    } <= kinds
+    assert "wikieval-like: one part, not provided, padding" in kinds
+    checks = begin_checks([FIXTURES / "begin_tiny_dev.jsonl"])
+    generic = [check for check in checks if check.kind == "wikieval-like: generic padding"]
+    assert generic
+    for check in generic:
+        assert check.changed.answer.startswith(check.base.answer.rstrip(".!? "))
+        assert check.changed.answer.endswith("is an important subject that has received a lot "
+                                             "of attention.")  # fmt: skip
+    for check in checks:
+        if check.kind == "wikieval-like: not provided, padding":
+            assert check.changed.answer.startswith(EVASION)
