@@ -5,10 +5,10 @@ BIN := $(VENV)/bin
 
 .PHONY: install test lint typecheck unit integration demo bench bench-reference clean
 
-$(BIN)/ragas-ops: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet torch==2.13.0  # CPU build; before [local-torch] so no CUDA torch is pulled
-	$(BIN)/pip install --quiet -e ".[dev,local,local-torch,airflow]"
+# .ci/venv: torch's CPU build from pip first (so [local-torch] pulls no CUDA torch), then the
+# rest with uv, held to that torch (pip alone where uv cannot be installed).
+$(BIN)/ragas-ops: pyproject.toml .ci/venv
+	PYTHON=$(PYTHON) .ci/venv $(VENV) dev,local,local-torch,airflow torch
 	touch $@
 
 install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
@@ -45,9 +45,8 @@ comma := ,
 DEMO_EXTRAS := airflow,local$(if $(filter iceberg,$(RAGAS_OPS_WAREHOUSE_TABLE_FORMAT)),$(comma)iceberg)
 DEMO_STAMP := $(DEMO_VENV)/.installed-$(subst $(comma),-,$(DEMO_EXTRAS))
 
-$(DEMO_STAMP): pyproject.toml
-	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
-	$(DEMO_VENV)/bin/pip install --quiet -e ".[$(DEMO_EXTRAS)]"
+$(DEMO_STAMP): pyproject.toml .ci/venv
+	PYTHON=$(PYTHON) .ci/venv $(DEMO_VENV) $(DEMO_EXTRAS)
 	touch $@
 
 demo: $(DEMO_STAMP)  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)
