@@ -28,11 +28,18 @@ lint: install  ## ruff (lint and format check)
 typecheck: install  ## mypy, strict
 	$(BIN)/mypy
 
+# The integration tests mostly wait (on servers, subprocesses, Airflow), so they run in more
+# pytest-xdist workers than there are cores; modules that build one expensive thing for all
+# their tests keep them in one worker (xdist_group, hence --dist loadgroup). TEST_WORKERS=0
+# runs them in this process. Both print their 25 slowest durations for the next person.
+TEST_WORKERS ?= 4
+DURATIONS := --durations=25 --durations-min=1
+
 unit: install  ## the unit tests only: fast, no servers (tests/unit)
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q $(DURATIONS) tests/unit
 
 integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (tests/integration)
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q $(DURATIONS) -n $(TEST_WORKERS) --dist loadgroup tests/integration
 
 test: lint typecheck unit integration  ## everything CI runs: lint, types, all the tests
 
