@@ -26,9 +26,6 @@ from tests.integration.dag.test_plugin_quality_view import LAST, local_warehouse
 
 PROJECT = Path(__file__).resolve().parents[3]
 PASSWORD = "a-test-password"  # a throwaway user of a test server
-# One pytest-xdist worker runs this module and the quality view's: they share the warehouse
-# that `local_warehouse` builds once a session, and this module's api-server.
-pytestmark = pytest.mark.xdist_group("quality_warehouse")
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,6 @@ from tests.support import TEST_KEY, settings_for
 
 DAYS = [f"2026-11-{day:02d}" for day in range(23, 29)]
 LAST = DAYS[-1]
-# One pytest-xdist worker runs this module and the plugin's HTTP tests (local_warehouse is
-# built once a session and both use it).
-pytestmark = pytest.mark.xdist_group("quality_warehouse")
 # One judge cache for every warehouse built here: the same days' rows are scored once.
 JUDGE_CACHE = Path(tempfile.mkdtemp(prefix="ragas-ops-view-")) / "judge.sqlite"
 

@@ -22,9 +22,6 @@ from tests.support import TEST_KEY, settings_for
 
 duckdb = pytest.importorskip("duckdb")
 
-# One pytest-xdist worker runs this module: its warehouse is built once.
-pytestmark = pytest.mark.xdist_group("bi_warehouse")
-
 DAYS = {"2026-11-26": 40, "2026-11-27": 25, "2026-11-28": 0}
 """Rows logged per day; the last day had no traffic (an empty partition)."""
 
