@@ -41,7 +41,11 @@ unit: install  ## the unit tests only: fast, no servers (tests/unit)
 integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (tests/integration)
 	$(BIN)/pytest -q $(DURATIONS) -n $(TEST_WORKERS) --dist loadgroup tests/integration
 
-test: lint typecheck unit integration  ## everything CI runs: lint, types, all the tests
+# mypy (one core for a minute or two) runs beside the unit tests (one core), the output of each
+# printed in one piece when it ends; then the integration tests, which want both cores.
+test: install  ## everything CI runs: lint, types, all the tests
+	$(MAKE) --no-print-directory --output-sync=target -j2 lint typecheck unit
+	$(MAKE) --no-print-directory integration
 
 # The demo installs only what it runs (Airflow and the ONNX local judge, no PyTorch, no
 # development tools) in a venv of its own.
