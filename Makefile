@@ -5,10 +5,10 @@ BIN := $(VENV)/bin
 
 .PHONY: install test lint typecheck unit integration demo bench bench-reference clean
 
-$(BIN)/ragas-ops: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet torch==2.13.0  # CPU build; before [local-torch] so no CUDA torch is pulled
-	$(BIN)/pip install --quiet -e ".[dev,local,local-torch,airflow]"
+# .ci/venv: torch's CPU build from pip first (so [local-torch] pulls no CUDA torch), then the
+# rest with uv, held to that torch (pip alone where uv cannot be installed).
+$(BIN)/ragas-ops: pyproject.toml .ci/venv
+	PYTHON=$(PYTHON) .ci/venv $(VENV) dev,local,local-torch,airflow torch
 	touch $@
 
 install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
@@ -28,13 +28,24 @@ lint: install  ## ruff (lint and format check)
 typecheck: install  ## mypy, strict
 	$(BIN)/mypy
 
+# The integration tests mostly wait (on servers, subprocesses, Airflow), so they run in more
+# pytest-xdist workers than there are cores; modules that build one expensive thing for all
+# their tests keep them in one worker (xdist_group, hence --dist loadgroup). TEST_WORKERS=0
+# runs them in this process. Both print their 25 slowest durations for the next person.
+TEST_WORKERS ?= 4
+DURATIONS := --durations=25 --durations-min=1
+
 unit: install  ## the unit tests only: fast, no servers (tests/unit)
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q $(DURATIONS) tests/unit
 
 integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (tests/integration)
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q $(DURATIONS) -n $(TEST_WORKERS) --dist loadgroup tests/integration
 
-test: lint typecheck unit integration  ## everything CI runs: lint, types, all the tests
+# mypy (one core for a minute or two) runs beside the unit tests (one core), the output of each
+# printed in one piece when it ends; then the integration tests, which want both cores.
+test: install  ## everything CI runs: lint, types, all the tests
+	$(MAKE) --no-print-directory --output-sync=target -j2 lint typecheck unit
+	$(MAKE) --no-print-directory integration
 
 # The demo installs only what it runs (Airflow and the ONNX local judge, no PyTorch, no
 # development tools) in a venv of its own.
@@ -45,9 +56,8 @@ comma := ,
 DEMO_EXTRAS := airflow,local$(if $(filter iceberg,$(RAGAS_OPS_WAREHOUSE_TABLE_FORMAT)),$(comma)iceberg)
 DEMO_STAMP := $(DEMO_VENV)/.installed-$(subst $(comma),-,$(DEMO_EXTRAS))
 
-$(DEMO_STAMP): pyproject.toml
-	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
-	$(DEMO_VENV)/bin/pip install --quiet -e ".[$(DEMO_EXTRAS)]"
+$(DEMO_STAMP): pyproject.toml .ci/venv
+	PYTHON=$(PYTHON) .ci/venv $(DEMO_VENV) $(DEMO_EXTRAS)
 	touch $@
 
 demo: $(DEMO_STAMP)  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)

@@ -12,6 +12,31 @@ from ragas_ops.testing.judge_process import free_port
 from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
 from tests.support import start_moto
 
+# Test files whose tests share one expensive module- or session-scoped fixture: under
+# `pytest -n N --dist loadgroup` (make integration) each group runs in one worker, every other
+# test goes to whichever worker is free. pytest-xdist's own `xdist_group` mark does nothing
+# under pytest 9 (it renames `item._nodeid`, which pytest 9 no longer reads), hence this list.
+XDIST_GROUPS = {
+    # local_warehouse (6 days through the pipeline's steps) and the plugin's api-server
+    "tests/integration/dag/test_plugin_quality_view.py": "quality_warehouse",
+    "tests/integration/dag/test_plugin_http.py": "quality_warehouse",
+    "tests/integration/s3/test_bi_sql.py": "bi_warehouse",  # its module's warehouse
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`: the files of XDIST_GROUPS by group, every other test alone."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return XDIST_GROUPS.get(nodeid.split("::", 1)[0], nodeid)
+
+    return FileGroupScheduling(config, log)
+
 
 @pytest.fixture
 def start_judge_server() -> Iterator[Callable[..., JudgeServer]]:

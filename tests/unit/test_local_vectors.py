@@ -175,7 +175,7 @@ def _long_rows() -> pa.Table:
     answers (copied, paraphrased, made up), and rows sharing contexts and questions."""
     passages = [topic.passage for topic in TOPICS]
     rows = []
-    for index in range(24):
+    for index in range(12):  # each topic twice: rows that share contexts and questions
         mixed = [passages[(index + k) % len(passages)] for k in range(4)]
         context = [" ".join(mixed[:2]), " ".join([mixed[2], *PADDING[:2]]), mixed[3]]
         topic = TOPICS[index % len(TOPICS)]
@@ -189,8 +189,10 @@ def _long_rows() -> pa.Table:
 
 def test_sharing_vectors_across_rows_and_metrics_changes_no_score() -> None:
     names = ["faithfulness", "answer_relevance", "context_relevance", "gpt_score_faithfulness"]
+    # 16 sample rows (their ok, not-applicable and invalid-input rows) and the 12 long ones:
+    # each row is then scored again alone for every metric, so the table stays small.
     table = pa.concat_tables(
-        [sample_interactions(60).select(["question", "contexts", "answer"]), _long_rows()]
+        [sample_interactions(16).select(["question", "contexts", "answer"]), _long_rows()]
     )
     shared_judge = LocalJudge(embedder=RecordingEmbedder())
     shared = asyncio.run(Scorer(build_metrics(names), shared_judge).score_table(table))
@@ -209,7 +211,7 @@ def test_sharing_vectors_across_rows_and_metrics_changes_no_score() -> None:
             column = f"{name}_{suffix}"
             assert shared.column(column).to_pylist() == one_by_one.column(column).to_pylist()
     assert alone_judge.encoding.encoded > shared_judge.encoding.encoded
-    assert shared.column("faithfulness_status").to_pylist().count("ok") > 40
+    assert shared.column("faithfulness_status").to_pylist().count("ok") > 21  # of 28 rows
 
 
 def test_a_judge_outlives_an_event_loop_that_died_while_encoding() -> None:

@@ -6,6 +6,7 @@ home (SQLite metadata) and at the project's `dags/` before importing it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -38,8 +39,11 @@ DAY = "2026-11-28"
 DAG_ID = "ragas_ops_nightly"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def airflow_database() -> None:
+@functools.cache
+def migrate_airflow_database() -> None:
+    """`airflow db migrate` on this process's AIRFLOW_HOME, once: the five DAG modules that
+    share the home (each worker of pytest-xdist has its own) need the schema, not a fresh one
+    each (about 10 s a migration)."""
     subprocess.run(
         [sys.executable, "-m", "airflow", "db", "migrate"],
         check=True,
@@ -47,6 +51,11 @@ def airflow_database() -> None:
         env=os.environ.copy(),
         timeout=300,
     )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def airflow_database() -> None:
+    migrate_airflow_database()
 
 
 @pytest.fixture

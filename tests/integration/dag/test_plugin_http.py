@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import httpx
 import pytest
 
 from ragas_ops.config import Settings
+from ragas_ops.testing.judge_process import free_port
 from tests.integration.dag.test_plugin_quality_view import LAST, local_warehouse  # noqa: F401 (a fixture)
 
 PROJECT = Path(__file__).resolve().parents[3]
@@ -33,12 +33,6 @@ class ApiServer:
     url: str
     port: int
     token: str
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +68,7 @@ def api_server(
         env=env,
         timeout=300,
     )
-    port = _free_port()
+    port = free_port()
     log = (home / "api-server.log").open("wb")
     server = subprocess.Popen(
         [
