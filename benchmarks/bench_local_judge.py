@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -185,60 +185,54 @@ async def _warm(judge: LocalJudge, counting: CountingEmbedder) -> None:
     await asyncio.to_thread(counting.inner.encode, [f"warm-up sentence {i}." for i in range(64)])
 
 
-async def measure(
-    rows: list[dict[str, Any]], metrics: list[str], backend: LocalBackend = "auto"
+async def _measure(
+    count: int, backend: LocalBackend, work: Callable[[LocalJudge], Awaitable[None]]
 ) -> Measured:
-    """Score `rows` as `ragas-ops score` does, with a fresh judge (no vectors kept)."""
+    """Run `work` on a fresh judge (no vectors kept), loaded and warmed outside the clock:
+    wall and CPU time, the load at the start, what the encoder did."""
     judge, counting = _judge(backend)
     await _warm(judge, counting)
     counting.reset()
-    scorer = Scorer(build_metrics(metrics), judge)
-    batch = Settings().batch_rows
-    tables = [pa.Table.from_pylist(rows[i : i + batch]) for i in range(0, len(rows), batch)]
     load = os.getloadavg()[0]
     started, cpu = time.perf_counter(), time.process_time()
-    async for _ in scorer.score_stream(tables):
-        pass
+    await work(judge)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return Measured(
-        len(rows),
-        seconds,
-        counting,
-        _stat(judge, "asked"),
-        _stat(judge, "reused"),
-        load,
-        cpu,
-    )
+    asked, reused = _stat(judge, "asked"), _stat(judge, "reused")
+    return Measured(count, seconds, counting, asked, reused, load, cpu)
+
+
+async def measure(
+    rows: list[dict[str, Any]], metrics: list[str], backend: LocalBackend = "auto"
+) -> Measured:
+    """Score `rows` as `ragas-ops score` does."""
+    batch = Settings().batch_rows
+    tables = [pa.Table.from_pylist(rows[i : i + batch]) for i in range(0, len(rows), batch)]
+
+    async def score(judge: LocalJudge) -> None:
+        async for _ in Scorer(build_metrics(metrics), judge).score_stream(tables):
+            pass
+
+    return await _measure(len(rows), backend, score)
 
 
 async def measure_ranking(rows: list[Interaction], backend: LocalBackend = "auto") -> Measured:
     """GPT Ranking's three dimensions on each row against the next one."""
-    judge, counting = _judge(backend)
-    await _warm(judge, counting)
-    counting.reset()
-    load = os.getloadavg()[0]
-    started, cpu = time.perf_counter(), time.process_time()
-    calls = []
-    for row, other in zip(rows, rows[1:] + rows[:1], strict=True):
-        q, c, a = row.question or "", row.contexts or [], row.answer or ""
-        calls += [
-            rank_pair(
-                judge, "faithfulness", question=q, first=a, second=other.answer or "", contexts=c
-            ),
-            rank_pair(judge, "answer_relevance", question=q, first=a, second=other.answer or ""),
-            rank_pair(judge, "context_relevance", question=q, first=c, second=other.contexts or []),
-        ]
-    await asyncio.gather(*calls)
-    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return Measured(
-        len(rows),
-        seconds,
-        counting,
-        _stat(judge, "asked"),
-        _stat(judge, "reused"),
-        load,
-        cpu,
-    )
+
+    async def rank(judge: LocalJudge) -> None:
+        calls = []
+        for row, other in zip(rows, rows[1:] + rows[:1], strict=True):
+            q, c, a = row.question or "", row.contexts or [], row.answer or ""
+            second = other.answer or ""
+            calls += [
+                rank_pair(judge, "faithfulness", question=q, first=a, second=second, contexts=c),
+                rank_pair(judge, "answer_relevance", question=q, first=a, second=second),
+                rank_pair(
+                    judge, "context_relevance", question=q, first=c, second=other.contexts or []
+                ),
+            ]
+        await asyncio.gather(*calls)
+
+    return await _measure(len(rows), backend, rank)
 
 
 def measure_encoder(rows: list[dict[str, Any]], texts: int = 1000) -> list[str]:
