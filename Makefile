@@ -30,8 +30,8 @@ typecheck: install  ## mypy, strict
 
 # The integration tests mostly wait (on servers, subprocesses, Airflow), so they run in more
 # pytest-xdist workers than there are cores; modules that build one expensive thing for all
-# their tests keep them in one worker (xdist_group, hence --dist loadgroup). TEST_WORKERS=0
-# runs them in this process. Both print their 25 slowest durations for the next person.
+# their tests keep them in one worker (XDIST_GROUPS in tests/conftest.py, --dist loadgroup).
+# TEST_WORKERS=0 runs them in this process. Both print their 25 slowest durations for the next person.
 TEST_WORKERS ?= 4
 DURATIONS := --durations=25 --durations-min=1
 

@@ -40,12 +40,24 @@ def split_sentences(text: str) -> list[str]:
     return [piece for piece in pieces if piece and _HAS_WORD.search(piece)]
 
 
-@lru_cache(maxsize=1 << 15)
+MEMO_CHARS = 1_000
+"""Texts up to this length (sentences, not whole contexts) are kept by `normalize` and
+`content_words` for the next call: the local judge's rules ask for the same sentences again and
+again. Longer texts (whole contexts) are computed each time, so the memo stays bounded: 32k
+texts of at most 1,000 characters."""
+
+
 def normalize(text: str) -> str:
-    """Case-fold, unify Unicode forms and collapse whitespace, for matching text verbatim.
-    Kept for the texts seen last: the local judge's rules ask again for the same sentences."""
+    """Case-fold, unify Unicode forms and collapse whitespace, for matching text verbatim."""
+    return _normalize_kept(text) if len(text) <= MEMO_CHARS else _normalize(text)
+
+
+def _normalize(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
     return _SPACES.sub(" ", folded).strip()
+
+
+_normalize_kept = lru_cache(maxsize=1 << 15)(_normalize)
 
 
 def words(text: str) -> list[str]:
@@ -55,12 +67,16 @@ def words(text: str) -> list[str]:
 
 def content_words(text: str) -> set[str]:
     """Words that carry meaning: no stop words, no single characters (except digits)."""
+    if len(text) <= MEMO_CHARS:
+        return set(_content_words_kept(text))
     return set(_content_words(text))
 
 
-@lru_cache(maxsize=1 << 15)
 def _content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit()))
+
+
+_content_words_kept = lru_cache(maxsize=1 << 15)(_content_words)
 
 
 def estimate_tokens(text: str) -> int:
