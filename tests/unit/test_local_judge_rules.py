@@ -355,6 +355,37 @@ def test_a_claim_the_rules_cannot_ask_is_not_an_evasion() -> None:
     assert question_problems("When may it have been practiced more than?")
 
 
+def test_a_sentence_the_rules_cannot_ask_keeps_its_content_in_a_yes_no_question() -> None:
+    # v14: the question carries what the sentence says, not only its topic ("What is X?" is
+    # close to any question about X, so a sentence the rules could not read looked relevant)
+    sentence = "The Acme concept car was showcased at an auto show and received good reviews."
+    asked = question_for(sentence, "Acme")
+    assert asked == (
+        "Is it true that the Acme concept car was showcased at an auto show and received good"
+        " reviews?"
+    )
+    assert is_question(asked)
+    # its form is a "what" the rules could not word, not a yes/no question: a dialogue's
+    # "Do you know ...?" is not matched by every sentence the rules cannot read
+    assert question_form(asked) == {"content": 1}
+    assert question_form("Do you know it?") == {"polar": 1}
+    # joined with other parts, it is a part of its own
+    joined = "When did it open, and is it true that it was showcased at a show?"
+    assert [part.word for part in asked_parts(joined)] == ["when", "is"]
+    assert is_question(joined)
+    # a sentence with a question mark inside it has no yes/no question of its own
+    assert question_problems("Is it true that what?really?")
+
+
+def test_a_question_back_to_the_user_supplies_nothing() -> None:
+    assert question_for("Do you like their video games ?", "") == ""
+    assert question_for("How often do you go to the library?", "") == ""
+    # "Did you know (that) X?" states X
+    assert question_for("Did you know that it opened in 2004?", "") == "When did it open?"
+    # the checker never loops on a question mark inside a word
+    assert question_problems("What is it?really") != []
+
+
 def test_a_participle_with_its_preposition_before_a_later_verb_is_not_the_main_verb() -> None:
     # a reduced relative clause ("X based on Y") modifies the subject: the later verb is the
     # sentence's, so "did ... shows" (v12) becomes "does ... show"

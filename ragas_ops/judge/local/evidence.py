@@ -29,6 +29,7 @@ from ragas_ops.judge.local.questions import (
     CURRENCIES,
     MONTHS,
     TIME_UNITS,
+    WHETHER_IT_HOLDS,
     Part,
     asked_parts,
     is_question,
@@ -951,15 +952,15 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     (no tagger: some sentences defeat the word-order rules) asks "What is <topic>?" instead, or
     "What is known about it?" when the answer names no topic.
     """
-    sentence = _SPLIT_CONTRACTION.sub(r"\1", sentence.strip().rstrip(".!?"))
-    sentence = _SPEAKER_FRAME.sub("", _FILLER.sub("", sentence)) or sentence
+    stated = _statement(_SPLIT_CONTRACTION.sub(r"\1", sentence.strip()))
     subject = topic or pronoun or "it"
-    if says_absent(sentence):
+    if stated and says_absent(stated):
         # about the topic, never about the speaker's frame ("I'm not sure, that information...")
         absent = f"Is there any information about {subject}?"
         return absent if is_question(absent) else "Is there any information about it?"
-    if _evasive(sentence) or _reacts(sentence):
+    if not stated or _evasive(stated) or _reacts(stated):
         return ""
+    sentence = stated
     sentence = addressed(sentence)
     tokens = _TOKEN.findall(_unframed(_FILLER.sub("", sentence)))
     if not tokens:
@@ -982,10 +983,42 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
         asked = _ask(kind, kept, verb if invert else None)
     if is_question(asked):
         return asked
-    # The sentence says something the rules cannot turn into its question: it still answers
-    # a question about its subject, never the evasion's "Is the information available?".
-    fallback = f"What is {subject}?" if topic else "What is known about it?"
-    return fallback if is_question(fallback) else "What is known about it?"
+    # The sentence says something the rules cannot turn into its wh-question: it still answers
+    # the yes/no question that asks whether it holds, which carries what it says (v14; "What is
+    # <topic>?", v13's, made any sentence the rules could not read look about the topic).
+    for fallback in (_polar(sentence), f"What is {subject}?" if topic else ""):
+        if fallback and is_question(fallback):
+            return fallback
+    return "What is known about it?"
+
+
+def _polar(sentence: str) -> str:
+    """ "Is it true that <sentence>?": the yes/no question every statement answers."""
+    statement = addressed(_unframed(sentence)).strip(" ,;:")
+    first, _, rest = statement.partition(" ")
+    if first[1:] == first[1:].casefold() and first.casefold() in STOPWORDS | {"it's"}:
+        first = first.casefold()  # "The bridge" inside the question; names keep their capital
+    if not rest or "?" in statement:
+        return ""
+    return f"{WHETHER_IT_HOLDS} {first} {rest}?"
+
+
+def _statement(sentence: str) -> str:
+    """What the sentence states, without its speaker's frame and its final punctuation; empty
+    for a question back to the user ("Do you like it?" supplies nothing), but "Did you know
+    (that) X?" states X."""
+    unfilled = _FILLER.sub("", sentence)
+    asserted = _ASSERTING_QUESTION.sub("", unfilled)
+    if asserted.rstrip().endswith("?") and asserted == unfilled:
+        return ""
+    return _SPEAKER_FRAME.sub("", asserted.rstrip(".!? ")) or sentence.rstrip(".!?")
+
+
+_ASSERTING_QUESTION = re.compile(
+    r"^\W*(?:did|do) you know(?: that)?\b[\s,]*(?=\w)"
+    r"(?!(?:who|what|when|where|why|how|which|if|whether)\b)",
+    re.IGNORECASE,
+)
 
 
 # "I think (that) X", "I'm pretty sure X": the speaker's stance frames the claim X, which is

@@ -63,7 +63,8 @@ _CLOCK = re.compile(r"\d{1,2}[:.]\d\d|\d{1,2}(?:st|nd|rd|th)")
 _DIGITS = re.compile(r"\d+(?:[.,:]\d+)*")
 # A second part of a question starts at a question word after "and", a comma or a semicolon.
 _PART_SPLIT = re.compile(
-    r"\s*(?:,\s*(?:and\s+)?|;\s*|\s+and\s+)(?=(?:what|when|where|who|whom|whose|which|why|how)\b)",
+    r"\s*(?:,\s*(?:and\s+)?|;\s*|\s+and\s+)"
+    r"(?=(?:what|when|where|who|whom|whose|which|why|how|is it true that|is there any)\b)",
     re.IGNORECASE,
 )
 # Question words that need an auxiliary (or a "how" adjective) right after them.
@@ -94,7 +95,10 @@ def question_problems(text: str) -> list[str]:
         return ["it does not end with '?'"]
     body = stripped[:-1]
     if "?" in body:  # several questions in a row: each one on its own
-        return [p for part in re.split(r"(?<=\?)\s+", stripped) for p in question_problems(part)]
+        questions = re.split(r"(?<=\?)\s+", stripped)
+        if len(questions) == 1:
+            return ["a question mark inside a word"]
+        return [p for part in questions for p in question_problems(part)]
     problems: list[str] = []
     for part in _PART_SPLIT.split(body):
         problems.extend(_part_problems(part))
@@ -336,6 +340,12 @@ the embedding model's reading (mostly the topic). Chosen on the perturbation sui
 and the sample logs), not on WikiEval: see docs/local-judge.md."""
 
 
+WHETHER_IT_HOLDS = "Is it true that"
+"""How the local judge asks about an answer sentence whose wh-question its rules cannot word
+(`evidence.question_for`): the question carries the sentence's content, and its form counts as
+unknown, not as a yes/no question (the sentence answers some question the rules cannot tell)."""
+
+
 def question_form(text: str) -> dict[str, int]:
     """How many parts of the question(s) in `text` ask for each kind (`FORM_KINDS`): "When was
     X founded? Where is it based?" asks for a date and a place. Empty when `text` asks nothing."""
@@ -347,7 +357,10 @@ def question_form(text: str) -> dict[str, int]:
             form["absent"] = form.get("absent", 0) + 1
             continue
         for part in asked_parts(question):
-            kind = "polar" if part.word not in WH_WORDS else part.kind
+            if part.text.casefold().startswith(WHETHER_IT_HOLDS.casefold()):
+                kind = "content"  # the generator's stand-in for a "what" it could not word
+            else:
+                kind = "polar" if part.word not in WH_WORDS else part.kind
             form[kind] = form.get(kind, 0) + 1
     return form
 
