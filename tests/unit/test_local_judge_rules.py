@@ -8,6 +8,8 @@ import pytest
 
 from ragas_ops.evaluation.begin import load_begin
 from ragas_ops.judge.local.evidence import (
+    VETOED_DEGREE,
+    Support,
     answers_a_part,
     generated_questions,
     parts_answered,
@@ -514,3 +516,13 @@ def test_a_fronted_participial_phrase_frames_the_sentence() -> None:
         "What does the model predict?"
     )
     assert generated_questions("Born in Ohio, he lived in Paris.", 1) == ["Where did he live?"]
+
+
+def test_a_vetoed_statement_stays_a_no_and_keeps_its_order() -> None:
+    # v14: a veto makes the verdict "no" whatever the words say, but the degree still tells a
+    # near miss from a clear miss (before, every vetoed statement tied at 0)
+    near = Support(0.95, False, "", vetoes=("a name the contexts do not mention",))
+    clear = Support(0.2, False, "", vetoes=("a name the contexts do not mention",))
+    assert 0.0 < near.degree < 0.5
+    assert near.degree > clear.degree >= 0.0
+    assert near.degree == pytest.approx(VETOED_DEGREE * Support(0.95, True, "").degree)
