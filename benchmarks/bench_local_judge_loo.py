@@ -81,7 +81,7 @@ async def _relevance(
     if is_noncommittal(answer):
         return 0.0
     questions = generated_questions(answer, 3, points, whole=whole)
-    vectors = await judge.vectors([question, *questions])
+    vectors = await judge.question_vectors([question, *questions])
     return float(
         np.mean(
             [

@@ -21,6 +21,7 @@ from ragas_ops.judge.local.questions import (
     form_similarity,
     is_question,
     question_form,
+    question_parts,
     question_problems,
     question_similarity,
     supplied_kinds,
@@ -526,3 +527,18 @@ def test_a_vetoed_statement_stays_a_no_and_keeps_its_order() -> None:
     assert 0.0 < near.degree < 0.5
     assert near.degree > clear.degree >= 0.0
     assert near.degree == pytest.approx(VETOED_DEGREE * Support(0.95, True, "").degree)
+
+
+def test_the_parts_of_a_question_are_the_same_in_every_phrasing() -> None:
+    # v15: the local judge's vector of a question of several parts is its parts' mean
+    parts = ["When was PharmaCann founded", "Where is its headquarters located"]
+    founded, located = (f"{part}?" for part in parts)
+    assert question_parts(f"{founded} {located}") == parts
+    assert question_parts(f"{parts[0]}, and {located[0].lower()}{located[1:]}") == parts
+    assert question_parts(f"{located} {founded}") == parts[::-1]
+    assert question_parts("When was PharmaCann founded and where is it?") == [
+        "When was PharmaCann founded",
+        "Where is it",
+    ]
+    # one part: the text itself, its question mark kept
+    assert question_parts("When was PharmaCann founded?") == ["When was PharmaCann founded?"]

