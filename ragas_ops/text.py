@@ -35,9 +35,23 @@ def split_sentences(text: str) -> list[str]:
     """Split text into sentences: the counting rule of context relevance.
 
     Fragments with no letter or digit (stray punctuation, blank lines) are not sentences.
+    A context is split by every metric of its row: the last few thousand contexts of up to
+    `SPLIT_MEMO_CHARS` characters are kept.
     """
+    if len(text) <= SPLIT_MEMO_CHARS:
+        return list(_split_kept(text))
+    return list(_split(text))
+
+
+def _split(text: str) -> tuple[str, ...]:
     pieces = (piece.strip() for piece in _SENTENCE_END.split(text))
-    return [piece for piece in pieces if piece and _HAS_WORD.search(piece)]
+    return tuple(piece for piece in pieces if piece and _HAS_WORD.search(piece))
+
+
+SPLIT_MEMO_CHARS = 20_000
+"""Texts (whole contexts) up to this length are kept by `split_sentences`: 4,096 of them, at
+most 80 MB of keys and far less in practice (contexts of a few thousand characters)."""
+_split_kept = lru_cache(maxsize=1 << 12)(_split)
 
 
 MEMO_CHARS = 1_000

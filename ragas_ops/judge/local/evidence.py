@@ -35,7 +35,14 @@ from ragas_ops.judge.local.questions import (
     is_question,
     supplied_kinds,
 )
-from ragas_ops.text import STOPWORDS, content_words, normalize, split_sentences, words
+from ragas_ops.text import (
+    MEMO_CHARS,
+    STOPWORDS,
+    content_words,
+    normalize,
+    split_sentences,
+    words,
+)
 
 Vector = npt.NDArray[np.float32]
 Vectors = Mapping[str, Vector]
@@ -165,7 +172,16 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    return {_NUMBER_WORDS.get(word, stem(word)) for word in content_words(text)}
+    """The stems of the text's content words (a number word as its digits); kept for the
+    sentences seen last, like `text.content_words`."""
+    return set(_stems_kept(text) if len(text) <= MEMO_CHARS else _stems(text))
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(_NUMBER_WORDS.get(word, stem(word)) for word in content_words(text))
+
+
+_stems_kept = lru_cache(maxsize=1 << 15)(_stems)
 
 
 def numbers(text: str) -> set[str]:

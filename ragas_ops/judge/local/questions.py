@@ -26,11 +26,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
-from ragas_ops.text import STOPWORDS
+from ragas_ops.text import MEMO_CHARS, STOPWORDS
 
 WH_WORDS = frozenset({"what", "when", "where", "who", "whom", "whose", "which", "why", "how"})
 AUXILIARIES = frozenset(
@@ -300,7 +301,14 @@ def asked_parts(question: str) -> list[Part]:
 
 
 def supplied_kinds(sentence: str) -> set[str]:
-    """The kinds of answer items the sentence holds (see `expected_kind`)."""
+    """The kinds of answer items the sentence holds (see `expected_kind`); kept for the
+    sentences seen last (context relevance asks it of every context sentence, for each part)."""
+    if len(sentence) <= MEMO_CHARS:
+        return set(_supplied_kinds_kept(sentence))
+    return set(_supplied_kinds(sentence))
+
+
+def _supplied_kinds(sentence: str) -> frozenset[str]:
     found = tokens(sentence)
     low = [t.casefold() for t in found]
     kinds: set[str] = set()
@@ -320,7 +328,10 @@ def supplied_kinds(sentence: str) -> set[str]:
                 kinds.add("place")
     if len(found) > 1 and found[0][:1].isupper() and found[1][:1].isupper():
         kinds.add("name")  # "Christopher Nolan directed..." starts with a name
-    return kinds
+    return frozenset(kinds)
+
+
+_supplied_kinds_kept = lru_cache(maxsize=1 << 15)(_supplied_kinds)
 
 
 # -- the form of a question, for comparing questions ----------------------------------------
