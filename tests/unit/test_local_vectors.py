@@ -34,7 +34,7 @@ TEXTS = [
 class RecordingEmbedder:
     """The real ONNX model, recording every batch it is given."""
 
-    name = "all-MiniLM-L6-v2-onnx-dynamic-int8"
+    name = "all-MiniLM-L6-v2-onnx-fused-int8"
 
     def __init__(self, failures: int = 0) -> None:
         self.model = OnnxEmbedder()

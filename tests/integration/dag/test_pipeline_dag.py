@@ -146,7 +146,7 @@ def test_the_manifest_names_the_model_that_ran_not_an_unused_setting() -> None:
     settings.judge.kind = "local"
     manifest = manifest_base("2026-01-01", "r", settings)
     assert manifest["judge_kind"] == "local"
-    local_judge = "local:all-MiniLM-L6-v2-onnx-dynamic-int8"
+    local_judge = "local:all-MiniLM-L6-v2-onnx-fused-int8"
     assert manifest["judge_model"] == manifest["embedding_model"] == local_judge
 
 

