@@ -970,8 +970,9 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     the director of X? Jane Roe. She founded...") it would put the answer into the question.
 
     Every question returned passes `questions.is_question`; a sentence whose question would not
-    (no tagger: some sentences defeat the word-order rules) asks "What is <topic>?" instead, or
-    "What is known about it?" when the answer names no topic.
+    (no tagger: some sentences defeat the word-order rules) asks the yes/no question "Is it
+    true that <sentence>?" instead (v14), else "What is <topic>?", else "What is known about
+    it?". A question back to the user asks nothing.
     """
     stated = _statement(_SPLIT_CONTRACTION.sub(r"\1", sentence.strip()))
     subject = topic or pronoun or "it"
@@ -981,8 +982,7 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
         return absent if is_question(absent) else "Is there any information about it?"
     if not stated or _evasive(stated) or _reacts(stated):
         return ""
-    sentence = stated
-    sentence = addressed(sentence)
+    sentence = addressed(stated)
     tokens = _TOKEN.findall(_unframed(_FILLER.sub("", sentence)))
     if not tokens:
         return ""
