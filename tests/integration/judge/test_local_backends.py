@@ -10,6 +10,12 @@ import numpy as np
 import pytest
 
 from ragas_ops.config import ConfigError
+from ragas_ops.judge.local.int8_model import (
+    encoder_weights,
+    folded_export,
+    fused_encoder,
+    quantized_model,
+)
 from ragas_ops.judge.local.judge import DEFAULT_LOCAL_MODEL, LocalJudge, embedder_for
 from ragas_ops.judge.local.onnx_embedder import (
     MAX_TOKENS,
@@ -18,11 +24,7 @@ from ragas_ops.judge.local.onnx_embedder import (
     OnnxEmbedder,
     Precision,
     _embed,
-    encoder_weights,
-    folded_export,
-    fused_encoder,
     onnx_available,
-    quantized_model,
     tokenizer_path,
 )
 
