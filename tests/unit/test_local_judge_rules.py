@@ -542,3 +542,11 @@ def test_the_parts_of_a_question_are_the_same_in_every_phrasing() -> None:
     ]
     # one part: the text itself, its question mark kept
     assert question_parts("When was PharmaCann founded?") == ["When was PharmaCann founded?"]
+
+
+def test_a_citation_asks_nothing() -> None:
+    # v16: "(Source: KB-12.)" says where the answer comes from, not what it says of the topic
+    answer = "The Millau Viaduct opened to traffic in 2004. (Source: KB-6-00000.)"
+    assert generated_questions(answer, 3)[0] == "When did the Millau Viaduct open to traffic?"
+    assert question_for("Sources: [1] the handbook.", "") == ""
+    assert question_for("The source of the Nile is Lake Victoria.", "") != ""

@@ -980,7 +980,7 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
         # about the topic, never about the speaker's frame ("I'm not sure, that information...")
         absent = f"Is there any information about {subject}?"
         return absent if is_question(absent) else "Is there any information about it?"
-    if not stated or _evasive(stated) or _reacts(stated):
+    if not stated or _evasive(stated) or _reacts(stated) or _CITATION.match(stated):
         return ""
     sentence = addressed(stated)
     tokens = _TOKEN.findall(_unframed(_FILLER.sub("", sentence)))
@@ -1035,6 +1035,9 @@ def _statement(sentence: str) -> str:
     return _SPEAKER_FRAME.sub("", asserted.rstrip(".!? ")) or sentence.rstrip(".!?")
 
 
+# "(Source: KB-12.)", "Sources: [1] the handbook": where the answer comes from, not what it says
+# about the topic; it asks nothing (faithfulness still checks that the cited source is there).
+_CITATION = re.compile(r"^\W*(?:sources?|references?|citations?|cited from)\s*:", re.IGNORECASE)
 _ASSERTING_QUESTION = re.compile(
     r"^\W*(?:did|do) you know(?: that)?\b[\s,]*(?=\w)"
     r"(?!(?:who|what|when|where|why|how|which|if|whether)\b)",
