@@ -55,6 +55,11 @@ def quantized_model(source: Path, folder: Path | None = None) -> Path:
         except OSError as error:
             errors.append(f"{candidate}: {error}")
             continue
+        except KeyError as error:  # another export than the one `encoder_weights` reads
+            raise JudgeFatalError(
+                f"the packaged model's graph lacks {error} for the fused int8 copy; "
+                "set judge.local_backend = onnx-float"
+            ) from None
         log.info("derived the local judge's int8 model once: %s", path)
         return path
     raise JudgeFatalError(
@@ -136,7 +141,9 @@ def fused_encoder(weights: dict[str, np.ndarray[Any, Any]], heads: int = 12) -> 
     tokens more than its products. Inputs and output as the packaged model's."""
     from onnx import TensorProto, helper, numpy_helper
 
-    layers = 1 + max(int(name.split(".")[3]) for name in weights if ".layer." in name)
+    layers = 1 + max((int(name.split(".")[3]) for name in weights if ".layer." in name), default=-1)
+    if not layers:
+        raise KeyError("inner.encoder.layer.0")
     initialisers: list[Any] = []
     nodes: list[Any] = []
     epsilon = 1e-12  # BERT's layer-norm epsilon, as the export's LayerNormalization nodes

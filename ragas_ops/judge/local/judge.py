@@ -501,10 +501,10 @@ class LocalJudge:
         questions = generated_questions(answer, count)
         query = strip_prefix(question)
         sentences = answer_sentences(strip_prefix(answer))
-        vectors = {
-            **(await self.vectors(sentences)),
-            **(await self.question_vectors([query, *questions])),
-        }
+        sentence_vectors, question_vectors = await asyncio.gather(
+            self.vectors(sentences), self.question_vectors([query, *questions])
+        )
+        vectors = {**sentence_vectors, **question_vectors}
         similarities = [
             question_similarity(query, q, float(vectors[query] @ vectors[q]), form_weight)
             for q in questions

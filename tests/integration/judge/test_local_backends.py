@@ -129,3 +129,21 @@ def test_the_fused_encoder_computes_what_the_packaged_export_computes(tmp_path: 
     for sentence in SENTENCES:
         ids = np.array([tokenizer.encode(sentence).ids], dtype=np.int64)
         assert float(_embed(packaged, ids)[0] @ _embed(fused, ids)[0]) > 0.99999, sentence
+
+
+def test_another_export_than_the_packaged_one_is_a_clear_error(tmp_path: Path) -> None:
+    # a model whose graph is not the packaged BERT export cannot be rebuilt: said, not a KeyError
+    import onnx
+    from onnx import TensorProto, helper
+
+    from ragas_ops.judge.base import JudgeFatalError
+
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
+    out = helper.make_tensor_value_info("last_hidden_state", TensorProto.INT64, ["b", "s"])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["input_ids"], ["last_hidden_state"])], "other", [ids], [out]
+    )
+    source = tmp_path / "other.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+    with pytest.raises(JudgeFatalError, match="onnx-float"):
+        quantized_model(source, tmp_path / "models")
