@@ -68,6 +68,8 @@ _PART_SPLIT = re.compile(
     r"(?=(?:what|when|where|who|whom|whose|which|why|how|is it true that|is there any)\b)",
     re.IGNORECASE,
 )
+# Where one question of a text ends and the next begins ("When? Where?").
+_QUESTION_END = re.compile(r"(?<=\?)\s+")
 # Question words that need an auxiliary (or a "how" adjective) right after them.
 _ADVERBIAL_WH = frozenset({"when", "where", "why"})
 _HOW_WORDS = frozenset(
@@ -96,7 +98,7 @@ def question_problems(text: str) -> list[str]:
         return ["it does not end with '?'"]
     body = stripped[:-1]
     if "?" in body:  # several questions in a row: each one on its own
-        questions = re.split(r"(?<=\?)\s+", stripped)
+        questions = _QUESTION_END.split(stripped)
         if len(questions) == 1:
             return ["a question mark inside a word"]
         return [p for part in questions for p in question_problems(part)]
@@ -361,7 +363,7 @@ def question_parts(text: str) -> list[str]:
     """The parts a text asks, each as its own text: "When was X founded? Where is it?" and
     "When was X founded, and where is it?" both give "When was X founded" and "where is it".
     A text of one part is itself (its own words, "?" included)."""
-    questions = [q for q in re.split(r"(?<=\?)\s+", text.strip()) if q]
+    questions = [q for q in _QUESTION_END.split(text.strip()) if q]
     parts = [
         part.strip()
         for question in questions
@@ -376,7 +378,7 @@ def question_form(text: str) -> dict[str, int]:
     """How many parts of the question(s) in `text` ask for each kind (`FORM_KINDS`): "When was
     X founded? Where is it based?" asks for a date and a place. Empty when `text` asks nothing."""
     form: dict[str, int] = {}
-    for question in re.split(r"(?<=\?)\s+", text.strip()):
+    for question in _QUESTION_END.split(text.strip()):
         if not question.endswith("?"):
             continue
         if _ABOUT_AVAILABILITY.match(question):
