@@ -34,6 +34,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -115,6 +116,13 @@ class CountingEmbedder:
         self.largest = 0
         self.seconds = 0.0
         self._tokens_before = 0
+        self._lock = threading.Lock()
+        self._active = 0
+        self._since = 0.0
+
+    @property
+    def batches_at_once(self) -> int:
+        return int(getattr(self.inner, "batches_at_once", 1))
 
     @property
     def tokens(self) -> int | None:
@@ -123,9 +131,17 @@ class CountingEmbedder:
         return None if count is None else int(count) - self._tokens_before
 
     def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        started = time.perf_counter()
-        vectors = np.asarray(self.inner.encode(texts), dtype=np.float32)
-        self.seconds += time.perf_counter() - started
+        with self._lock:  # `seconds` is the time at least one call runs (calls overlap)
+            if not self._active:
+                self._since = time.perf_counter()
+            self._active += 1
+        try:
+            vectors = np.asarray(self.inner.encode(texts), dtype=np.float32)
+        finally:
+            with self._lock:
+                self._active -= 1
+                if not self._active:
+                    self.seconds += time.perf_counter() - self._since
         self.calls += 1
         self.texts += len(texts)
         self.characters += sum(map(len, texts))

@@ -163,6 +163,51 @@ def test_a_full_batch_goes_to_the_model_while_other_rows_still_run() -> None:
     assert [len(batch) for batch in embedder.batches] == [2, 2, 2, 2]
 
 
+def test_a_second_batch_runs_while_the_first_one_finishes() -> None:
+    second_started = threading.Event()
+
+    class TwoAtOnce(RecordingEmbedder):
+        batches_at_once = 2
+
+        def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+            first = not self.batches
+            self.batches.append(list(texts))
+            if first:  # holds its batch until the second one reaches the model
+                assert second_started.wait(10), "the second batch waited for the first"
+            else:
+                second_started.set()
+            return self.model.encode(texts)
+
+    embedder = TwoAtOnce()
+    judge = LocalJudge(embedder=embedder, encode_batch_size=2)
+
+    (found,) = _rows_at_once(judge, [TEXTS[:4]])
+
+    assert [len(batch) for batch in embedder.batches] == [2, 2]
+    direct = OnnxEmbedder().encode(TEXTS[:4])
+    assert all(np.array_equal(found[text], direct[i]) for i, text in enumerate(TEXTS[:4]))
+    assert judge.encoding.calls == 2
+
+
+def test_a_one_batch_embedder_gets_one_batch_at_a_time() -> None:
+    running = threading.Semaphore(1)
+
+    class OneAtOnce(RecordingEmbedder):
+        def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+            assert running.acquire(blocking=False), "a second batch while one runs"
+            try:
+                return super().encode(texts)
+            finally:
+                running.release()
+
+    embedder = OneAtOnce()
+    judge = LocalJudge(embedder=embedder, encode_batch_size=2)
+
+    _rows_at_once(judge, [TEXTS[:2], TEXTS[2:4], TEXTS[3:]])
+
+    assert len(embedder.batches) >= 2
+
+
 def test_the_stats_count_mean_batch() -> None:
     stats = EncodingStats(encoded=10, calls=4)
 

@@ -124,6 +124,13 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
 
 
+def batches_at_once(embedder: Embedder) -> int:
+    """How many batches the local judge hands `embedder` at once: its `batches_at_once` if it
+    has one (the int8 ONNX model runs each text on a core of its own, so a second batch keeps
+    the cores busy while the first one's last texts finish and its waiters are woken), else 1."""
+    return max(1, int(getattr(embedder, "batches_at_once", 1)))
+
+
 def runs_as_onnx(model: str, backend: LocalBackend = "auto") -> bool:
     """Whether the local judge runs `model` as the packaged ONNX export (int8 or float)."""
     if backend in ("onnx", "onnx-float") and model != DEFAULT_LOCAL_MODEL:
@@ -216,7 +223,8 @@ class EncodingStats:
     """Encoder calls (batches handed to the model)."""
     largest_batch: int = 0
     seconds: float = 0.0
-    """Wall time inside the encoder (its thread: the event loop runs meanwhile)."""
+    """Wall time while the encoder ran at least one batch (in its threads: the event loop runs
+    meanwhile)."""
 
     @property
     def mean_batch(self) -> float:
@@ -230,10 +238,11 @@ class _EmbeddingBatcher:
     vectors for texts that other rows and other metrics ask for too (a question, the context
     sentences a retrieved passage shares). Every text is encoded at most once per run: its
     vector is kept in a bounded LRU (`cache_size` texts) and a text already queued or being
-    encoded is awaited, not queued again. Encoding runs in a worker thread, one batch at a time,
-    while the event loop goes on with the rules of the other rows: a batch is handed to the
-    model as soon as `batch_size` texts wait (so the encoder starts while the rules still
-    produce texts), or after a few turns of the loop for a smaller remainder. A text's vector
+    encoded is awaited, not queued again. Encoding runs in worker threads, `batches_at_once`
+    batches at a time, while the event loop goes on with the rules of the other rows: a batch
+    is handed to the model as soon as `batch_size` texts wait (so the encoder starts while the
+    rules still produce texts), or after a few turns of the loop for a smaller remainder. A
+    text's vector
     does not depend on what it is batched with (the ONNX embedder never pads), so when and
     with what it is encoded changes no score. An encoder error reaches every waiter of the
     batch, and the failed texts are forgotten, so a later call tries them again.
@@ -253,7 +262,10 @@ class _EmbeddingBatcher:
         self._known: OrderedDict[str, Vector] = OrderedDict()
         self._pending: dict[str, asyncio.Future[Vector]] = {}
         self._queue: list[str] = []
-        self._running = False
+        self._at_once = batches_at_once(embedder)
+        self._running = 0
+        """Batches handed to the model and not yet back."""
+        self._busy_since = 0.0
         self._waiting_turns = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stats = EncodingStats()
@@ -262,7 +274,7 @@ class _EmbeddingBatcher:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop: nothing of an earlier one is awaited
             self._loop, self._pending, self._queue = loop, {}, []
-            self._running = self._waiting_turns = False
+            self._running, self._waiting_turns = 0, False
         wanted = list(dict.fromkeys(texts))
         self.stats.asked += len(texts)
         found: dict[str, Vector] = {}
@@ -289,48 +301,46 @@ class _EmbeddingBatcher:
         return {text: found[text] for text in wanted}
 
     def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hand the queue to the model now if a full batch waits, else after a few turns."""
-        if self._running:
-            return  # the running batch takes the queue when it finishes
-        if len(self._queue) >= self._batch_size:
+        """Hand the queue to the model now if full batches wait, else after a few turns."""
+        while len(self._queue) >= self._batch_size and self._running < self._at_once:
             self._submit(loop)
-        elif not self._waiting_turns:
+        if self._queue and self._running < self._at_once and not self._waiting_turns:
             self._waiting_turns = True
             loop.call_soon(self._after_turns, loop, _GATHER_TURNS)
+        # else a running batch takes the queue when it finishes
 
     def _after_turns(self, loop: asyncio.AbstractEventLoop, turns: int) -> None:
         if turns > 0:  # let the other rows of this table add their texts first
             loop.call_soon(self._after_turns, loop, turns - 1)
             return
         self._waiting_turns = False
-        if self._queue and not self._running:
+        if self._queue and self._running < self._at_once:
             self._submit(loop)
 
     def _submit(self, loop: asyncio.AbstractEventLoop) -> None:
         batch, self._queue = self._queue[: self._batch_size], self._queue[self._batch_size :]
-        self._running = True
-        started = time.perf_counter()
+        if not self._running:
+            self._busy_since = time.perf_counter()
+        self._running += 1
         encoding = loop.run_in_executor(None, self._embedder.encode, batch)
-        encoding.add_done_callback(
-            lambda done: self._finished(loop, batch, started, done)  # runs in the loop
-        )
+        encoding.add_done_callback(lambda done: self._finished(loop, batch, done))  # in the loop
 
     def _finished(
         self,
         loop: asyncio.AbstractEventLoop,
         batch: list[str],
-        started: float,
         done: asyncio.Future[np.ndarray[Any, np.dtype[np.float32]]],
     ) -> None:
         if loop is not self._loop:
             return  # a batch of an event loop that has been replaced
-        self._running = False
+        self._running -= 1
         stats = self.stats
+        if not self._running:
+            stats.seconds += time.perf_counter() - self._busy_since
         stats.calls += 1
         stats.encoded += len(batch)
         stats.characters += sum(map(len, batch))
         stats.largest_batch = max(stats.largest_batch, len(batch))
-        stats.seconds += time.perf_counter() - started
         try:
             encoded = done.result()
             if len(encoded) != len(batch):

@@ -78,6 +78,13 @@ class OnnxEmbedder:
         """Tokens the model ran (after truncation), for the benchmarks."""
 
     @property
+    def batches_at_once(self) -> int:
+        """Batches the local judge may hand over at once: two in int8, whose texts run one per
+        core (the cores take the second batch's texts while the first one's last texts finish),
+        one in float, whose session already shares each batch between the cores."""
+        return 2 if self.precision == "int8" else 1
+
+    @property
     def name(self) -> str:
         return ONNX_INT8_MODEL_NAME if self.precision == "int8" else ONNX_MODEL_NAME
 
