@@ -11,6 +11,7 @@ from ragas_ops.judge.local.evidence import (
     VETOED_DEGREE,
     Support,
     answers_a_part,
+    expanded,
     generated_questions,
     parts_answered,
     question_for,
@@ -118,6 +119,7 @@ def test_a_question_asks_for_the_kind_of_what_it_drops() -> None:
     assert question_for("Hamlet was written by William Shakespeare.", "Hamlet") == (
         "Who was Hamlet written by?"
     )
+    assert question_for("It was written by the poet John Keats.", "") == ("Who was it written by?")
     assert question_for("Its epicentre was near Gaziantep.", "") == "Where was its epicentre?"
     assert question_for("The earthquake had a magnitude of 7.8.", "the earthquake") == (
         "What magnitude did the earthquake have?"
@@ -126,12 +128,50 @@ def test_a_question_asks_for_the_kind_of_what_it_drops() -> None:
     assert question_for("It includes sign-on, audit logs and 1 TB of storage.", "") == (
         "What does it include?"
     )
+    # a word in "-ed" after a verb that is no auxiliary starts the object, not a passive
+    assert question_for("The plan includes unlimited calls and texts.", "the plan") == (
+        "What does the plan include?"
+    )
+    assert question_for("It has seen increased demand.", "") == "What has it seen?"
+    assert question_for("It was first domesticated in Egypt.", "") == (
+        "Where was it first domesticated?"
+    )
+    assert question_for("The river flows through Egypt.", "the river") == (
+        "Where does the river flow?"
+    )
     # a verbless answer answers an elliptical question, asked by the kind it holds
     assert question_for("Within 30 days.", "") == "How long is it?"
     assert question_for("I think it opened in 2004.", "") == "When did it open?"
 
 
+def test_contractions_and_linking_words_do_not_reach_the_question() -> None:
+    assert question_for("It's located in Paris.", "") == "Where is it located?"
+    assert question_for("It's been closed since 2019.", "") == "When has it been closed?"
+    assert question_for("She's written seven novels.", "") == "How many novels has she written?"
+    assert question_for("They're based in Perth.", "") == "Where are they based?"
+    assert question_for("But it opened in 2004.", "") == "When did it open?"
+    assert question_for("And it cost 400 million euros.", "") == "How much is it?"
+    # the possessive of a noun stays one
+    assert expanded("The bridge's deck is 2460 metres long.") == (
+        "The bridge's deck is 2460 metres long."
+    )
+
+
+def test_a_denial_asks_whether_it_holds() -> None:
+    # "When does the museum not open?" would ask for what the sentence excludes
+    assert question_for("The museum does not open on Mondays.", "") == (
+        "Is it true that the museum does not open on Mondays?"
+    )
+    assert question_for("It doesn't open on Sundays.", "") == (
+        "Is it true that it does not open on Sundays?"
+    )
+    assert question_for("It has never been climbed in winter.", "") == (
+        "Is it true that it has never been climbed in winter?"
+    )
+
+
 def test_remarks_about_the_speaker_or_the_conversation_ask_nothing() -> None:
+    assert question_for("Have a great day!", "Acme") == ""
     assert question_for("I'm sorry, I could not find it in the documents.", "Acme") == ""
     assert question_for("Wow, that sounds cool.", "Acme") == ""
     assert question_for("You must be good at it.", "Acme") == ""

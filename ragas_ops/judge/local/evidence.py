@@ -292,7 +292,9 @@ _ANSWER_PARTICLE = re.compile(r"^\W*(?:yes|yeah|yep|no|nope)\b[\s,.!]*(?:but\b)?
 _REACTION = re.compile(
     r"^\W*(?:that|this)(?:'s|’s| is| was| sounds| seems)\b"
     r"|^\W*(?:wow|oh|ah|lol|haha|cool|nice|great|awesome|interesting|yes|yeah|yep|no|nope|"
-    r"sure|ok|okay|right|true|indeed|thanks|thank you|hello|hi)\b",
+    r"sure|ok|okay|right|true|indeed|thanks|thank you|hello|hi|bye|goodbye|good luck|enjoy|"
+    # closing pleasantries address the user, not the topic
+    r"have a (?:great|good|nice|wonderful|lovely) (?:day|night|evening|weekend|one))\b",
     re.IGNORECASE,
 )
 
@@ -736,7 +738,9 @@ _COPULAS = frozenset({"is", "are", "was", "were"})
 # Verbs that define their subject as a copula does: "X refers to Y" answers "What is X?".
 _DEFINING = frozenset({"refers", "referred", "means", "meant", "denotes"})
 _PRONOUNS = {"it": "", "this": "", "they": "", "he": "", "she": "", "its": "'s", "their": "'s"}
-_PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "near"})
+_PLACE_PREPOSITIONS = frozenset(
+    {"in", "at", "from", "near", "through", "across", "along", "throughout"}
+)
 _TIME_PREPOSITIONS = frozenset({"on", "in", "at", "since", "until", "during", "before", "after"})
 _PARTICLES = frozenset({"to", "be", "been", "being", "not", "also", "as", "up", "out"})
 _INITIAL = re.compile(r"(?:^|\s)[A-Z]\.$")
@@ -928,22 +932,28 @@ def _first_verb(tokens: Sequence[str], start: int) -> int | None:
 
 def _verb_group_end(tokens: Sequence[str], verb: int) -> int:
     """After the verb: auxiliaries, participles, adverbs and particles ("will be launched",
-    "is expected to enhance")."""
+    "is expected to enhance"). A participle continues the group only after an auxiliary or a
+    form of "be" ("has been launched", "was first domesticated"): after any other verb a word
+    in "-ed" or "-en" starts its object ("includes unlimited calls", "saw increased demand")."""
     end = verb + 1
+    after_auxiliary = tokens[verb].casefold() in _AUXILIARIES
     while end < len(tokens):
         low = tokens[end].casefold()
         if not tokens[end][:1].islower():
             break
-        if (
-            low in _PARTICLES
-            or low in _AUXILIARIES
-            or low in _VERB_ADVERBS
-            or low.endswith(("ed", "en", "ly"))
-        ):
-            end += 1
+        if low in _AUXILIARIES or low in _BE_FORMS:
+            after_auxiliary = True
+        elif low in _PARTICLES or low in _VERB_ADVERBS or low.endswith("ly"):
+            pass  # "not", "also", "first", "rapidly" sit anywhere in the group
+        elif low.endswith(("ed", "en")) and after_auxiliary:
+            after_auxiliary = False
         else:
             break
+        end += 1
     return end
+
+
+_BE_FORMS = frozenset({"be", "been", "being"})
 
 
 # Adverbs that sit inside a verb group without "-ly" ("was first domesticated", "has never
@@ -974,7 +984,7 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     true that <sentence>?" instead (v14), else "What is <topic>?", else "What is known about
     it?". A question back to the user asks nothing.
     """
-    stated = _statement(_SPLIT_CONTRACTION.sub(r"\1", sentence.strip()))
+    stated = _statement(expanded(_SPLIT_CONTRACTION.sub(r"\1", sentence.strip())))
     subject = topic or pronoun or "it"
     if stated and says_absent(stated):
         # about the topic, never about the speaker's frame ("I'm not sure, that information...")
@@ -996,6 +1006,10 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     verb = _verb_index(tokens)
     if verb is None:
         asked = _elliptical(tokens)
+    elif _negated(tokens, verb):
+        # a denial supplies no item: its wh-question ("When does the museum not open?") asks
+        # for what it excludes, while the yes/no question below carries what it says
+        asked = ""
     else:
         kind, kept = _drop_answer(tokens, verb, stems(topic))
         # "Who directed the film" keeps the verb first; any other question puts the auxiliary
@@ -1058,12 +1072,45 @@ _SPEAKER_FRAME = re.compile(
 )
 # Tokenised dialogue text writes "It 's", "do n't": one word each.
 _SPLIT_CONTRACTION = re.compile(r"\s+('s|'re|'m|'ve|'d|'ll|n't)\b")
-# Words that open a reply without being part of what it states ("Yes, ...", "Well, ...").
+# Words that open a reply without being part of what it states ("Yes, ...", "Well, ..."), and
+# the conjunctions that link a sentence to the one before ("But it opened in 2004").
 _FILLER = re.compile(
-    r"^\W*(?:(?:yes|yeah|yep|no|nope|well|so|oh|ah|wow|ok|okay|sure|indeed|actually|um|hmm)\b"
-    r"[\s,.!]*)+",
+    r"^\W*(?:(?:yes|yeah|yep|no|nope|well|so|oh|ah|wow|ok|okay|sure|indeed|actually|um|hmm|"
+    r"but|and|also|plus)\b[\s,.!]*)+",
     re.IGNORECASE,
 )
+# Contractions, written out so that the word-order rules see the auxiliary and the subject
+# ("it's been closed" -> "it has been closed", "doesn't" -> "does not"); "'s" after a pronoun
+# is "has" before "been"/"got" (and a person's before a participle), else "is" (after a noun
+# it is a possessive, left alone).
+_PRONOUN_S = r"\b(it|that|there|here|he|she|what|who|where|this)['’]s"
+_CONTRACTIONS = [
+    (re.compile(r"\b(can)['’]t\b", re.IGNORECASE), r"\1 not"),
+    (re.compile(r"\b(w)on['’]t\b", re.IGNORECASE), r"\1ill not"),
+    (re.compile(r"\b(\w+)n['’]t\b", re.IGNORECASE), r"\1 not"),
+    (re.compile(_PRONOUN_S + r"(?= (?:been|got)\b)", re.IGNORECASE), r"\1 has"),
+    # a person's "'s" before a participle is mostly a perfect ("she's written"), a thing's a
+    # passive ("it's located")
+    (re.compile(r"\b(he|she|who)['’]s(?= \w+(?:ed|en)\b)", re.IGNORECASE), r"\1 has"),
+    (re.compile(_PRONOUN_S + r"\b", re.IGNORECASE), r"\1 is"),
+    (re.compile(r"\b(you|we|they)['’]re\b", re.IGNORECASE), r"\1 are"),
+    (re.compile(r"\b(i|you|we|they)['’]ve\b", re.IGNORECASE), r"\1 have"),
+    (re.compile(r"\b(i|you|we|they|it|he|she)['’]ll\b", re.IGNORECASE), r"\1 will"),
+]
+
+
+def expanded(sentence: str) -> str:
+    """The sentence with its contractions written out (`_CONTRACTIONS`)."""
+    for pattern, replacement in _CONTRACTIONS:
+        sentence = pattern.sub(replacement, sentence)
+    return sentence
+
+
+def _negated(tokens: Sequence[str], verb: int) -> bool:
+    """Whether the verb group is negated ("does not open", "has never been")."""
+    return any(
+        t.casefold() in {"not", "never"} for t in tokens[verb : _verb_group_end(tokens, verb)]
+    )
 
 
 _TO_SECOND_PERSON = {
@@ -1245,8 +1292,10 @@ def _cut_answer(
     if kind == "place":  # the whole phrase: "in the state of Illinois"
         phrase = range(max(end, index - 4), index)
         cut = next((i for i in phrase if low[i] in _PLACE_PREPOSITIONS), cut)
-    if kind == "person" and low[cut] == "by":
-        kind = "agent"  # "written by X" answers "Who was it written by?"
+    if kind == "person" and "by" in low[end : cut + 1]:
+        # "written by (the poet) X" answers "Who was it written by?": the whole phrase is cut
+        cut = max(i for i in range(end, cut + 1) if low[i] == "by")
+        kind = "agent"
     if kind.startswith("number") and cut - end >= 2 and low[cut - 2] in {"a", "an", "the"}:
         # "had a magnitude of 7.8" answers "What magnitude did it have?"
         return f"what:{low[cut - 1]}", tokens[: cut - 2]
@@ -1289,8 +1338,17 @@ def _answer_kind(tokens: Sequence[str], index: int, topic: set[str]) -> str:
         # the place is the topic's own name
         kind = "place"
     elif _is_name(token) and not stems(token) <= topic:
-        kind = "person" if before == "by" else "what"
+        kind = "person" if _after_by(phrase) else "what"
     return kind
+
+
+def _after_by(phrase: Sequence[str]) -> bool:
+    """Whether a name follows "by" and its noun phrase ("by X", "by the structural engineer X",
+    "by the poet X"): the agent of a passive, which answers "Who ... by?"."""
+    if "by" not in phrase:
+        return False
+    between = phrase[len(phrase) - phrase[::-1].index("by") :]
+    return all(word.isalpha() and word not in _NOUN_PHRASE_END for word in between)
 
 
 def _counted(tokens: Sequence[str], index: int) -> str:

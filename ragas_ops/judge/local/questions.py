@@ -55,7 +55,10 @@ NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "  # noqa: SIM905
     "sixty seventy eighty ninety hundred thousand million billion dozen".split()
 )
-PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "near", "based", "located", "headquartered"})
+PLACE_PREPOSITIONS = frozenset(
+    {"in", "at", "from", "near", "based", "located", "headquartered"}
+    | {"through", "across", "along", "throughout"}  # "flows through Egypt": where
+)
 FIRST_PERSON = frozenset({"i", "i'm", "im", "me", "my", "mine", "we", "our", "i've", "i'd", "i'll"})
 
 _TOKEN = re.compile(r"[$€£]|\d+(?:[.,:]\d+)*(?:st|nd|rd|th|s)?|[\w'’]+(?:[-/][\w'’]+)*")
