@@ -157,6 +157,32 @@ def test_contractions_and_linking_words_do_not_reach_the_question() -> None:
     )
 
 
+def test_participles_are_read_as_participles() -> None:
+    # irregular participles ("paid", "won") make a passive or a perfect as "-ed" ones do
+    assert question_for("The refund is paid within 5 business days.", "the refund") == (
+        "How long is the refund paid?"
+    )
+    assert question_for("The team has won three titles.", "") == "How many titles has the team won?"
+    assert question_for("It has often been described as a masterpiece.", "") == (
+        "What has it often been described as?"
+    )
+    assert question_for("It is known as the Iron Lady.", "") == "What is it known as?"
+    # "-en" alone makes no participle: "open" is an adjective, not "is opened"
+    assert question_for("It is open every day.", "") == "What is it?"
+
+
+def test_a_copula_with_a_measure_or_a_property() -> None:
+    assert question_for("The deck is 2460 metres long.", "the deck") == (
+        "How many metres is the deck?"
+    )
+    # a number that could be a year counts the plural noun after it
+    assert question_for("The usual dose is 1000 milligrams every hour.", "the usual dose") == (
+        "How many milligrams is the usual dose?"
+    )
+    assert question_for("It opened in 2004.", "") == "When did it open?"
+    assert question_for("It is a strong earthquake.", "") == "What is it?"
+
+
 def test_a_denial_asks_whether_it_holds() -> None:
     # "When does the museum not open?" would ask for what the sentence excludes
     assert question_for("The museum does not open on Mondays.", "") == (

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from ragas_ops.judge.local.questions import (
     CURRENCIES,
+    IRREGULAR_PARTICIPLES,
     MONTHS,
     TIME_UNITS,
     WHETHER_IT_HOLDS,
@@ -943,9 +944,10 @@ def _verb_group_end(tokens: Sequence[str], verb: int) -> int:
             break
         if low in _AUXILIARIES or low in _BE_FORMS:
             after_auxiliary = True
-        elif low in _PARTICLES or low in _VERB_ADVERBS or low.endswith("ly"):
-            pass  # "not", "also", "first", "rapidly" sit anywhere in the group
-        elif low.endswith(("ed", "en")) and after_auxiliary:
+        elif (low in _PARTICLES and low != "as") or low in _VERB_ADVERBS or low.endswith("ly"):
+            pass  # "not", "also", "first", "rapidly" sit anywhere in the group; "as" starts
+            # the complement ("described as a masterpiece": "What was it described as?")
+        elif _is_participle(low) and after_auxiliary:
             after_auxiliary = False
         else:
             break
@@ -954,6 +956,11 @@ def _verb_group_end(tokens: Sequence[str], verb: int) -> int:
 
 
 _BE_FORMS = frozenset({"be", "been", "being"})
+
+
+def _is_participle(word: str) -> bool:
+    """Whether a lower-case word can be a past participle ("opened", "written", "paid")."""
+    return word.endswith("ed") or word in IRREGULAR_PARTICIPLES
 
 
 # Adverbs that sit inside a verb group without "-ly" ("was first domesticated", "has never
@@ -1201,7 +1208,7 @@ def _drop_answer(tokens: list[str], verb: int, topic: set[str]) -> tuple[str, li
     if subject and all(_is_name(t) for t in subject) and not stems(" ".join(subject)) & topic:
         return "person", tokens[verb:]
     end = _verb_group_end(tokens, verb)
-    participle = any(t.endswith(("ed", "en")) for t in low[verb + 1 : end])
+    participle = any(_is_participle(t) for t in low[verb + 1 : end])
     if low[verb] in _DEFINING or (low[verb] in _COPULAS and not participle):
         return _copula_answer(tokens, verb, end, topic)
     for index in range(end, len(tokens)):
@@ -1232,6 +1239,9 @@ def _copula_answer(
     )
     if led in {"place", "date"}:
         return led, kept
+    measured = _answer_kind(tokens, end, topic) if end < len(tokens) else ""
+    if measured in {"date", "much", "long"} or measured.startswith("number"):
+        return measured, kept  # "its deck is 2460 metres long": "How many metres is its deck?"
     evaluated = _evaluated_noun(low[end:])
     if evaluated and low[verb] in _COPULAS:
         return f"what:kind of {evaluated}", kept
@@ -1281,9 +1291,12 @@ def _cut_answer(
     if kind == "what" and cut > end and not set(low[end:cut]) & _LEADING_WORDS - _ARTICLES:
         # a name after the verb's object is in apposition to it ("plays the lead character,
         # deputy Rick Grimes", "formed the band Nirvana"): the whole object is the answer
+        answer = "what", end
         if low[end - 1] in _STRANDED:  # "belongs to the genus X": "What does it belong to?"
-            return f"strand:{low[end - 1]}", tokens[: end - 1]
-        return "what", tokens[:end]
+            answer = f"strand:{low[end - 1]}", end - 1
+        elif participle and low[end] == "as":  # "known as the Iron Lady": "known as?"
+            answer = "strand:as", end
+        return answer[0], tokens[: answer[1]]
     if kind == "what" and participle and low[cut - 1] in _STRANDED and cut - 1 > verb:
         # "closely related to Acme Rope" answers "What is it closely related to?"
         return f"strand:{low[cut - 1]}", tokens[: cut - 1]
@@ -1323,7 +1336,9 @@ def _answer_kind(tokens: Sequence[str], index: int, topic: set[str]) -> str:
     kind = ""
     if token.casefold() == "one":  # "one of the largest X" answers "What is it?"; not a count
         kind = "what" if after == "of" else ""
-    elif _is_date(token) and not (token.isdigit() and len(token) < 3):
+    elif (
+        _is_date(token) and not (token.isdigit() and len(token) < 3) and not _counts(tokens, index)
+    ):
         kind = "date"
     elif token.isdigit() and len(token) < 3 and (after in MONTHS or before in MONTHS):
         kind = "date"  # "16 December", "December 16"
@@ -1351,6 +1366,21 @@ def _after_by(phrase: Sequence[str]) -> bool:
     return all(word.isalpha() and word not in _NOUN_PHRASE_END for word in between)
 
 
+def _counts(tokens: Sequence[str], index: int) -> bool:
+    """Whether a number that could be a year counts the plural noun after it ("1000
+    milligrams", "2000 employees"; "the 2004 games" and "in 2004 the bridge" are years)."""
+    after = tokens[index + 1] if index + 1 < len(tokens) else ""
+    before = tokens[index - 1].casefold() if index else ""
+    return (
+        tokens[index].isdigit()
+        and after.isalpha()
+        and after[:1].islower()
+        and after.endswith("s")
+        and after not in STOPWORDS
+        and before not in _DETERMINERS
+    )
+
+
 def _counted(tokens: Sequence[str], index: int) -> str:
     """What a number counts: the noun after it (and its magnitude word: "5 million people")."""
     following = [t.casefold() for t in tokens[index + 1 : index + 5]]
@@ -1358,6 +1388,8 @@ def _counted(tokens: Sequence[str], index: int) -> str:
         following[0] in _MAGNITUDES or _is_number(following[0]) or following[0] in _RANGE
     ):
         following = following[1:]
+    if len(following) > 1 and (following[1] in TIME_UNITS or following[1] in CURRENCIES):
+        following = following[1:]  # the head after a modifier: "5 business days", "3 US dollars"
     unit = following[0] if following else ""
     if unit in TIME_UNITS and following[1:2] == ["ago"]:
         return "date"  # "100 centuries ago" answers "When?"
@@ -1395,10 +1427,15 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
         tokens = [tokens[0].casefold(), *tokens[1:]]
     if verb is not None and verb < len(tokens):
         low = tokens[verb].casefold()
+        following = [  # the word after "has", past adverbs ("has often been")
+            t.casefold()
+            for t in tokens[verb + 1 :]
+            if t.casefold() not in _VERB_ADVERBS and not t.casefold().endswith("ly")
+        ][:1]
         has_main = (
             low in {"has", "have", "had"}
-            and (verb + 1 >= len(tokens) or tokens[verb + 1].casefold() not in _PARTICLES)
-            and not any(t.endswith(("ed", "en")) for t in tokens[verb + 1 : verb + 2])
+            and not set(following) & _PARTICLES
+            and not any(_is_participle(t) for t in following)
         )
         if low in _AUXILIARIES and not has_main:
             tokens = [tokens[verb], *tokens[:verb], *tokens[verb + 1 :]]

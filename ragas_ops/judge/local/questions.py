@@ -200,6 +200,16 @@ def _missing_main_verb(found: Sequence[str]) -> list[str]:
     return []
 
 
+IRREGULAR_PARTICIPLES = frozenset(
+    "paid made built sold held told found left led kept sent spent won born run set put cut "  # noqa: SIM905
+    "brought bought thought caught taught understood done known shown drawn grown thrown worn "
+    "torn sworn begun sung hung struck shot lost meant met said heard laid lit fed fought "
+    "written given taken driven chosen spoken broken stolen eaten forgotten hidden beaten seen "
+    "fallen risen ridden proven frozen shaken mistaken forbidden bitten forgiven blown flown "
+    "overtaken undertaken rewritten woken".split()
+)
+"""Past participles not in "-ed" ("is paid", "was built", "was written"): a closed class, so
+"-en" alone makes no participle ("open", "often", "children" are none)."""
 _EN_PARTICIPLES = frozenset(
     "written given taken driven chosen spoken broken shown drawn grown thrown stolen eaten "  # noqa: SIM905
     "forgotten hidden beaten begun done seen made built sold won led held".split()
