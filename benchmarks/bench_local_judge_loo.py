@@ -32,13 +32,12 @@ from ragas_ops.judge.factory import build_judge
 from ragas_ops.judge.local.evidence import (
     EXTRACT_MARGIN,
     PART_MIN_SIMILARITY,
-    QUESTION_SENTENCES,
-    generated_questions,
     is_noncommittal,
     needed_sentences,
     part_texts,
     strip_prefix,
 )
+from ragas_ops.judge.local.generator import QUESTION_SENTENCES, generated_questions
 from ragas_ops.judge.local.judge import LocalJudge
 from ragas_ops.judge.local.questions import QUESTION_FORM_WEIGHT, question_similarity
 from ragas_ops.text import split_sentences

@@ -7,15 +7,8 @@ from pathlib import Path
 import pytest
 
 from ragas_ops.evaluation.begin import load_begin
-from ragas_ops.judge.local.evidence import (
-    VETOED_DEGREE,
-    Support,
-    answers_a_part,
-    expanded,
-    generated_questions,
-    parts_answered,
-    question_for,
-)
+from ragas_ops.judge.local.evidence import VETOED_DEGREE, Support, answers_a_part, parts_answered
+from ragas_ops.judge.local.generator import expanded, generated_questions, question_for
 from ragas_ops.judge.local.questions import (
     QUESTION_FORM_WEIGHT,
     asked_parts,

