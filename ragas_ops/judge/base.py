@@ -30,7 +30,8 @@ class Usage:
 
     requests: int = 0
     """Chat requests sent: every attempt (retries, repairs and top-ups included), whatever
-    came back; what the endpoint received."""
+    came back; what the endpoint received (an attempt whose connection was never made is
+    none)."""
     embedding_requests: int = 0
     """Embeddings requests sent, every attempt included."""
     prompt_tokens: int = 0

@@ -23,12 +23,14 @@ when it could not be used, with its outcome, so a rerun pays nothing for it eith
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -98,6 +100,34 @@ _STORED_OUTCOMES = tuple(_STORED_OUTCOMES_BY_NAME.values())
 RETRIED_ERRORS = (openai.APIStatusError, openai.APIConnectionError, BadReplyError)
 """What an attempt may end in and still be worth another (timeouts are connection errors;
 status errors that retrying cannot fix are raised by `_classify_status_error`)."""
+
+
+def never_sent(error: BaseException) -> bool:
+    """Whether an attempt failed before its request left this machine: the connection was
+    refused, timed out while connecting (also when this process was too busy to see it made),
+    or no connection of the pool came free in time. Such an attempt is no request: the
+    endpoint never saw it, so the row is not charged for it. A failure after connecting (a
+    reset, a read timeout) may have reached the endpoint, which may bill it: that is charged."""
+    return isinstance(error, openai.APIConnectionError) and isinstance(
+        error.__cause__, _unsent_errors()
+    )
+
+
+@lru_cache(maxsize=1)
+def _unsent_errors() -> tuple[type[BaseException], ...]:
+    """The transport's errors of a connection never made: `httpx2`'s (the SDK's transport
+    since openai 2) and `httpx`'s (before), whichever are installed."""
+    found: list[type[BaseException]] = []
+    for transport in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(transport)
+        except ImportError:
+            continue
+        found += [getattr(module, name) for name in _UNSENT if hasattr(module, name)]
+    return tuple(found)
+
+
+_UNSENT = ("ConnectError", "ConnectTimeout", "PoolTimeout")
 
 
 def estimate_chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
@@ -650,9 +680,10 @@ class OpenAIJudge:
     async def _send(self, request: _Request, spent: Usage) -> Any:
         """Send one request through the limiter, with retries; returns its read reply.
 
-        Every attempt is counted on `spent` as a request when it is sent, and its tokens and
-        cost when a reply reports them. The budget holds a request's most possible cost from
-        the moment it is sent (not while it waits) until its reply says what it cost.
+        Every attempt that was sent is counted on `spent` as a request (one that never made its
+        connection is not: `never_sent`), and its tokens and cost when a reply reports them.
+        The budget holds a request's most possible cost from the moment it is sent (not while
+        it waits) until its reply says what it cost.
         """
         await self._start_row(request)
         last_problem = ""
@@ -727,16 +758,20 @@ class OpenAIJudge:
         except BaseException:
             self._settle_budget(request, reserved, Spend())
             raise
-        self._charge(spent, Usage(requests=1) if request.chat else Usage(embedding_requests=1))
+        sent = Usage(requests=1) if request.chat else Usage(embedding_requests=1)
         try:
             raw = await request.call(request.options)
             reply = request.read(raw.headers.get("content-type", ""), raw.content)
         except RETRIED_ERRORS as error:
+            if not never_sent(error):  # a connection that was never made is no request
+                self._charge(spent, sent)
             self._settle_budget(request, reserved, Spend())  # not answered: no cost said
             return self._failed_attempt(error, request, attempt)
-        except BaseException:  # a fatal class of error, a cancellation
+        except BaseException:  # a fatal class of error, a cancellation: it may have been sent
+            self._charge(spent, sent)
             self._settle_budget(request, reserved, Spend())
             raise
+        self._charge(spent, sent)
         self._settle_answer(request, reply, reserved, spent)
         self._observe_headers(raw.headers)
         return _Attempt(reply=reply)

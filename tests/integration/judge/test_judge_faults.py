@@ -9,10 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from ragas_ops.judge.base import JudgeOutputError, JudgeUnavailableError, Usage
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.judge import OpenAIJudge, never_sent
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.secrets import Secret
 from ragas_ops.testing.judge_server import JudgeServer
@@ -166,3 +167,34 @@ def test_the_test_judge_command_takes_every_bad_reply_fault() -> None:
     assert (config.rate_html, config.rate_truncated_body, config.rate_reset) == (0.02, 0.02, 0.01)
     with pytest.raises(ValueError, match="add up to at most 1"):
         JudgeServer(JudgeServerConfig(rate_html=0.6, rate_reset=0.6))
+
+
+def test_a_connection_never_made_is_retried_and_charges_no_request(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    server = start_judge_server()
+    judge = judge_for(server, tmp_path)
+    server.stop()  # the port refuses connections: no attempt reaches an endpoint
+    with pytest.raises(JudgeUnavailableError, match="connection failed") as raised:
+        asyncio.run(complete_once(judge))
+    assert judge.events["retry_connection"] == ATTEMPTS
+    assert raised.value.usage.requests == judge.total.requests == 0
+
+
+@pytest.mark.parametrize("transport", ["httpx", "httpx2"])
+def test_which_failures_never_left_this_machine(transport: str) -> None:
+    httpx = pytest.importorskip(transport)  # the SDK's transport: httpx2, httpx before openai 2
+    request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
+
+    def failed(error_class: type[openai.APIConnectionError], cause: Exception) -> Exception:
+        try:
+            raise error_class(request=request) from cause
+        except openai.APIConnectionError as error:
+            return error
+
+    assert never_sent(failed(openai.APIConnectionError, httpx.ConnectError("refused")))
+    assert never_sent(failed(openai.APITimeoutError, httpx.ConnectTimeout("slow")))
+    assert never_sent(failed(openai.APITimeoutError, httpx.PoolTimeout("busy")))
+    # sent, then lost: the endpoint may have received (and billed) it
+    assert not never_sent(failed(openai.APITimeoutError, httpx.ReadTimeout("hung")))
+    assert not never_sent(failed(openai.APIConnectionError, httpx.ReadError("reset")))
