@@ -609,3 +609,22 @@ def test_a_citation_asks_nothing() -> None:
     assert generated_questions(answer, 3)[0] == "When did the Millau Viaduct open to traffic?"
     assert question_for("Sources: [1] the handbook.", "") == ""
     assert question_for("The source of the Nile is Lake Victoria.", "") != ""
+
+
+def test_an_infinitive_after_a_verb_is_asked_for_with_do() -> None:
+    # v18: the action after "aims to" is the answer; English asks for it with the pro-verb "do"
+    # (v17 dropped the bare "to": "What does it aim?")
+    assert question_for("It aims to launch a satellite into orbit.", "") == (
+        "What does it aim to do?"
+    )
+    assert question_for("They want to build a bridge.", "") == "What do they want to do?"
+    assert question_for("It is expected to enhance trade.", "") == ("What is it expected to do?")
+    assert question_for("They decided to leave.", "") == "What did they decide to do?"
+    # after a copula the infinitive is the complement, asked as "What is X?" as before
+    assert question_for("The goal is to build a bridge.", "") == "What is the goal?"
+    # a verb whose infinitive keeps an item still asks for the item
+    assert question_for("The company plans to open three stores in 2025.", "") == (
+        "How many stores does the company plan to open?"
+    )
+    for sentence in ("It aims to launch a satellite.", "It is expected to enhance trade."):
+        assert is_question(question_for(sentence, ""))

