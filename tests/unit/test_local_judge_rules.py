@@ -8,7 +8,12 @@ import pytest
 
 from ragas_ops.evaluation.begin import load_begin
 from ragas_ops.judge.local.evidence import VETOED_DEGREE, Support, answers_a_part, parts_answered
-from ragas_ops.judge.local.generator import expanded, generated_questions, question_for
+from ragas_ops.judge.local.generator import (
+    expanded,
+    generated_questions,
+    main_clause,
+    question_for,
+)
 from ragas_ops.judge.local.questions import (
     QUESTION_FORM_WEIGHT,
     asked_parts,
@@ -628,3 +633,73 @@ def test_an_infinitive_after_a_verb_is_asked_for_with_do() -> None:
     )
     for sentence in ("It aims to launch a satellite.", "It is expected to enhance trade."):
         assert is_question(question_for(sentence, ""))
+
+
+def test_the_main_clause_asks_without_what_elaborates_on_it() -> None:
+    # v18: a colon introduces an elaboration or a list of what the clause before it says
+    assert question_for("Six teams took part in the series: Fiji, Samoa and Tonga.", "") == (
+        "How many teams took part in the series?"
+    )
+    # a description between commas after the subject describes the subject
+    assert question_for(
+        "The lead role of Ines, a biologist who returns to her farm, is played by Ana Nunes.",
+        "the film",
+    ) == ("Who is the lead role of Ines played by?")
+    # a participial clause after a comma at the end adds a circumstance
+    assert question_for("It became the highest-grossing film, selling 3 million tickets.", "") == (
+        "What did it become?"
+    )
+    assert main_clause("It opened in 2004, during the spring.") == (
+        "It opened in 2004, during the spring."
+    )
+    # a cut that would leave less than a clause keeps the sentence
+    assert main_clause("Note: it opened in 2004.") == "Note: it opened in 2004."
+
+
+def test_a_new_subject_is_the_answer_but_a_passive_subject_is_not() -> None:
+    # v18: a passive's subject is what the sentence is about, even when it is a name
+    assert question_for("Paper Lanterns was released in Indonesian cinemas.", "") == (
+        "Where was Paper Lanterns released?"
+    )
+    # an active verb's new name answers "Who", "of" inside the name included
+    assert question_for("Vasteras SK of Sweden won the cup for the third time.", "the cup") == (
+        "Who won the cup for the third time?"
+    )
+    # a count that starts the subject answers "How many"
+    assert question_for("Three people were injured in the fire.", "") == (
+        "How many people were injured in the fire?"
+    )
+
+
+def test_agents_prepositions_and_days_of_the_month() -> None:
+    # v18: a passive's cause that is no name is asked with a stranded "by"
+    assert question_for("The blackout was caused by a fire at the substation.", "") == (
+        "What was the blackout caused by?"
+    )
+    assert question_for("It was written by the poet John Keats.", "") == "Who was it written by?"
+    # a preposition right after an intransitive verb stays at the end of the question
+    assert question_for("It runs on Windows, macOS and Linux.", "Pellucid") == (
+        "What does Pellucid run on?"
+    )
+    assert question_for("Lamar embarked on his career in music.", "Lamar") == (
+        "What did Lamar embark on?"
+    )
+    # numbers counted in months are days of the month, a date
+    assert question_for("The cup was held from 5 to 12 February 2023.", "") == (
+        "When was the cup held?"
+    )
+    # verbs of estimating and reporting frame the claim, as "believe" and "say" do
+    assert question_for("Planners estimate that it will carry 3 million passengers.", "") == (
+        "How many passengers will it carry?"
+    )
+    # a fronted phrase under/despite/following frames the sentence
+    assert question_for("Under the plan, the city opened 4 stations.", "") == (
+        "How many stations did the city open?"
+    )
+    for question in (
+        "Who won the cup?",
+        "How many teams took part in the series?",
+        "What does it run on?",
+        "What was the blackout caused by?",
+    ):
+        assert is_question(question), question

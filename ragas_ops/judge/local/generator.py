@@ -176,7 +176,8 @@ _FRONTED = re.compile(r"^([A-Z][a-z]*)(?:\s+[\w'-]+){0,6}?,\s+(?=[a-z])")
 
 _FRONTING_WORDS = _word_set(
     "however moreover furthermore additionally also yes no indeed instead thus therefore overall "
-    "by in on at with for after before during according as since unlike like"
+    "by in on at with for after before during according as since unlike like under following "
+    "despite within among through"
 )
 
 
@@ -322,6 +323,31 @@ _VERB_ADVERBS = frozenset(
 )
 
 
+# What a sentence states in its main clause, without what elaborates on it (v18):
+# - a colon introduces an elaboration or a list of what the clause before it says ("Six teams
+#   took part: Fiji, Samoa, ...");
+# - a description set off by commas between the subject and its verb ("The lead role of Ines,
+#   a marine biologist who returns home, is played by X") describes the subject;
+# - a participial clause after a comma at the end (a free modifier: "It won the cup, beating
+#   the hosts 4-2") adds a circumstance.
+_COLON = re.compile(r"\s*:\s+.*$")
+_PARENTHETICAL = re.compile(
+    r",\s+(?:a|an|the|who|which|whose|whom|one of)\b[^,]*,\s+"
+    r"(?=(?:is|are|was|were|has|have|had|will|would|can|could)\b)",
+    re.IGNORECASE,
+)
+_FREE_MODIFIER = re.compile(
+    r",\s+(?!(?:during|something|anything|nothing|everything)\b)[a-z]+ing\b.*$"
+)
+
+
+def main_clause(sentence: str) -> str:
+    """The sentence without what elaborates on its main clause (`_COLON`, `_PARENTHETICAL`,
+    `_FREE_MODIFIER`); the sentence itself when cutting would leave fewer than three words."""
+    clause = _FREE_MODIFIER.sub("", _PARENTHETICAL.sub(" ", _COLON.sub("", sentence)))
+    return clause if len(clause.split()) >= 3 else sentence
+
+
 def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     """The question one answer sentence answers: the sentence without its new information,
     asked with the question word of what was taken out (When, Where, Who, How many, How much,
@@ -352,7 +378,7 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     if not stated or is_evasive(stated) or _reacts(stated) or _CITATION.match(stated):
         return ""
     sentence = addressed(stated)
-    tokens = _TOKEN.findall(_unframed(_FILLER.sub("", sentence)))
+    tokens = _TOKEN.findall(main_clause(_unframed(_FILLER.sub("", sentence))))
     if not tokens:
         return ""
     possessive = PRONOUN_POSSESSIVES.get(tokens[0].casefold())
@@ -427,7 +453,8 @@ _SPEAKER_FRAME = re.compile(
     r"understand|recall)(?: that)?|i'm (?:pretty |fairly |quite )?sure(?: that)?|"
     r"i'm not sure,? but|as far as i know|i (?:have )?heard that|"
     # reported speech: "some historians believe (that) it...", "experts say that..."
-    r"(?:some |many |most )?[a-z]+s (?:believe|say|think|claim|suggest|argue)"
+    r"(?:some |many |most )?[a-z]+s (?:believe|say|think|claim|suggest|argue|estimate|expect|"
+    r"predict|report|note|show|found|showed|reported|estimated|said|noted)"
     r"(?: that|(?= (?:it|he|she|they|the|this|these)\b)))\b[\s,]*",
     re.IGNORECASE,
 )
@@ -565,25 +592,85 @@ def _drop_answer(tokens: list[str], verb: int, topic: set[str]) -> tuple[str, li
     English puts what a sentence is about first and its new information last (the given-new
     order), so the answer is the end of the sentence: from the first date, number, place,
     name or "by <doing>" after the verb, or else the whole complement of the verb. The
-    exception is a new name before the verb ("Christopher Nolan directed the film"): that
-    subject is the answer to "Who directed the film?". An item inside a list ("single sign-on,
-    audit logs and 1 TB") is not the answer: the list is, and it answers "What".
+    exceptions are a subject that is new (`_new_subject`). An item inside a list ("single
+    sign-on, audit logs and 1 TB") is not the answer: the list is, and it answers "What".
     """
     low = [token.casefold() for token in tokens]
-    subject = tokens[:verb]
-    if subject and all(_is_name(t) for t in subject) and not stems(" ".join(subject)) & topic:
-        return "person", tokens[verb:]
     end = _verb_group_end(tokens, verb)
     participle = any(_is_participle(t) for t in low[verb + 1 : end])
+    new_subject = _new_subject(tokens, verb, participle, topic)
+    if new_subject is not None:
+        return new_subject
     if low[verb] in _DEFINING or (low[verb] in _COPULAS and not participle):
         return _copula_answer(tokens, verb, end, topic)
+    if (
+        participle
+        and end + 1 < len(tokens)
+        and low[end] == "by"
+        and low[end + 1] in _ARTICLES
+        and not any(_is_name(t) for t in _noun_phrase(tokens, end + 1))
+    ):
+        # a passive's agent or cause that is no name ("caused by a fire at X"): "What was it
+        # caused by?" (v18; a name after "by" asks "Who ... by?")
+        return "strand:by", tokens[:end]
     for index in range(end, len(tokens)):
         kind = _answer_kind(tokens, index, topic)
         if kind:
-            return _cut_answer(tokens, (verb, end, index), kind, participle)
+            return _stranded(*_cut_answer(tokens, (verb, end, index), kind, participle), low, end)
     if participle and end < len(tokens) and low[end] in _STRANDED:
         return f"strand:{low[end]}", tokens[:end]  # "used as synonyms": "used as what?"
-    return "what", tokens[:end]
+    return _stranded("what", tokens[:end], low, end)
+
+
+def _new_subject(
+    tokens: list[str], verb: int, participle: bool, topic: set[str]
+) -> tuple[str, list[str]] | None:
+    """When the subject is the new information, (its kind, the rest of the sentence):
+    - a new name before an active verb ("Christopher Nolan directed the film", "Västerås SK
+      of Sweden won the cup") answers "Who directed the film?"; a passive's subject is what
+      the sentence is about ("Paper Lanterns was released in X": "Where was it released?",
+      v18);
+    - a count that starts the subject ("Six teams took part in X") answers "How many teams
+      took part in X?" (v18).
+    """
+    subject = tokens[:verb]
+    if (
+        subject
+        and _is_name(subject[0])
+        and all(
+            _is_name(t) or (t == "of" and 0 < i < len(subject) - 1) for i, t in enumerate(subject)
+        )
+        and not stems(" ".join(subject)) & topic
+        and not participle
+    ):
+        return "person", tokens[verb:]
+    if len(subject) >= 2 and _is_number(subject[0]) and subject[1][:1].islower():
+        counted = _counted(tokens, 0)
+        if counted.startswith("number:"):
+            noun = counted.partition(":")[2]
+            low = [token.casefold() for token in subject]
+            rest = tokens[low.index(noun, 1) + 1 :] if noun in low[1:] else tokens[verb:]
+            return f"subject:{counted}", rest
+    return None
+
+
+def _noun_phrase(tokens: Sequence[str], start: int) -> list[str]:
+    """The words of the noun phrase at `start`, up to the first word that ends one."""
+    phrase = []
+    for token in tokens[start : start + 8]:
+        if token.casefold() in _NOUN_PHRASE_END:
+            break
+        phrase.append(token)
+    return phrase
+
+
+def _stranded(kind: str, kept: list[str], low: Sequence[str], end: int) -> tuple[str, list[str]]:
+    """A "what" whose answer is a preposition's object right after the verb keeps the
+    preposition at the end, as English strands it ("It runs on Windows": "What does it run
+    on?", "embarked on his career": "What did he embark on?"; v18, was "What does it run?")."""
+    if kind == "what" and len(kept) == end and end < len(low) and low[end] in _STRANDED - {"of"}:
+        return f"strand:{low[end]}", kept
+    return kind, kept
 
 
 def _copula_answer(
@@ -763,6 +850,8 @@ def _counted(tokens: Sequence[str], index: int) -> str:
     if len(following) > 1 and (following[1] in TIME_UNITS or following[1] in CURRENCIES):
         following = following[1:]  # the head after a modifier: "5 business days", "3 US dollars"
     unit = following[0] if following else ""
+    if unit in _MONTHS:
+        return "date"  # "from 5 to 12 February": days of the month (v18)
     if unit in TIME_UNITS and following[1:2] == ["ago"]:
         return "date"  # "100 centuries ago" answers "When?"
     if unit in CURRENCIES:
@@ -780,6 +869,9 @@ _RANGE = frozenset({"and", "to", "or", "-"})
 def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
     """Word the question: the question word, then the auxiliary (or "does"/"did") before the
     subject; a question needs one, so a finite verb without an auxiliary takes "does"."""
+    if kind.startswith("subject:"):  # "How many teams took part in X?": the subject asked
+        counted = kind.partition(":")[2].partition(":")[2]
+        return f"How many {counted} {' '.join(tokens)}?" if tokens else ""
     word, _, counted = kind.partition(":")
     question_word = {
         "date": "When",

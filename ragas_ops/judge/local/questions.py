@@ -229,7 +229,11 @@ def _has_verb(found: Sequence[str]) -> bool:
     if set(found) & AUXILIARIES:
         return True
     return any(
-        (token.endswith(("ed", "es")) or (token.endswith("s") and not token.endswith("ss")))
+        (
+            token.endswith(("ed", "es"))
+            or (token.endswith("s") and not token.endswith("ss"))
+            or token in IRREGULAR_PARTICIPLES  # "Who won the cup?", "Who led it?"
+        )
         and token not in STOPWORDS
         and not token[:1].isdigit()
         for token in found[1:3]
