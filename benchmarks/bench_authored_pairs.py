@@ -54,7 +54,8 @@ async def agreements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ("GPT Score", GptScore("answer_relevance")),
     ):
         results = await metric.score_rows([*good, *poor], judge)
-        scores[method] = [(g.score, p.score) for g, p in zip(results, results[len(rows) :])]
+        halves = zip(results[: len(rows)], results[len(rows) :], strict=True)
+        scores[method] = [(good.score, poor.score) for good, poor in halves]
     rankings = []
     for row in rows:
         first = await rank_pair(
