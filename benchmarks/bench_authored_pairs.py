@@ -55,7 +55,7 @@ async def agreements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ):
         results = await metric.score_rows([*good, *poor], judge)
         halves = zip(results[: len(rows)], results[len(rows) :], strict=True)
-        scores[method] = [(good.score, poor.score) for good, poor in halves]
+        scores[method] = [(complete.score, partial.score) for complete, partial in halves]
     rankings = []
     for row in rows:
         first = await rank_pair(
