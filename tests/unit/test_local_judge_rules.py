@@ -703,3 +703,50 @@ def test_agents_prepositions_and_days_of_the_month() -> None:
         "What was the blackout caused by?",
     ):
         assert is_question(question), question
+
+
+def test_question_words_joined_before_one_clause_each_ask_it() -> None:
+    # v18: "When and where was it held?" asks two parts, in the user's question and in ours
+    assert question_parts("When and where was the cup held?") == [
+        "When was the cup held",
+        "Where was the cup held",
+    ]
+    assert [part.kind for part in asked_parts("When and by whom was it founded?")] == [
+        "date",
+        "name",
+    ]
+    assert [part.kind for part in asked_parts("What is it, and where and when was it held?")] == [
+        "content",
+        "place",
+        "date",
+    ]
+    assert is_question("When and by whom was it founded?")
+    assert question_form("When and where was it held?") == {"date": 1, "place": 1}
+
+
+def test_a_sentence_supplying_several_circumstances_asks_for_each() -> None:
+    # v18: a date, a place and an agent after the verb are all new information
+    assert question_for("The cup was held on 5 May 2023 at the Lapland Arena.", "") == (
+        "When and where was the cup held?"
+    )
+    assert question_for("PharmaCann was founded in 2014 by Theodore Scott.", "PharmaCann") == (
+        "When and by whom was PharmaCann founded?"
+    )
+    # one circumstance asks as before
+    assert question_for("It opened in 2004.", "") == "When did it open?"
+
+
+def test_scene_setting_and_closing_descriptions_are_not_the_statement() -> None:
+    # v18: a time phrase before the subject sets the scene; a closing "a/an ..." describes
+    # the last noun, but a list's items are no description
+    assert question_for(
+        "In 2023 she won the Hjorthagen Prize, a prize for timber buildings.", ""
+    ) == ("What did she win?")
+    assert main_clause("It includes three rooms, a kitchen and a garden.") == (
+        "It includes three rooms, a kitchen and a garden."
+    )
+    # only verbs that take a to-infinitive ask "to do": "opened to traffic" is no infinitive
+    assert question_for("It was designed to carry 4 people.", "") == (
+        "How many people was it designed to carry?"
+    )
+    assert "to do" not in question_for("The bridge opened to traffic.", "")

@@ -336,6 +336,16 @@ _PARENTHETICAL = re.compile(
     r"(?=(?:is|are|was|were|has|have|had|will|would|can|could)\b)",
     re.IGNORECASE,
 )
+# - a description of the last noun after a comma at the end ("... won the Prize for the
+#   Library, a five-storey timber building that ...") describes it; a list ("rooms, a kitchen
+#   and a garden") is no description;
+# - a time phrase before the subject sets the scene ("In 2023 she won the prize").
+_CLOSING_APPOSITIVE = re.compile(r",\s+(?:a|an)\s+(?![^,]*\b(?:and|or)\b)[^,]*$")
+_FRONTED_TIME = re.compile(
+    r"^(?:in|on|by|since|during|until)\s+(?:[a-z]+\s+){0,2}(?:1[0-9]|20)\d\d\s+"
+    r"(?=(?:he|she|it|they|the|[A-Z])\b)",
+    re.IGNORECASE,
+)
 _FREE_MODIFIER = re.compile(
     r",\s+(?!(?:during|something|anything|nothing|everything)\b)[a-z]+ing\b.*$"
 )
@@ -343,8 +353,10 @@ _FREE_MODIFIER = re.compile(
 
 def main_clause(sentence: str) -> str:
     """The sentence without what elaborates on its main clause (`_COLON`, `_PARENTHETICAL`,
-    `_FREE_MODIFIER`); the sentence itself when cutting would leave fewer than three words."""
+    `_FREE_MODIFIER`, `_CLOSING_APPOSITIVE`, `_FRONTED_TIME`); the sentence itself when
+    cutting would leave fewer than three words."""
     clause = _FREE_MODIFIER.sub("", _PARENTHETICAL.sub(" ", _COLON.sub("", sentence)))
+    clause = _FRONTED_TIME.sub("", _CLOSING_APPOSITIVE.sub("", clause))
     return clause if len(clause.split()) >= 3 else sentence
 
 
@@ -378,7 +390,7 @@ def question_for(sentence: str, topic: str, pronoun: str = "") -> str:
     if not stated or is_evasive(stated) or _reacts(stated) or _CITATION.match(stated):
         return ""
     sentence = addressed(stated)
-    tokens = _TOKEN.findall(main_clause(_unframed(_FILLER.sub("", sentence))))
+    tokens = _TOKEN.findall(_unframed(main_clause(_FILLER.sub("", sentence))))
     if not tokens:
         return ""
     possessive = PRONOUN_POSSESSIVES.get(tokens[0].casefold())
@@ -616,7 +628,8 @@ def _drop_answer(tokens: list[str], verb: int, topic: set[str]) -> tuple[str, li
     for index in range(end, len(tokens)):
         kind = _answer_kind(tokens, index, topic)
         if kind:
-            return _stranded(*_cut_answer(tokens, (verb, end, index), kind, participle), low, end)
+            kind, kept = _cut_answer(tokens, (verb, end, index), kind, participle)
+            return _stranded(_with_later_items(tokens, index, kind, topic), kept, low, end)
     if participle and end < len(tokens) and low[end] in _STRANDED:
         return f"strand:{low[end]}", tokens[:end]  # "used as synonyms": "used as what?"
     return _stranded("what", tokens[:end], low, end)
@@ -652,6 +665,29 @@ def _new_subject(
             rest = tokens[low.index(noun, 1) + 1 :] if noun in low[1:] else tokens[verb:]
             return f"subject:{counted}", rest
     return None
+
+
+# The circumstances a sentence can supply one after another, each answering its own question
+# word: "held on 5 May at the Lapland Arena" answers "When and where was it held?".
+_CIRCUMSTANCES = {"date": "when", "place": "where", "agent": "by whom"}
+
+
+def _with_later_items(tokens: Sequence[str], index: int, kind: str, topic: set[str]) -> str:
+    """The kind of the answer at `index`, joined with the other circumstances (a date, a place,
+    an agent) the sentence supplies after it (v18): all of them are its new information, and
+    an LLM asks for each ("When and where was it held?", "When and by whom was it founded?"),
+    while the first alone asked about one ("When was it held?")."""
+    if kind not in _CIRCUMSTANCES:
+        return kind
+    kinds = [kind]
+    for later in range(index + 1, len(tokens)):
+        found = _answer_kind(tokens, later, topic)
+        phrase = [t.casefold() for t in tokens[max(index, later - 4) : later]]
+        if _is_name(tokens[later]) and _after_by(phrase):
+            found = "agent"  # "by Theodore Scott", though "in 2014" comes before it
+        if found in _CIRCUMSTANCES and found not in kinds:
+            kinds.append(found)
+    return kind if len(kinds) == 1 else "circumstances:" + "+".join(kinds)
 
 
 def _noun_phrase(tokens: Sequence[str], start: int) -> list[str]:
@@ -866,12 +902,26 @@ def _counted(tokens: Sequence[str], index: int) -> str:
 _RANGE = frozenset({"and", "to", "or", "-"})
 
 
+# Verbs that take a to-infinitive as their complement ("aims to launch", "is expected to
+# enhance"): a closed class of English, so "opened to traffic" and "is to" are none.
+_CATENATIVE = _word_set(
+    "aim plan want hope expect decide seek intend try need continue begin start agree promise "
+    "refuse fail manage choose attempt offer tend wish prepare propose threaten vow pledge "
+    "strive struggle serve design require allow enable encourage ask use"
+)
+
+
 def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
     """Word the question: the question word, then the auxiliary (or "does"/"did") before the
     subject; a question needs one, so a finite verb without an auxiliary takes "does"."""
     if kind.startswith("subject:"):  # "How many teams took part in X?": the subject asked
         counted = kind.partition(":")[2].partition(":")[2]
         return f"How many {counted} {' '.join(tokens)}?" if tokens else ""
+    if kind.startswith("circumstances:"):  # "When and where was it held?"
+        words = [_CIRCUMSTANCES[k] for k in kind.partition(":")[2].split("+")]
+        joined = ", ".join(words[:-1]) + " and " + words[-1]
+        asked = _ask("date", tokens, verb)  # the clause as "When" asks it
+        return joined[:1].upper() + joined[1:] + asked.removeprefix("When") if asked else ""
     word, _, counted = kind.partition(":")
     question_word = {
         "date": "When",
@@ -890,7 +940,7 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
         and verb is not None
         and len(tokens) >= verb + 2
         and tokens[-1].casefold() == "to"
-        and tokens[-2].casefold() not in _AUXILIARIES  # "the goal is to": what is the goal?
+        and _base_form(tokens[-2]).casefold() in _CATENATIVE  # "opened to traffic" is none
     )
     while tokens and tokens[-1].casefold() in _LEADING_WORDS | _PARTICLES | {"and", ","}:
         tokens = tokens[:-1]
@@ -1024,7 +1074,8 @@ def points(sentences: Sequence[str]) -> list[str]:
 
 def _lower_first(question: str) -> str:
     first, _, rest = question.partition(" ")
-    return f"{first.casefold()} {rest}" if first.casefold() in _QUESTION_WORDS else question
+    lowered = first.casefold() in _QUESTION_WORDS or question.startswith("By whom")
+    return f"{first.casefold()} {rest}" if lowered else question
 
 
 _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "how", "which", "why", "is", "are"})

@@ -68,9 +68,34 @@ _DIGITS = re.compile(r"\d+(?:[.,:]\d+)*")
 # A second part of a question starts at a question word after "and", a comma or a semicolon.
 _PART_SPLIT = re.compile(
     r"\s*(?:,\s*(?:and\s+)?|;\s*|\s+and\s+)"
-    r"(?=(?:what|when|where|who|whom|whose|which|why|how|is it true that|is there any)\b)",
+    r"(?=(?:what|when|where|who|whom|whose|which|why|how|by whom|is it true that|is there any)\b)",
     re.IGNORECASE,
 )
+# Question words joined before one clause ("When and where was it held?", "When and by whom
+# was it founded?"): each asks that clause (v18).
+_COORDINATED = re.compile(
+    r"(?:^|(?<=, )|(?<= and ))"
+    r"(?P<words>(?:(?:when|where|who|why|how|by whom)(?:\s*,\s*|\s+and\s+))+"
+    r"(?:when|where|who|why|how|by whom))\s+(?P<clause>[^,;?]+)",
+    re.IGNORECASE,
+)
+_COORDINATION = re.compile(r"\s*,\s*|\s+and\s+", re.IGNORECASE)
+
+
+def distributed(text: str) -> str:
+    """ "When and where was it held?" as "When was it held, and where was it held?": question
+    words joined before one clause each ask that clause, so each is a part of its own."""
+
+    def each(found: re.Match[str]) -> str:
+        clause = found.group("clause").strip()
+        words = _COORDINATION.split(found.group("words"))
+        return ", and ".join(
+            f"{word if n == 0 else word.casefold()} {clause}" for n, word in enumerate(words)
+        )
+
+    return _COORDINATED.sub(each, text.strip())
+
+
 # Where one question of a text ends and the next begins ("When? Where?").
 _QUESTION_END = re.compile(r"(?<=\?)\s+")
 # Question words that need an auxiliary (or a "how" adjective) right after them.
@@ -105,6 +130,7 @@ def question_problems(text: str) -> list[str]:
         if len(questions) == 1:
             return ["a question mark inside a word"]
         return [p for part in questions for p in question_problems(part)]
+    body = distributed(body)
     problems: list[str] = []
     for part in _PART_SPLIT.split(body):
         problems.extend(_part_problems(part))
@@ -307,7 +333,7 @@ def _predicate_head(rest: Sequence[str]) -> str:
 
 def asked_parts(question: str) -> list[Part]:
     """The parts of a question, each with the kind of answer it expects."""
-    text = question.strip().rstrip("?").strip()
+    text = distributed(question.strip().rstrip("?").strip())
     parts = [p for p in _PART_SPLIT.split(text) if p.strip()] or [text]
     found = []
     for part in parts:
@@ -384,7 +410,7 @@ def question_parts(text: str) -> list[str]:
     parts = [
         part.strip()
         for question in questions
-        for part in _PART_SPLIT.split(question.rstrip("?").strip())
+        for part in _PART_SPLIT.split(distributed(question.rstrip("?").strip()))
         if part.strip()
     ]
     # "how does it work" after ", and " is the part "How does it work" (the model is uncased)
