@@ -193,8 +193,12 @@ def test_tens_written_as_words_are_numbers() -> None:
 def test_a_question_drops_the_answer_and_asks_for_its_kind() -> None:
     from ragas_ops.judge.local.generator import question_for
 
-    assert question_for("PharmaCann was founded in 2014 by Theodore Scott.", "PharmaCann") == (
+    assert question_for("PharmaCann was founded in 2014.", "PharmaCann") == (
         "When was PharmaCann founded?"
+    )
+    # a date and an agent: both are new (v18)
+    assert question_for("PharmaCann was founded in 2014 by Theodore Scott.", "PharmaCann") == (
+        "When and by whom was PharmaCann founded?"
     )
     assert question_for("Its headquarters is located in the state of Illinois.", "PharmaCann") == (
         "Where is PharmaCann's headquarters located?"
