@@ -329,25 +329,25 @@ _VERB_ADVERBS = frozenset(
 # - a description set off by commas between the subject and its verb ("The lead role of Ines,
 #   a marine biologist who returns home, is played by X") describes the subject;
 # - a participial clause after a comma at the end (a free modifier: "It won the cup, beating
-#   the hosts 4-2") adds a circumstance.
+#   the hosts 4-2") adds a circumstance;
+# - a description of the last noun after a comma at the end ("... won the Prize for the
+#   Library, a five-storey timber building that ...") describes it; a list ("rooms, a kitchen
+#   and a garden") is no description;
+# - a time phrase before the subject sets the scene ("In 2023 she won the prize").
 _COLON = re.compile(r"\s*:\s+.*$")
 _PARENTHETICAL = re.compile(
     r",\s+(?:a|an|the|who|which|whose|whom|one of)\b[^,]*,\s+"
     r"(?=(?:is|are|was|were|has|have|had|will|would|can|could)\b)",
     re.IGNORECASE,
 )
-# - a description of the last noun after a comma at the end ("... won the Prize for the
-#   Library, a five-storey timber building that ...") describes it; a list ("rooms, a kitchen
-#   and a garden") is no description;
-# - a time phrase before the subject sets the scene ("In 2023 she won the prize").
+_FREE_MODIFIER = re.compile(
+    r",\s+(?!(?:during|something|anything|nothing|everything)\b)[a-z]+ing\b.*$"
+)
 _CLOSING_APPOSITIVE = re.compile(r",\s+(?:a|an)\s+(?![^,]*\b(?:and|or)\b)[^,]*$")
 _FRONTED_TIME = re.compile(
     r"^(?:in|on|by|since|during|until)\s+(?:[a-z]+\s+){0,2}(?:1[0-9]|20)\d\d\s+"
     r"(?=(?:he|she|it|they|the|[A-Z])\b)",
     re.IGNORECASE,
-)
-_FREE_MODIFIER = re.compile(
-    r",\s+(?!(?:during|something|anything|nothing|everything)\b)[a-z]+ing\b.*$"
 )
 
 
