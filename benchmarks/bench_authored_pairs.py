@@ -110,8 +110,10 @@ def main() -> None:
     print("\n".join(table(records)))
     if options.rows:
         for record in records:
-            good, poor = record["Ragas scores"]
-            print(f"{record['id']:>3} {record['shape']:<18} Ragas {good:.3f} vs {poor:.3f}")
+            complete, partial = (
+                "-" if score is None else f"{score:.3f}" for score in record["Ragas scores"]
+            )
+            print(f"{record['id']:>3} {record['shape']:<18} Ragas {complete} vs {partial}")
 
 
 if __name__ == "__main__":

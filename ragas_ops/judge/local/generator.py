@@ -1074,11 +1074,11 @@ def points(sentences: Sequence[str]) -> list[str]:
 
 def _lower_first(question: str) -> str:
     first, _, rest = question.partition(" ")
-    lowered = first.casefold() in _QUESTION_WORDS or question.startswith("By whom")
-    return f"{first.casefold()} {rest}" if lowered else question
+    return f"{first.casefold()} {rest}" if first.casefold() in _QUESTION_WORDS else question
 
 
-_QUESTION_WORDS = frozenset({"what", "when", "where", "who", "how", "which", "why", "is", "are"})
+# "by" opens a part only as "By whom was it founded" (the circumstances' agent)
+_QUESTION_WORDS = _word_set("what when where who how which why is are by")
 
 
 def generated_questions(
