@@ -1,6 +1,6 @@
 """A real Airflow on one machine, with this project's DAG: `ragas-ops airflow up` / `down`.
 
-`up` starts Airflow's api-server, scheduler (LocalExecutor), dag-processor and triggerer on
+`up` starts Airflow's api-servers, scheduler (LocalExecutor), dag-processor and triggerer on
 SQLite, as `airflow standalone` would, in the background (`ragas_ops.airflow.supervisor` says
 why not `airflow standalone` itself), with what a first hour needs already done: the project's
 `dags/` and `plugins/` folders, the two pools of the DAG's scoring tasks, a demo lake of sample
@@ -28,7 +28,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -63,10 +63,17 @@ class Standalone:
 
     home: Path
     port: int
+    execution_port: int
 
     @property
     def url(self) -> str:
+        """The api-server of the UI and the REST API."""
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def execution_url(self) -> str:
+        """The api-server of the execution API, which the tasks call (see the supervisor)."""
+        return f"http://127.0.0.1:{self.execution_port}/execution/"
 
     @property
     def lake(self) -> Path:
@@ -144,8 +151,9 @@ def airflow_environment(standalone: Standalone, judge: Mapping[str, str]) -> dic
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(standalone.port),
         "AIRFLOW__API__BASE_URL": standalone.url,
-        # Without it the tasks report to localhost:8080 whatever the api-server's port is.
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{standalone.url}/execution/",
+        # The tasks' api-server, not the UI's (the supervisor says why); without it they report
+        # to localhost:8080.
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": standalone.execution_url,
         # On SQLite the api-server's writes queue behind the scheduler's; with the default 5 s
         # a task's first call times out on a busy machine, its retry is refused (the first one
         # went through) and the task fails.
@@ -197,15 +205,19 @@ def pools(environment: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def free_port(preferred: int = 0) -> int:
-    """`preferred` when nothing listens on it on 127.0.0.1, else a free port."""
-    for port in (preferred, 0) if preferred else (0,):
+def free_port(preferred: int = 0, taken: Collection[int] = ()) -> int:
+    """`preferred` when nothing listens on it on 127.0.0.1, else a free port not in `taken`
+    (the ports already chosen for the other servers, which do not listen yet)."""
+    candidates = [preferred] if preferred else []
+    for port in [*candidates, *[0] * 10]:
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return int(probe.getsockname()[1])
+            found = int(probe.getsockname()[1])
+        if found not in taken:
+            return found
     raise StandaloneError("no free port on 127.0.0.1")
 
 
@@ -350,8 +362,11 @@ class AirflowApi:
         raise StandaloneError(f"the DAG {dag_id} was not loaded in time")
 
     def unpause(self, dag_id: str) -> None:
-        """Unpaused on creation by the setting; this also unpauses a home made paused before."""
-        self.call(f"dags/{dag_id}", method="PATCH", body={"is_paused": False})
+        """Unpaused on creation by the setting; this also unpauses a home made paused before.
+        Only then does it write: a write through the REST API is also an audit-log row, one
+        more writer on SQLite while the first run's tasks write theirs."""
+        if self.call(f"dags/{dag_id}").get("is_paused", True):
+            self.call(f"dags/{dag_id}", method="PATCH", body={"is_paused": False})
 
 
 def request(
@@ -448,12 +463,14 @@ def up(
     if running_groups(home):
         say(f"Airflow already runs from {home}; `ragas-ops airflow down` stops it")
         return 1
-    standalone = Standalone(home, free_port(port))
+    api_port = free_port(port)
+    standalone = Standalone(home, api_port, free_port(taken={api_port}))
     if port and standalone.port != port:
         say(f"port {port} is taken: using {standalone.port}")
     chosen = choose_judge(judge, os.environ)
     check_judge(chosen, os.environ)
-    test_judge_port = free_port() if chosen == "test" else 0
+    taken = {standalone.port, standalone.execution_port}
+    test_judge_port = free_port(taken=taken) if chosen == "test" else 0
     test_judge_url = f"http://127.0.0.1:{test_judge_port}/v1" if chosen == "test" else None
     settings = airflow_environment(standalone, judge_environment(chosen, test_judge_url))
     environment = process_environment(settings)

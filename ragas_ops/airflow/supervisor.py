@@ -8,6 +8,15 @@ starts only once the api-server answers, so no task can start before it. The sch
 triggerer run without their log servers (they would listen on every interface, on fixed ports;
 the api-server reads the task logs from the local files).
 
+The api-server runs as two processes: one for the UI and the REST API (`--apps core`, on
+AIRFLOW__API__PORT), one for the tasks' execution API (`--apps execution`, on the port of
+AIRFLOW__CORE__EXECUTION_API_SERVER_URL). In one process, on SQLite, a click in the UI could
+stop every task for a minute: Airflow writes a REST call's audit-log row from the server's
+event loop, blocking it while it waits for SQLite's one write lock, and that lock may be held
+by a task's request whose commit is itself waiting for the event loop (Airflow 3.3; the two
+waited out the 60 s busy timeout, then the REST call failed). Apart, the tasks' requests
+commit on a loop of their own.
+
 Run as `python -m ragas_ops.airflow.supervisor [--test-judge-port PORT]`, configured by the
 environment (`ragas_ops.airflow.standalone` prepares both). Every component's output goes to
 this process's output, each line prefixed with the component's name. SIGTERM or SIGINT stops
@@ -17,6 +26,7 @@ everything; so does any component that exits on its own.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import subprocess
@@ -24,21 +34,30 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import IO
 
-# Started at once; the dag-processor waits for the api-server (see the module's docstring).
-# Each is this Python with these arguments.
-EARLY_COMPONENTS = {
-    "api-server": ["-m", "airflow", "api-server"],
-    "scheduler": ["-m", "airflow", "scheduler", "--skip-serve-logs"],
-    "triggerer": ["-m", "airflow", "triggerer", "--skip-serve-logs"],
-}
+DEFAULT_EXECUTION_API_URL = "http://127.0.0.1:8080/execution/"
 LATE_COMPONENTS = {"dag-processor": ["-m", "airflow", "dag-processor"]}
 API_SERVER_WAIT_SECONDS = 600.0
 STOP_GRACE_SECONDS = 20.0
+
+
+def early_components(execution_api_url: str) -> dict[str, list[str]]:
+    """The components started at once (the dag-processor waits for the api-servers, see the
+    module's docstring), each as this Python's arguments."""
+    execution_port = str(urllib.parse.urlsplit(execution_api_url).port or 80)
+    return {
+        "api-server": ["-m", "airflow", "api-server", "--apps", "core"],
+        "execution-api": [
+            *("-m", "airflow", "api-server", "--apps", "execution", "--port", execution_port),
+        ],
+        "scheduler": ["-m", "airflow", "scheduler", "--skip-serve-logs"],
+        "triggerer": ["-m", "airflow", "triggerer", "--skip-serve-logs"],
+    }
 
 
 class Components:
@@ -93,11 +112,11 @@ class Components:
                 process.wait()
 
 
-def api_server_answers(base_url: str) -> bool:
-    """Whether the api-server answers its health endpoint (whatever it says about the rest)."""
+def answers(url: str) -> bool:
+    """Whether a server answers at `url` (whatever it says)."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(f"{base_url}/api/v2/monitor/health", timeout=5):
+        with opener.open(url, timeout=5):
             return True
     except urllib.error.HTTPError:
         return True
@@ -105,18 +124,29 @@ def api_server_answers(base_url: str) -> bool:
         return False
 
 
+def api_servers_answer(base_url: str, execution_api_url: str) -> bool:
+    """Whether both api-servers answer their health endpoints."""
+    return answers(f"{base_url}/api/v2/monitor/health") and answers(
+        f"{execution_api_url.rstrip('/')}/health"
+    )
+
+
 def supervise(test_judge_port: int | None, stopping: threading.Event) -> int:
     """Start the components in order and keep them running until `stopping` is set or one of
     them exits; then stop them all. Returns the exit code."""
     components = Components()
     base_url = os.environ.get("AIRFLOW__API__BASE_URL", "http://127.0.0.1:8080")
+    execution_api_url = os.environ.get(
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL", DEFAULT_EXECUTION_API_URL
+    )
     try:
         if test_judge_port:
             port = str(test_judge_port)
             components.start("test-judge", ["-m", "ragas_ops.cli", "test-judge", "--port", port])
-        for name, arguments in EARLY_COMPONENTS.items():
+        for name, arguments in early_components(execution_api_url).items():
             components.start(name, arguments)
-        if not wait(lambda: api_server_answers(base_url), components, stopping):
+        ready = functools.partial(api_servers_answer, base_url, execution_api_url)
+        if not wait(ready, components, stopping):
             return 1
         for name, arguments in LATE_COMPONENTS.items():
             components.start(name, arguments)
@@ -139,7 +169,7 @@ def wait(
             components.say(exited[0], f"exited with code {exited[1]}: stopping everything")
             return False
         if deadline is not None and time.monotonic() > deadline:
-            components.say("supervisor", f"the api-server did not answer in {timeout:.0f} s")
+            components.say("supervisor", f"the api-servers did not answer in {timeout:.0f} s")
             return False
         if stopping.wait(1):
             return timeout is None

@@ -47,13 +47,16 @@ def test_auto_is_openai_with_a_key_else_the_local_judge_if_installed_else_the_te
     assert choose_judge("local", {"OPENAI_API_KEY": TEST_KEY}) == "local", "asked for: kept"
 
 
-def test_airflow_listens_on_loopback_and_tasks_report_to_its_own_port(tmp_path: Path) -> None:
-    environment = airflow_environment(Standalone(tmp_path, 18123), judge_environment("local", None))
+def test_airflow_listens_on_loopback_and_tasks_report_to_their_own_api_server(
+    tmp_path: Path,
+) -> None:
+    standalone = Standalone(tmp_path, 18123, 18129)
+    environment = airflow_environment(standalone, judge_environment("local", None))
 
     assert environment["AIRFLOW__API__HOST"] == "127.0.0.1"
     assert environment["AIRFLOW__API__PORT"] == "18123"
     assert environment["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] == (
-        "http://127.0.0.1:18123/execution/"
+        "http://127.0.0.1:18129/execution/"
     )
     assert environment["AIRFLOW__CORE__LOAD_EXAMPLES"] == "False"
     settings = settings_from_environment(environment)
@@ -64,7 +67,7 @@ def test_airflow_listens_on_loopback_and_tasks_report_to_its_own_port(tmp_path: 
 
 def test_the_test_judge_gets_a_budget_that_does_not_look_broken(tmp_path: Path) -> None:
     judge = judge_environment("test", "http://127.0.0.1:18124/v1")
-    settings = settings_from_environment(airflow_environment(Standalone(tmp_path, 1), judge))
+    settings = settings_from_environment(airflow_environment(Standalone(tmp_path, 1, 2), judge))
     tasks = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
 
     assert settings.judge.base_url == "http://127.0.0.1:18124/v1"
@@ -98,9 +101,10 @@ def test_env_sh_gives_a_shell_the_settings_and_holds_no_secret(
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     home = tmp_path / "home with space"
     home.mkdir()
-    settings = airflow_environment(Standalone(home, 18125), judge_environment("openai", None))
+    standalone = Standalone(home, 18125, 18126)
+    settings = airflow_environment(standalone, judge_environment("openai", None))
 
-    path = write_env_file(Standalone(home, 18125), settings)
+    path = write_env_file(standalone, settings)
 
     assert TEST_KEY not in path.read_text()
     shown = subprocess.run(
@@ -149,24 +153,33 @@ def test_down_without_a_running_airflow_says_so(
     assert "no Airflow" in capsys.readouterr().out
 
 
-def test_the_supervisor_starts_the_late_component_only_once_the_api_answers(
+def test_the_supervisor_starts_the_late_component_only_once_both_apis_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Stand-ins for the components: a web server that starts listening after a delay (the
-    api-server), and a process that records when it started (the dag-processor)."""
-    port = free_port()
+    """Stand-ins for the components: two web servers that start listening after a delay (the
+    api-servers of the UI and of the tasks, the second one later), and a process that records
+    when it started (the dag-processor)."""
+    core_port = free_port()
+    execution_port = free_port(taken={core_port})
     started = tmp_path / "late-started"
-    delayed_server = (
-        "import time, http.server; time.sleep(1.5); "
-        f"http.server.ThreadingHTTPServer(('127.0.0.1', {port}), "
-        "http.server.SimpleHTTPRequestHandler).serve_forever()"
-    )
+
+    def delayed_server(port: int, delay: float) -> list[str]:
+        return [
+            "-c",
+            f"import time, http.server; time.sleep({delay}); "
+            f"http.server.ThreadingHTTPServer(('127.0.0.1', {port}), "
+            "http.server.SimpleHTTPRequestHandler).serve_forever()",
+        ]
+
+    early = {"core": delayed_server(core_port, 0.5), "execution": delayed_server(execution_port, 2)}
     late = f"import time, pathlib; pathlib.Path({str(started)!r}).write_text(str(time.time())); "
     late += "time.sleep(60)"
-    monkeypatch.setattr(supervisor, "EARLY_COMPONENTS", {"api": ["-c", delayed_server]})
+    monkeypatch.setattr(supervisor, "early_components", lambda url: early)
     monkeypatch.setattr(supervisor, "LATE_COMPONENTS", {"late": ["-c", late]})
     monkeypatch.setattr(supervisor, "STOP_GRACE_SECONDS", 5.0)
-    monkeypatch.setenv("AIRFLOW__API__BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", f"http://127.0.0.1:{core_port}")
+    execution_url = f"http://127.0.0.1:{execution_port}/execution/"
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTION_API_SERVER_URL", execution_url)
     stopping = threading.Event()
     began = time.time()
     outcome: list[int] = []
@@ -179,9 +192,22 @@ def test_the_supervisor_starts_the_late_component_only_once_the_api_answers(
     runner.join(timeout=30)
 
     assert started.exists(), capsys.readouterr().out
-    assert float(started.read_text()) - began >= 1.5, "not before the api answered"
+    assert float(started.read_text()) - began >= 2, "not before the execution api answered"
     assert outcome == [0]
     assert "exited with code" not in capsys.readouterr().out
+
+
+def test_the_api_servers_are_two_the_tasks_on_the_execution_url_port() -> None:
+    components = supervisor.early_components("http://127.0.0.1:41234/execution/")
+    assert components["api-server"][-2:] == ["--apps", "core"]
+    assert components["execution-api"][-4:] == ["--apps", "execution", "--port", "41234"]
+    assert {"scheduler", "triggerer"} <= components.keys()
+
+
+def test_free_port_avoids_the_ports_already_chosen() -> None:
+    first = free_port()
+    assert free_port(first) == first  # nothing listens on it
+    assert all(free_port(taken={first}) != first for _ in range(20))
 
 
 def test_only_the_commands_that_make_runs_begin_their_transactions_immediately() -> None:

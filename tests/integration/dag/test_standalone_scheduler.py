@@ -1,6 +1,6 @@
 """`ragas-ops airflow up` under a real scheduler: the recipe of docs/airflow-local.md, end to end.
 
-`up` starts Airflow's api-server, scheduler (LocalExecutor, SQLite), dag-processor and
+`up` starts Airflow's two api-servers, scheduler (LocalExecutor, SQLite), dag-processor and
 triggerer, with the test judge over HTTP on 127.0.0.1 and a demo lake of four days. The DAG is
 unpaused on creation, so the scheduler scores yesterday by itself; the test adds a manual run
 (through the REST API, as the UI's trigger button does) and a two-day `airflow backfill create`
