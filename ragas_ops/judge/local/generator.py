@@ -45,8 +45,10 @@ from ragas_ops.judge.local.evidence import (
     strip_prefix,
 )
 from ragas_ops.judge.local.questions import (
+    AUXILIARIES,
     CURRENCIES,
     IRREGULAR_PARTICIPLES,
+    MONTH_NAMES,
     MONTHS,
     TIME_UNITS,
     WHETHER_IT_HOLDS,
@@ -59,16 +61,11 @@ QUESTION_SENTENCES = 3
 first; an LLM's question does not list every detail of a long answer)."""
 
 
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()  # noqa: SIM905
-)
-
-
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_DATE_WORDS = _MONTHS | _word_set(
+_DATE_WORDS = MONTH_NAMES | _word_set(
     "monday tuesday wednesday thursday friday saturday sunday century centuries decade decades "
     "bc ad bce ce am pm utc gmt ist est pst cet"
 )
@@ -81,11 +78,6 @@ _MAGNITUDES = _word_set("hundred hundreds thousand thousands million millions bi
 
 
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:-[\w]+)?|[\w'’]+(?:[-/][\w'’]+)*")
-
-
-_AUXILIARIES = _word_set(
-    "is are was were will would can could has have had does did do may might shall should must"
-)
 
 
 _COPULAS = frozenset({"is", "are", "was", "were"})
@@ -264,7 +256,7 @@ def _first_verb(tokens: Sequence[str], start: int) -> int | None:
         if index < start:
             continue
         low = token.casefold()
-        if index and (low in _AUXILIARIES or low in _DEFINING):
+        if index and (low in AUXILIARIES or low in _DEFINING):
             return index
         if index == 1 and tokens[0].casefold() in _PLURAL_PRONOUNS and low not in STOPWORDS:
             return index  # "you love the Beatles", "they play in Boston": a base-form verb
@@ -278,7 +270,7 @@ def _first_verb(tokens: Sequence[str], start: int) -> int | None:
             and not _is_number(tokens[index - 1])  # "30 days", "600 milligrams"
             and low not in TIME_UNITS
             and not tokens[index - 1].endswith(("'s", "’s"))
-            and not (index + 1 < len(tokens) and tokens[index + 1].casefold() in _AUXILIARIES)
+            and not (index + 1 < len(tokens) and tokens[index + 1].casefold() in AUXILIARIES)
         ):
             return index
     return None
@@ -290,12 +282,12 @@ def _verb_group_end(tokens: Sequence[str], verb: int) -> int:
     form of "be" ("has been launched", "was first domesticated"): after any other verb a word
     in "-ed" or "-en" starts its object ("includes unlimited calls", "saw increased demand")."""
     end = verb + 1
-    after_auxiliary = tokens[verb].casefold() in _AUXILIARIES
+    after_auxiliary = tokens[verb].casefold() in AUXILIARIES
     while end < len(tokens):
         low = tokens[end].casefold()
         if not tokens[end][:1].islower():
             break
-        if low in _AUXILIARIES or low in _BE_FORMS:
+        if low in AUXILIARIES or low in _BE_FORMS:
             after_auxiliary = True
         elif (low in _PARTICLES and low != "as") or low in _VERB_ADVERBS or low.endswith("ly"):
             pass  # "not", "also", "first", "rapidly" sit anywhere in the group; "as" starts
@@ -886,7 +878,7 @@ def _counted(tokens: Sequence[str], index: int) -> str:
     if len(following) > 1 and (following[1] in TIME_UNITS or following[1] in CURRENCIES):
         following = following[1:]  # the head after a modifier: "5 business days", "3 US dollars"
     unit = following[0] if following else ""
-    if unit in _MONTHS:
+    if unit in MONTH_NAMES:
         return "date"  # "from 5 to 12 February": days of the month (v18)
     if unit in TIME_UNITS and following[1:2] == ["ago"]:
         return "date"  # "100 centuries ago" answers "When?"
@@ -962,7 +954,7 @@ def _ask(kind: str, tokens: list[str], verb: int | None) -> str:
             and not set(following) & _PARTICLES
             and not any(_is_participle(t) for t in following)
         )
-        if low in _AUXILIARIES and not has_main:
+        if low in AUXILIARIES and not has_main:
             tokens = [tokens[verb], *tokens[:verb], *tokens[verb + 1 :]]
         else:
             # "What X involves?" is asked "What does X involve?"; "had a" is "did ... have"

@@ -38,10 +38,11 @@ AUXILIARIES = frozenset(
     {"is", "are", "was", "were", "will", "would", "can", "could", "has", "have", "had", "does"}
     | {"did", "do", "may", "might", "shall", "should", "must"}
 )
-MONTHS = frozenset(
+MONTH_NAMES = frozenset(
     "january february march april may june july august september october november "  # noqa: SIM905
-    "december jan feb mar apr jun jul aug sep sept oct nov dec".split()
+    "december".split()
 )
+MONTHS = MONTH_NAMES | frozenset("jan feb mar apr jun jul aug sep sept oct nov dec".split())  # noqa: SIM905
 WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())  # noqa: SIM905
 TIME_UNITS = frozenset(
     "second seconds minute minutes hour hours day days week weeks month months year years "  # noqa: SIM905
