@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import (
     Interaction,
     check_columns,
+    repair_utf8,
     validate_row,
 )
 from ragas_ops.contract.layout import Lake, parse_day
@@ -37,7 +39,7 @@ from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import Prompt
 from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
-from ragas_ops.storage import Location, locate, parquet_files
+from ragas_ops.storage import Location, StorageError, locate
 from ragas_ops.text import estimate_tokens
 
 READ_BATCH_ROWS = 4096
@@ -369,7 +371,19 @@ class _ReadBatch:
 
 
 def _read(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch]:
-    """The rows of one file, a batch at a time, row group by row group."""
+    """The rows of one file, a batch at a time, row group by row group, read as `score` reads
+    them (undecodable bytes as U+FFFD); a file whose data cannot be read is a StorageError
+    naming it."""
+    try:
+        yield from _read_groups(filesystem, path, settings)
+    except (OSError, pa.ArrowException) as error:
+        if isinstance(error, StorageError):
+            raise
+        filesystem.get_file_info(path)  # an outage is itself, not a broken file
+        raise StorageError(f"{path}: its data cannot be read: {error}") from None
+
+
+def _read_groups(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch]:
     mapping = settings.columns
     contract = [mapping.question, mapping.contexts, mapping.answer]
     with filesystem.open_input_file(path) as handle:
@@ -390,6 +404,7 @@ def _read(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch
 
 
 def _read_batch(batch: Any, contract: list[str], has_id: bool, ends_row_group: bool) -> _ReadBatch:
+    batch = repair_utf8(pa.Table.from_batches([batch]))
     question, contexts, answer = (batch.column(name).to_pylist() for name in contract)
     ids = batch.column(ROW_ID_COLUMN).to_pylist() if has_id else [None] * batch.num_rows
     return _ReadBatch(ids, question, contexts, answer, ends_row_group)
@@ -440,8 +455,11 @@ def _tally_rows(
 
 def estimate_input(input_uri: str, settings: Settings) -> Estimate:
     """The cost of `ragas-ops score INPUT` (a Parquet file or a folder of them)."""
+    from ragas_ops.scoring.jobs import input_schema
+
     location: Location = locate(input_uri)
-    files = [(location.filesystem, path) for path in parquet_files(location)]
+    _schema, paths, _rows = input_schema(location, settings)  # the files `score` would accept
+    files = [(location.filesystem, path) for path in paths]
     tally = _tally_rows(files, settings, chunk_rows=None)
     return Estimate(settings, f"{location.uri} ({len(files)} file(s))", [("input", tally)])
 

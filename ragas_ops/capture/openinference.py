@@ -94,6 +94,8 @@ def read_spans(lines: Iterable[str], outcome: ImportOutcome) -> Iterator[Span]:
         if not isinstance(record, dict):
             outcome.skip("a line that is not a JSON object")
             continue
+        if "\\ud" in line.casefold():  # maybe an escaped lone surrogate, which UTF-8 cannot hold
+            record = without_lone_surrogates(record)
         if "resourceSpans" in record:
             for resource in record.get("resourceSpans") or []:
                 for scope in (
@@ -107,6 +109,22 @@ def read_spans(lines: Iterable[str], outcome: ImportOutcome) -> Iterator[Span]:
             outcome.skip("a line that is not a span (no trace and span ids)")
             continue
         yield span
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """`value` with each lone UTF-16 surrogate in its texts as U+FFFD. JSON may escape one
+    ("\\udcff", from a UTF-16 string cut in half), but no UTF-8 file can hold it: read as an
+    undecodable byte is, it makes its row `invalid_input` when scored, naming the field."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            without_lone_surrogates(key): without_lone_surrogates(item)
+            for key, item in value.items()
+        }
+    return value
 
 
 def _sdk_span(record: dict[str, Any]) -> Span | None:
@@ -400,8 +418,11 @@ def import_traces(
     digest = hashlib.sha256()
     lines: list[str] = []
     for path in paths:
-        text = path.read_text(encoding="utf-8")
-        digest.update(text.encode("utf-8"))
+        # An undecodable byte reads as U+FFFD: its line is skipped if that breaks its JSON,
+        # else its row is scored `invalid_input` for the field that holds it.
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+        digest.update(text.encode("utf-8"))  # names the files: imported again, it replaces them
         lines.extend(text.splitlines())
     rows = interactions(
         read_spans(lines, outcome), outcome, keep_without_contexts=keep_without_contexts

@@ -14,6 +14,7 @@ contract's types, then the union of the other columns, widened where that loses 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,20 @@ class ColumnMapping:
     question: str = QUESTION
     contexts: str = CONTEXTS
     answer: str = ANSWER
+
+    def __post_init__(self) -> None:
+        fields_by_column: dict[str, list[str]] = {}
+        for name in REQUIRED_FIELDS:
+            fields_by_column.setdefault(self.source(name), []).append(name)
+        shared = {column: names for column, names in fields_by_column.items() if len(names) > 1}
+        if shared:
+            told = "; ".join(
+                f"{' and '.join(names)} -> {column!r}" for column, names in shared.items()
+            )
+            raise ContractError(
+                f"the column mapping reads two contract fields from one column ({told}): "
+                "each of question, contexts and answer needs a column of its own"
+            )
 
     @classmethod
     def from_mapping(cls, names: Mapping[str, str]) -> ColumnMapping:
@@ -120,6 +135,12 @@ def check_schema(schema: pa.Schema, mapping: ColumnMapping) -> None:
     """Fail, naming every offending column and its type, when `schema` breaks the contract."""
     import pyarrow as pa
 
+    repeated = sorted(name for name, count in Counter(schema.names).items() if count > 1)
+    if repeated:  # Parquet allows it; no reader can tell which one is meant
+        raise ContractError(
+            f"the file has more than one column named {', '.join(map(repr, repeated))}: "
+            "rename or drop the copies"
+        )
     check_columns(schema, mapping)
     problems = []
     for name in REQUIRED_FIELDS:
@@ -147,11 +168,20 @@ def check_schema(schema: pa.Schema, mapping: ColumnMapping) -> None:
 def _is_text(value_type: pa.DataType) -> bool:
     import pyarrow as pa
 
+    value_type = _decoded_type(value_type)
     return bool(
         pa.types.is_string(value_type)
         or pa.types.is_large_string(value_type)
         or pa.types.is_null(value_type)  # a column of nulls only: every row says so
     )
+
+
+def _decoded_type(value_type: pa.DataType) -> pa.DataType:
+    """The type of the values a dictionary-encoded column holds (pandas' categoricals, Spark's
+    and Arrow's dictionary pages): an encoding, not a different kind of value."""
+    import pyarrow as pa
+
+    return value_type.value_type if pa.types.is_dictionary(value_type) else value_type
 
 
 def _is_text_list(value_type: pa.DataType) -> bool:
@@ -247,12 +277,27 @@ def _widened_extras(
     return extras, conflicts
 
 
+_TIME_UNITS = ("s", "ms", "us", "ns")
+
+
 def widen(first: pa.DataType, second: pa.DataType) -> pa.DataType | None:
-    """The type that holds every value of both, or None when there is none."""
+    """The type that holds every value of both, or None when there is none. A dictionary
+    encoding counts as its values' type; two time zones, as UTC (the same instants)."""
     import pyarrow as pa
 
     if first == second:
         return first
+    first, second = _decoded_type(first), _decoded_type(second)
+    if first == second:
+        return first
+    if (
+        pa.types.is_timestamp(first)
+        and pa.types.is_timestamp(second)
+        and first.tz is not None
+        and second.tz is not None
+    ):
+        finer = max((first, second), key=lambda value_type: _TIME_UNITS.index(value_type.unit))
+        return pa.timestamp(finer.unit, tz="UTC")
     unsigned_64 = (pa.types.is_uint64(first) and pa.types.is_signed_integer(second)) or (
         pa.types.is_uint64(second) and pa.types.is_signed_integer(first)
     )
@@ -280,6 +325,8 @@ def repair_utf8(table: pa.Table) -> pa.Table:
     columns = list(table.columns)
     changed = False
     for index, column in enumerate(columns):
+        if pa.types.is_dictionary(column.type):
+            continue  # an extra column kept encoded: carried through, never read as text
         if not (_is_text(column.type) or _is_text_list(column.type)):
             continue
         try:

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from tqdm import tqdm
 
 from ragas_ops.config import Settings
@@ -27,6 +28,7 @@ from ragas_ops.scoring.run import configured_metrics, score_into, scorer_for
 from ragas_ops.scoring.scorer import RunSummary
 from ragas_ops.storage import (
     Location,
+    StorageError,
     locate,
     parquet_files,
     read_files,
@@ -125,17 +127,44 @@ def input_schema(source: Location, settings: Settings) -> tuple[pa.Schema, list[
     the files' other columns), its files and its rows. Any file that cannot be read or breaks
     the contract is a ContractError naming every such file and why: nothing is scored."""
     paths = parquet_files(source)
-    footers = [read_footer(source.filesystem, path) for path in paths]
+    footers, unreadable = [], []
+    for path in paths:
+        try:
+            footers.append(read_footer(source.filesystem, path))
+        except StorageError as error:  # names the file; an outage is not a StorageError
+            unreadable.append(str(error))
     unified = unify_inputs(
         [FileSchema(footer.path, footer.schema, footer.rows) for footer in footers],
         settings.columns,
     )
-    if unified.rejected or unified.schema is None:
+    if unreadable or unified.rejected or unified.schema is None:
         if len(paths) == 1 and footers:
             check_columns(footers[0].schema, settings.columns)  # the detailed message
-        reasons = "; ".join(f"{path}: {reason}" for path, reason in unified.rejected.items())
-        raise ContractError(f"input file(s) rejected: {reasons}")
+        reasons = [*unreadable, *(f"{path}: {why}" for path, why in unified.rejected.items())]
+        raise ContractError(f"input file(s) rejected: {'; '.join(reasons)}")
     return unified.schema, paths, sum(footer.rows for footer in footers)
+
+
+def check_output(source: Location, paths: list[str], target: Location) -> None:
+    """Refuse, before any judge is paid, an output that could not be written (an existing
+    folder) or that the input would read: the input file itself, or a file in its folder
+    (the next run would read the scores as logs)."""
+    if target.filesystem.get_file_info(target.path).type == pafs.FileType.Directory:
+        raise ContractError(
+            f"the output {target.uri} is a folder: name a file, such as {target.uri}/scored.parquet"
+        )
+    if type(target.filesystem) is not type(source.filesystem):
+        return
+    if target.path in paths or target.path == source.path:
+        raise ContractError(
+            f"the output {target.uri} is the input: the scores would replace the logs they "
+            "were read from; write them to another file"
+        )
+    if target.path.startswith(source.path.rstrip("/") + "/"):
+        raise ContractError(
+            f"the output {target.uri} is inside the input folder {source.uri}: the next run "
+            "of this input would read the scores as logs; write them outside it"
+        )
 
 
 async def score_file(
@@ -150,11 +179,12 @@ async def score_file(
     metrics = configured_metrics(settings)  # a bad metric name fails before any reading
     source = locate(input_uri)
     schema, paths, row_count = input_schema(source, settings)  # before any judge is paid
+    target = locate(output_uri)
+    check_output(source, paths, target)
     tables = (
         repair_utf8(table)
         for table in read_files(source.filesystem, paths, schema, settings.batch_rows)
     )
-    target = locate(output_uri)
     remove_leftovers(target)  # the staging files of a killed earlier run of this output
     judge = judge or build_judge(settings)
     scorer = scorer_for(settings, judge, metrics)

@@ -317,3 +317,48 @@ def test_invalid_utf8_in_one_context_makes_the_contexts_invalid():
     (row,) = interactions_from_table(repair_utf8(table), MAPPING, BUDGET)
 
     assert "contexts are not valid UTF-8" in row.problems["contexts"]
+
+
+# -- inputs a new user's tools write (the messy-inputs review) -----------------------------------
+
+
+def test_a_mapping_that_reads_two_contract_fields_from_one_column_is_refused():
+    with pytest.raises(ContractError, match=r"question and answer -> 'answer'"):
+        ColumnMapping.from_mapping({"question": "answer"})
+    with pytest.raises(ContractError, match="two contract fields from one column"):
+        ColumnMapping(question="text", contexts="docs", answer="text")
+    ColumnMapping.from_mapping({"question": "query", "answer": "question"})  # a swap is fine
+
+
+def test_a_file_with_a_column_twice_is_rejected_naming_it():
+    schema = _schema(app=pa.string()).append(pa.field("app", pa.int64()))
+    with pytest.raises(ContractError, match="more than one column named 'app'"):
+        check_schema(schema, MAPPING)
+    twice = _schema().append(pa.field("answer", pa.string()))
+    unified = unify_inputs([FileSchema("twice", twice, 3), FileSchema("ok", _schema(), 3)], MAPPING)
+    assert "more than one column named 'answer'" in unified.rejected["twice"]
+    assert unified.schema is not None
+
+
+def test_a_dictionary_encoded_column_is_its_values_type():
+    categorical = pa.dictionary(pa.int8(), pa.string())
+    check_schema(_schema().set(1, pa.field("question", categorical)), MAPPING)
+    assert widen(categorical, pa.string()) == pa.string()
+    assert widen(pa.string(), pa.dictionary(pa.int32(), pa.string())) == pa.string()
+    assert widen(pa.dictionary(pa.int8(), pa.int64()), pa.string()) is None
+    files = [
+        FileSchema("encoded", _schema(app=categorical), 10),
+        FileSchema("plain", _schema(app=pa.string()), 1),
+    ]
+    unified = unify_inputs(files, MAPPING)
+    assert unified.rejected == {}
+    assert unified.schema is not None
+    assert unified.schema.field("app").type == pa.string()
+
+
+def test_two_time_zones_join_as_utc_and_a_naive_timestamp_joins_none():
+    paris, utc = pa.timestamp("ms", tz="Europe/Paris"), pa.timestamp("us", tz="UTC")
+    assert widen(paris, utc) == pa.timestamp("us", tz="UTC")
+    assert widen(pa.timestamp("us"), utc) is None
+    instant = pa.array([1_700_000_000_000], paris)
+    assert instant.cast(widen(paris, utc)).cast(pa.int64()).to_pylist() == [1_700_000_000_000_000]

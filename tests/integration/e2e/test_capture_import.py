@@ -131,3 +131,42 @@ def test_spans_written_by_the_opentelemetry_sdk(tmp_path: Path) -> None:
     assert sorted((row[2], row[3], row[4]) for row in rows) == [
         (f"question {n}", [f"context {n}.0", f"context {n}.1"], f"answer {n}") for n in range(3)
     ]
+
+
+def test_a_lone_surrogate_or_an_undecodable_byte_marks_its_text_and_the_rest_is_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON may escape a lone UTF-16 surrogate ("\\udcff": half of a character cut in two) and
+    an export may hold a byte that is not UTF-8: neither can be written as Parquet text. Each
+    is read as U+FFFD, which scoring reports as `invalid_input` naming the field."""
+    text = TRACES.read_text(encoding="utf-8")
+    assert "Paris is the capital and largest" in text
+    assert "Western Europe" in text
+    damaged = text.replace(
+        "Paris is the capital and largest", "Paris\\udcff is the capital and largest"
+    )
+    data = damaged.encode("utf-8").replace(b"Western Europe", b"Western \xff Europe")
+    export = tmp_path / "export.jsonl"
+    export.write_bytes(data)
+    raw = tmp_path / "raw"
+
+    assert main(["import", str(export), "--to", str(raw)]) == 0
+
+    assert "imported 3 interaction(s) into 2 file(s)" in capsys.readouterr().out
+    [france] = partition_rows(raw, "2026-11-27")
+    assert france["contexts"] == [
+        "Paris\ufffd is the capital and largest city of France.",
+        "France is a country in Western \ufffd Europe.",
+    ]
+    assert len(partition_rows(raw, "2026-11-28")) == 2
+
+
+def test_an_exports_file_names_are_the_digest_of_its_text_as_before(tmp_path: Path) -> None:
+    """Importing an export again replaces its files only while their names stay the same."""
+    import hashlib
+
+    raw = tmp_path / "raw"
+    assert main(["import", str(TRACES), "--to", str(raw)]) == 0
+    digest = hashlib.sha256(TRACES.read_text(encoding="utf-8").encode("utf-8")).hexdigest()
+    names = {path.name for path in raw.glob("dt=*/*.parquet")}
+    assert names == {f"import-openinference-{digest[:16]}.parquet"}

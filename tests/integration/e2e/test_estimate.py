@@ -172,6 +172,43 @@ def test_rows_that_break_the_contract_cost_nothing(tmp_path: Path) -> None:
     }
 
 
+def test_an_input_is_held_to_the_contract_score_applies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What `score` refuses, `estimate INPUT` refuses with the same words; what `score` reads
+    (an undecodable byte as U+FFFD, its row invalid_input), `estimate` reads too."""
+    table = sample_interactions(4, seed=11)
+    flat = table.set_column(
+        table.schema.get_field_index("contexts"),
+        "contexts",
+        pa.array([" ".join(items) for items in table.column("contexts").to_pylist()]),
+    )
+    pq.write_table(flat, tmp_path / "flat.parquet")
+    data = (tmp_path / "flat.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(data[: len(data) // 2])
+
+    for name in ("flat.parquet", "cut.parquet"):
+        assert main(["estimate", str(tmp_path / name)]) == EXIT_USAGE
+        error = capsys.readouterr().err
+        assert f"input file(s) rejected: {tmp_path / name}:" in error, error
+        assert "Traceback" not in error
+
+    answers = [text.encode() for text in table.column("answer").to_pylist()]
+    answers[1] = b"It opened \xff in 2004."
+    raw = pa.array(answers, pa.binary())
+    broken = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("answer"), "answer", broken),
+        tmp_path / "utf8.parquet",
+    )
+    whole = estimate_input(str(tmp_path / "utf8.parquet"), Settings()).total
+    pq.write_table(table.take([0, 2, 3]), tmp_path / "three.parquet")
+    three = estimate_input(str(tmp_path / "three.parquet"), Settings()).total
+    assert whole.rows == 4
+    # the broken answer's row needs no faithfulness or answer relevance call
+    assert whole.requests_by_metric["faithfulness"] == three.requests_by_metric["faithfulness"]
+
+
 # --- the estimate against a real run -----------------------------------------------------------
 
 REQUESTS_OVER = 0.05

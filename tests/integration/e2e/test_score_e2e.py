@@ -526,3 +526,126 @@ def test_a_score_killed_with_sigkill_leaves_a_staging_file_the_next_run_removes(
     assert not leftover.exists()
     assert pq.read_table(target).num_rows == 20
     assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".")) == []
+
+
+# -- what a new user's tools write, and where a new user points the output ----------------------
+
+
+def test_a_categorical_column_and_its_plain_twin_are_read_as_text_and_scored(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pandas writes a Categorical as a dictionary-encoded column: the same strings."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    first, second = sample_interactions(5, seed=6), sample_interactions(3, seed=7)
+    encoded = first.set_column(
+        first.schema.get_field_index("question"),
+        "question",
+        first.column("question").dictionary_encode(),
+    )
+    encoded = encoded.set_column(
+        encoded.schema.get_field_index("app"), "app", encoded.column("app").dictionary_encode()
+    )
+    pq.write_table(encoded, folder / "a.parquet")
+    pq.write_table(second, folder / "b.parquet")
+
+    code = main(score_args(judge_server, folder, tmp_path / "o.parquet", tmp_path / "c.sqlite"))
+
+    assert code == EXIT_OK
+    scored = pq.read_table(tmp_path / "o.parquet")
+    assert scored.schema.field("question").type == pa.string()
+    assert scored.column("question").to_pylist() == (
+        first.column("question").to_pylist() + second.column("question").to_pylist()
+    )
+    assert scored.column("app").to_pylist() == (
+        first.column("app").to_pylist() + second.column("app").to_pylist()
+    )
+
+
+def test_a_file_with_a_column_twice_is_refused_by_name_before_any_judge_call(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    table = sample_interactions(3, seed=8)
+    twice = pa.Table.from_arrays(
+        [*table.columns, table.column("answer")], names=[*table.column_names, "answer"]
+    )
+    pq.write_table(twice, tmp_path / "logs.parquet")
+
+    code = main(
+        score_args(
+            judge_server, tmp_path / "logs.parquet", tmp_path / "o.parquet", tmp_path / "c.sqlite"
+        )
+    )
+
+    assert code == EXIT_USAGE
+    error = capsys.readouterr().err
+    assert "more than one column named 'answer'" in error
+    assert "Traceback" not in error
+    assert judge_server.stats()["requests"] == 0
+
+
+def test_every_unreadable_file_of_a_folder_is_named_in_one_error(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    good = sample_interactions(4, seed=9)
+    pq.write_table(good, folder / "good.parquet")
+    data = (folder / "good.parquet").read_bytes()
+    (folder / "truncated.parquet").write_bytes(data[: len(data) // 2])
+    (folder / "empty.parquet").write_bytes(b"")
+    flat = good.set_column(
+        good.schema.get_field_index("contexts"),
+        "contexts",
+        pa.array([" ".join(items) for items in good.column("contexts").to_pylist()]),
+    )
+    pq.write_table(flat, folder / "flat-contexts.parquet")
+
+    code = main(score_args(judge_server, folder, tmp_path / "o.parquet", tmp_path / "c.sqlite"))
+
+    assert code == EXIT_USAGE
+    error = capsys.readouterr().err
+    for name in ("truncated.parquet", "empty.parquet", "flat-contexts.parquet"):
+        assert f"{folder / name}:" in error, name
+    assert f"{folder / 'good.parquet'}:" not in error
+    assert judge_server.stats()["requests"] == 0
+
+
+@pytest.mark.parametrize("where", ["a folder", "the input", "inside the input folder"])
+def test_an_output_that_cannot_be_written_or_would_be_read_is_refused_before_scoring(
+    where: str,
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    source = folder / "part-0.parquet"
+    pq.write_table(sample_interactions(4, seed=10), source)
+    before = source.read_bytes()
+    (tmp_path / "out").mkdir()
+    read_from, target, said = {
+        "a folder": (folder, tmp_path / "out", "is a folder: name a file"),
+        "the input": (source, source, "is the input"),
+        "inside the input folder": (folder, folder / "scored.parquet", "inside the input folder"),
+    }[where]
+
+    code = main(score_args(judge_server, read_from, target, tmp_path / "c.sqlite"))
+
+    assert code == EXIT_USAGE
+    assert said in capsys.readouterr().err
+    assert judge_server.stats()["requests"] == 0, "refused before any judge call"
+    assert source.read_bytes() == before
+    assert sorted(path.name for path in folder.iterdir()) == ["part-0.parquet"]
+    assert list((tmp_path / "out").iterdir()) == []
