@@ -21,6 +21,11 @@ _MIN_ENCODED_CHARS = 8
 # key's encoding is hidden whole: a cut-out piece of an encoded key still gives most of it.
 _ENCODED_PIECE_CHARS = 10
 _ENCODED_RUN = re.compile(rf"[A-Za-z0-9+/_\-]{{{_ENCODED_PIECE_CHARS},}}=*")
+# A word of a text that shares this many characters in a row with a key, or with its hex
+# encoding, in any case, is hidden whole: what providers and gateways show of a key (its last
+# characters, the key without its "sk-", upper-cased) still identifies most of it.
+_PLAIN_PIECE_CHARS = 8
+_PLAIN_RUN = re.compile(rf"[A-Za-z0-9_\-]{{{_PLAIN_PIECE_CHARS},}}")
 
 
 class Secret:
@@ -45,10 +50,12 @@ class Secret:
 
 
 def secret_forms(value: str) -> list[str]:
-    """The ways `value` shows up in text: itself, URL-encoded, and base64-encoded (standard
-    and URL-safe alphabets) at each of the three alignments it can have inside a longer
-    encoded string such as a Basic `user:key` header; longest first."""
-    forms = {value, quote(value, safe=""), quote_plus(value), *_encoded_forms(value)}
+    """The ways `value` shows up in text: itself, URL-encoded, hex-encoded (either case), and
+    base64-encoded (standard and URL-safe alphabets) at each of the three alignments it can
+    have inside a longer encoded string such as a Basic `user:key` header; longest first."""
+    hexed = value.encode("utf-8").hex()
+    forms = {value, quote(value, safe=""), quote_plus(value), hexed, hexed.upper()}
+    forms |= _encoded_forms(value)
     return sorted(forms, key=len, reverse=True)
 
 
@@ -69,14 +76,16 @@ def _encoded_forms(value: str) -> set[str]:
 
 
 def redact(text: str, *secrets: Secret | str | None) -> str:
-    """`text` with the given secrets (in any of their `secret_forms`, or a piece of one of
-    their base64 forms), and anything shaped like an API key or a credential, replaced."""
+    """`text` with the given secrets (in any of their `secret_forms`, a piece of one of their
+    base64 forms, or a word sharing 8 characters in a row with the secret or its hex, in any
+    case), and anything shaped like an API key or a credential, replaced."""
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if value:
             for form in secret_forms(value):
                 text = text.replace(form, REDACTED)
             text = _hide_encoded_pieces(text, _encoded_forms(value))
+            text = _hide_plain_pieces(text, value)
     return _KEY_LIKE.sub(REDACTED, text)
 
 
@@ -95,3 +104,20 @@ def _hide_encoded(run: str, forms: set[str]) -> str:
         if any(piece in form for form in forms):
             return REDACTED
     return run
+
+
+def _hide_plain_pieces(text: str, value: str) -> str:
+    forms = {value.casefold(), value.encode("utf-8").hex()}
+    if all(len(form) < _PLAIN_PIECE_CHARS for form in forms):
+        return text
+    size = _PLAIN_PIECE_CHARS
+
+    def hide(run: re.Match[str]) -> str:
+        word = run.group().casefold()
+        for start in range(len(word) - size + 1):
+            piece = word[start : start + size]
+            if any(piece in form for form in forms):
+                return REDACTED
+        return run.group()
+
+    return _PLAIN_RUN.sub(hide, text)

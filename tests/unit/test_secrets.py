@@ -125,3 +125,30 @@ def test_redact_removes_basic_credentials_and_userinfo_in_urls_whatever_the_key(
 def test_redact_leaves_ordinary_text_alone():
     text = "gave up after 8 attempts; last: server error (503), see http://127.0.0.1:8787/v1"
     assert redact(text, Secret("sk-" + "abcdefghijklmnopqrstuvwx")) == text
+
+
+def test_redact_removes_what_gateways_show_of_a_key_hex_its_end_its_body_any_case():
+    """Echoes a gateway was seen to make (the secrets review): the key in hex, its last 8
+    characters, the key without its "sk-", upper-cased."""
+    key = "sk-" + "canary-7Qx9ZtP3wLm2"
+    hexed = key.encode().hex()
+    for text in (
+        f"bad key hex={hexed}",
+        f"bad key HEX={hexed.upper()}",
+        f"Invalid token '{key[3:]}'",
+        f"key ending in {key[-8:]}",
+        f"shown as ****{key[-8:]}",
+        f"KEY {key.upper()}",
+        f"half of it: {hexed[10:40]}",
+    ):
+        shown = redact(text, Secret(key))
+        assert REDACTED in shown, text
+        for piece in (key[-8:], key[3:], hexed[-16:], key.upper()[-8:]):
+            assert piece not in shown, text
+        assert shown.split()[0] == text.split()[0], "the words around it stay"
+
+
+def test_redact_keeps_words_that_share_fewer_than_8_characters_with_the_key():
+    key = "sk-" + "canary-7Qx9ZtP3wLm2"
+    text = "ending in P3wLm2 after 7 attempts; the canary sings"
+    assert redact(text, Secret(key)) == text

@@ -230,3 +230,78 @@ def test_another_endpoint_never_gets_a_cached_answer_of_the_first(
         f"openai:gpt-4o-mini@127.0.0.1:{double.port}",
         f"openai:gpt-4o-mini@127.0.0.1:{provider.port}",
     }
+
+
+class _EchoingGateway:
+    """A gateway written for this test, not the project's double: every request is refused
+    with a 400 whose message echoes the caller's key the ways gateways were seen to (hex, the
+    key without its "sk-", its last 8 characters, upper-cased), or a 401 that does the same."""
+
+    def __init__(self, status: int) -> None:
+        import http.server
+        import json
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                message = (
+                    f"invalid request for key hex={key.encode().hex()} body={key[3:]} "
+                    f"tail=****{key[-8:]} upper={key.upper()}"
+                )
+                body = json.dumps({"error": {"message": message, "type": "invalid_request"}})
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.mark.parametrize("status", [400, 401])
+def test_a_gateway_echoing_the_key_in_other_shapes_leaks_none_of_them(
+    status: int, tmp_path: Path
+) -> None:
+    key = "sk-" + "canary-7Qx9ZtP3wLm2AbCd"
+    gateway = _EchoingGateway(status)
+    try:
+        write_sample(tmp_path / "logs.parquet", rows=4)
+        target = tmp_path / "scored.parquet"
+        finished = score(
+            gateway.base_url, tmp_path / "logs.parquet", target, tmp_path / "c.sqlite",
+            "--max-attempts", "1", key=key,
+        )  # fmt: skip
+    finally:
+        gateway.close()
+
+    assert "Traceback" not in finished.stderr + finished.stdout
+    everything = finished.stdout + finished.stderr
+    if status == 400:
+        assert finished.returncode == EXIT_OK, finished.stderr
+        scored = pq.read_table(target)
+        reasons = [
+            reason
+            for metric in METRICS
+            for reason in scored.column(f"{metric}_reason").to_pylist()
+            if reason
+        ]
+        assert reasons, "the refusals are each row's reason"
+        everything += "\n".join(reasons) + target.read_bytes().decode("latin-1")
+        everything += (tmp_path / "c.sqlite").read_bytes().decode("latin-1")
+    else:
+        assert "refused the credentials (HTTP 401)" in finished.stderr
+    hexed = key.encode().hex()
+    for shape in (key, key[3:], key[-8:], key.upper(), hexed, hexed[-16:]):
+        assert shape not in everything, shape
+    assert "[redacted]" in everything
