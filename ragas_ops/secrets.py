@@ -80,13 +80,20 @@ def redact(text: str, *secrets: Secret | str | None) -> str:
     base64 forms, or a word sharing 8 characters in a row with the secret or its hex, in any
     case), and anything shaped like an API key or a credential, replaced."""
     for secret in secrets:
-        value = secret.reveal() if isinstance(secret, Secret) else secret
-        if value:
-            for form in secret_forms(value):
-                text = text.replace(form, REDACTED)
-            text = _hide_encoded_pieces(text, _encoded_forms(value))
-            text = _hide_plain_pieces(text, value)
+        text = without_secret(text, secret)
     return _KEY_LIKE.sub(REDACTED, text)
+
+
+def without_secret(text: str, secret: Secret | str | None) -> str:
+    """`text` with `secret` replaced as `redact` replaces it, and nothing else: for a text
+    that is not an error message (a judge's reply, which may well say "Bearer" or "sk-")."""
+    value = secret.reveal() if isinstance(secret, Secret) else secret
+    if not value:
+        return text
+    for form in secret_forms(value):
+        text = text.replace(form, REDACTED)
+    text = _hide_encoded_pieces(text, _encoded_forms(value))
+    return _hide_plain_pieces(text, value)
 
 
 def _hide_encoded_pieces(text: str, forms: set[str]) -> str:

@@ -152,3 +152,14 @@ def test_redact_keeps_words_that_share_fewer_than_8_characters_with_the_key():
     key = "sk-" + "canary-7Qx9ZtP3wLm2"
     text = "ending in P3wLm2 after 7 attempts; the canary sings"
     assert redact(text, Secret(key)) == text
+
+
+def test_without_secret_hides_the_key_and_leaves_key_shaped_words_of_a_reply():
+    from ragas_ops.secrets import without_secret
+
+    key = "sk-" + "canary-7Qx9ZtP3wLm2"
+    reply = f"Basic plans use a Bearer token such as sk-demo; the key is {key.upper()}."
+    assert without_secret(reply, Secret(key)) == (
+        f"Basic plans use a Bearer token such as sk-demo; the key is {REDACTED}."
+    )
+    assert without_secret(reply, None) == reply

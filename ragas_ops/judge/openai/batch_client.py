@@ -24,7 +24,7 @@ from ragas_ops.judge.openai.batch_judge import BatchAnswer, BatchRequest, Unansw
 from ragas_ops.judge.openai.judge import openai_client
 from ragas_ops.judge.openai.tiers import BATCH_TIER
 from ragas_ops.pricing import Price
-from ragas_ops.secrets import Secret, redact
+from ragas_ops.secrets import Secret, redact, without_secret
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,10 @@ class BatchClient:
         if any(choice.get("finish_reason") == "content_filter" for choice in choices):
             into.unanswered[custom_id] = Unanswered("the provider's content filter refused it")
             return
-        texts = [(choice.get("message") or {}).get("content") or "" for choice in choices]
+        texts = [
+            without_secret((choice.get("message") or {}).get("content") or "", self._api_key)
+            for choice in choices
+        ]
         if not texts:
             into.unanswered[custom_id] = Unanswered("the reply had no choices")
             return

@@ -74,7 +74,7 @@ from ragas_ops.judge.openai.tiers import (
 )
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
-from ragas_ops.secrets import Secret, redact
+from ragas_ops.secrets import Secret, redact, without_secret
 from ragas_ops.text import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -561,7 +561,9 @@ class OpenAIJudge:
                 raise JudgeRejectedError(
                     f"{prompt.id}: the provider's content filter refused the reply"
                 )
-            texts.append(choice.content)
+            # A gateway that echoes the request could put the key in a reply: the reply
+            # becomes evidence, a report and a cache entry.
+            texts.append(without_secret(choice.content, self._api_key))
         return texts
 
     def _chat_usage(self, reply: ChatReply, sent_tier: str | None) -> Usage:

@@ -237,7 +237,7 @@ class _EchoingGateway:
     with a 400 whose message echoes the caller's key the ways gateways were seen to (hex, the
     key without its "sk-", its last 8 characters, upper-cased), or a 401 that does the same."""
 
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, quote_in_reply: bool = False) -> None:
         import http.server
         import json
         import threading
@@ -251,6 +251,28 @@ class _EchoingGateway:
                     f"tail=****{key[-8:]} upper={key.upper()}"
                 )
                 body = json.dumps({"error": {"message": message, "type": "invalid_request"}})
+                if quote_in_reply:  # a well-formed reply whose content quotes the key
+                    content = json.dumps({"statements": [f"The key is {key}.", message]})
+                    body = json.dumps(
+                        {
+                            "id": "chatcmpl-echo",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": "gpt-4o-mini",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": 9,
+                                "completion_tokens": 9,
+                                "total_tokens": 18,
+                            },
+                        }
+                    )
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -269,33 +291,42 @@ class _EchoingGateway:
         self._server.server_close()
 
 
-@pytest.mark.parametrize("status", [400, 401])
+@pytest.mark.parametrize("status", [400, 401, 200])
 def test_a_gateway_echoing_the_key_in_other_shapes_leaks_none_of_them(
     status: int, tmp_path: Path
 ) -> None:
+    """400 and 401: in an error message; 200: in a well-formed reply, which becomes evidence
+    and a cache entry."""
     key = "sk-" + "canary-7Qx9ZtP3wLm2AbCd"
-    gateway = _EchoingGateway(status)
+    gateway = _EchoingGateway(status, quote_in_reply=status == 200)
     try:
         write_sample(tmp_path / "logs.parquet", rows=4)
         target = tmp_path / "scored.parquet"
         finished = score(
             gateway.base_url, tmp_path / "logs.parquet", target, tmp_path / "c.sqlite",
-            "--max-attempts", "1", key=key,
+            "--max-attempts", "1", "--metrics", "faithfulness", key=key,
         )  # fmt: skip
     finally:
         gateway.close()
 
     assert "Traceback" not in finished.stderr + finished.stdout
     everything = finished.stdout + finished.stderr
-    if status == 400:
+    if status == 200:
         assert finished.returncode == EXIT_OK, finished.stderr
         scored = pq.read_table(target)
-        reasons = [
-            reason
-            for metric in METRICS
-            for reason in scored.column(f"{metric}_reason").to_pylist()
-            if reason
+        texts = [
+            text
+            for column in ("faithfulness_evidence", "faithfulness_reason")
+            for text in scored.column(column).to_pylist()
+            if text
         ]
+        cache = (tmp_path / "c.sqlite").read_bytes().decode("latin-1")
+        assert "[redacted]" in cache, "the quoting reply was read and cached"
+        everything += "\n".join(texts) + target.read_bytes().decode("latin-1") + cache
+    elif status == 400:
+        assert finished.returncode == EXIT_OK, finished.stderr
+        scored = pq.read_table(target)
+        reasons = [text for text in scored.column("faithfulness_reason").to_pylist() if text]
         assert reasons, "the refusals are each row's reason"
         everything += "\n".join(reasons) + target.read_bytes().decode("latin-1")
         everything += (tmp_path / "c.sqlite").read_bytes().decode("latin-1")
