@@ -170,3 +170,22 @@ def test_an_exports_file_names_are_the_digest_of_its_text_as_before(tmp_path: Pa
     digest = hashlib.sha256(TRACES.read_text(encoding="utf-8").encode("utf-8")).hexdigest()
     names = {path.name for path in raw.glob("dt=*/*.parquet")}
     assert names == {f"import-openinference-{digest[:16]}.parquet"}
+
+
+def test_a_span_repeated_with_different_content_is_counted_and_the_later_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = TRACES.read_text(encoding="utf-8").splitlines()
+    repeated = [line for line in lines if "Paris is the capital and largest" in line]
+    assert len(repeated) == 1
+    changed = repeated[0].replace("Paris is the capital and largest", "Paris is the largest")
+    export = tmp_path / "export.jsonl"
+    export.write_text("\n".join([*lines, repeated[0], changed]) + "\n", encoding="utf-8")
+    raw = tmp_path / "raw"
+
+    assert main(["import", str(export), "--to", str(raw)]) == 0
+
+    printed = capsys.readouterr().out
+    assert "skipped 1: a span repeated with different content (the later line kept)" in printed
+    [france] = partition_rows(raw, "2026-11-27")
+    assert france["contexts"][0] == "Paris is the largest city of France."
