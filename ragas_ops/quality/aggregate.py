@@ -498,11 +498,17 @@ class Outcome(StrEnum):
     """Too few days in the window have a mean: not checked."""
     NOT_COMPARED = "not_compared"
     """Enough days, but too few of them scored with today's judge and versions: not checked."""
+    TOO_FEW_ROWS = "too_few_rows"
+    """Today's mean has no confidence interval (one scored row): a drop cannot be told from
+    noise, so it is not checked."""
     NO_DATA = "no_data"
 
 
 SKIPPED = (Outcome.INSUFFICIENT_HISTORY, Outcome.NOT_COMPARED)
 """Outcomes of a check that was not made although there were scores today."""
+THIN = (Outcome.NO_DATA, Outcome.TOO_FEW_ROWS)
+"""Outcomes of a check today's rows were too few for: they leave the day unchecked when
+they are an overall check, not when a small segment has them."""
 
 
 class Verdict(StrEnum):
@@ -603,7 +609,7 @@ class RegressionFinding:
     @property
     def skipped(self) -> bool:
         """There were scores today but the check could not be made."""
-        return self.outcome in SKIPPED or (self.outcome is Outcome.NO_DATA and self.is_overall)
+        return self.outcome in SKIPPED or (self.outcome in THIN and self.is_overall)
 
     @property
     def label(self) -> str:
@@ -733,6 +739,9 @@ class RegressionReport:
         for days in sorted({f.baseline_days for f in short}, reverse=True):
             covered = [f for f in short if f.baseline_days == days]
             parts.append(f"{_names(covered)} {days} of {self.min_days} baseline days")
+        one_row = [f for f in skipped if f.outcome is Outcome.TOO_FEW_ROWS]
+        if one_row:
+            parts.append(f"{_names(one_row)} one scored row today, no confidence interval")
         empty = [f for f in skipped if f.outcome is Outcome.NO_DATA]
         if empty:
             parts.append(f"{_names(empty)} no scored row today")
@@ -798,15 +807,17 @@ def check_regression(
     - `insufficient_history`: fewer than `min_days` days in the window have a mean;
     - `not_compared`: enough days have a mean, but fewer than `min_days` of them were scored
       like today (the finding's `change` says what changed, and on which day);
+    - `too_few_rows`: today's mean has no confidence interval (one scored row), so a drop
+      cannot be told from noise;
     - `regression`: today's mean is more than `threshold` (absolute) below the baseline AND
       the upper bound of today's confidence interval is below the baseline too, so that a
-      small, noisy sample does not trip it (no interval, i.e. one scored row: no regression);
+      small, noisy sample does not trip it;
     - `improved`: the mirror image (above by more than `threshold`, CI low bound above);
     - `ok`: otherwise.
 
     The verdict is `regression` when an overall ("all") row regresses, else `warn` when a
     segment regresses, else `not_checked` when a check was skipped (`insufficient_history`,
-    `not_compared`, or no scored row overall), else `ok`.
+    `not_compared`, or no or one scored row overall), else `ok`.
     """
     if window_days < 1 or min_days < 1:
         raise ValueError("window_days and min_days must be at least 1")
@@ -985,9 +996,11 @@ class _Comparison:
             return Outcome.NO_DATA
         if self.days < min_days or self.baseline is None or delta is None:
             return Outcome.NOT_COMPARED if self.excluded else Outcome.INSUFFICIENT_HISTORY
-        if delta < -threshold and self.ci_high is not None and self.ci_high < self.baseline:
+        if self.ci_low is None or self.ci_high is None:
+            return Outcome.TOO_FEW_ROWS
+        if delta < -threshold and self.ci_high < self.baseline:
             return Outcome.REGRESSION
-        if delta > threshold and self.ci_low is not None and self.ci_low > self.baseline:
+        if delta > threshold and self.ci_low > self.baseline:
             return Outcome.IMPROVED
         return Outcome.OK
 
@@ -1016,9 +1029,11 @@ class _Comparison:
             return f"{label} regressed: {versus}."
         if outcome is Outcome.IMPROVED:
             return f"{label} improved: {versus}."
-        if delta < -threshold:  # a drop that the confidence interval does not confirm
-            return f"{label}: {versus}; within the noise of today's sample."
-        return f"{label}: {versus}."
+        if outcome is Outcome.TOO_FEW_ROWS:
+            note = "; not checked: one scored row has no confidence interval"
+        else:  # a drop that the confidence interval does not confirm, or none
+            note = "; within the noise of today's sample" if delta < -threshold else ""
+        return f"{label}: {versus}{note}."
 
     def _why_not_checked(self, window_days: int, min_days: int) -> str:
         if self.excluded:

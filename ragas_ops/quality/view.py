@@ -505,7 +505,7 @@ tr.sel td{background:#fffbea}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12px;font-weight:600}
 .ok{background:#e3f9e5;color:#196c2e}.warn{background:#fff3c4;color:#8d5b00}
 .regression{background:#ffe3e3;color:#a61b1b}.improved{background:#e0f2ff;color:#0b5394}
-.not_checked,.not_compared,.insufficient_history{background:#eceff3;color:#3e4c59;
+.not_checked,.not_compared,.insufficient_history,.too_few_rows{background:#eceff3;color:#3e4c59;
 border:1px dashed #7b8794}
 td.regression,td.improved{font-weight:600}
 td.skipped{color:#7b8794;font-style:italic}

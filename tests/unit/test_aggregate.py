@@ -526,3 +526,33 @@ def test_scoring_changes_mark_the_day_a_judge_or_version_changed() -> None:
         (days[2], ["the judge changed from local:bge to openai:gpt-4o-mini"]),
         (days[4], ["the faithfulness version changed from faithfulness/v1 to faithfulness/v2"]),
     ]
+
+
+def test_one_scored_row_is_not_a_check_made_overall_but_a_small_segment_does_not_block() -> None:
+    """One row has no confidence interval: a drop cannot be told from noise. Overall, the day
+    is then not checked (never OK over it); in one small segment, the rest of the day decides."""
+    days = fake_history_days(DAY, 6)
+    history = history_of(
+        {day: day_of(steady(0.85, 300, i)) for i, day in enumerate(days[:-1])}
+        | {DAY: day_of([0.27])}
+    )
+    report = check_regression(history, DAY)
+    overall = next(f for f in report.findings if f.segment_column == "all")
+    assert overall.outcome is Outcome.TOO_FEW_ROWS
+    assert overall.delta == pytest.approx(0.27 - 0.85, abs=0.03)
+    assert "not checked: one scored row has no confidence interval" in overall.message
+    assert report.verdict is Verdict.NOT_CHECKED
+    assert "one scored row today, no confidence interval" in report.summary
+    assert report.to_dict()["counts"]["too_few_rows"] == 2  # overall and app=a
+
+    history = history_of(
+        {
+            day: day_of(steady(0.85, 300, i)) + day_of([0.8], app="b")
+            for i, day in enumerate(days[:-1])
+        }
+        | {DAY: day_of(steady(0.85, 300, 77)) + day_of([0.2], app="b")}
+    )
+    report = check_regression(history, DAY)
+    small = next(f for f in report.findings if f.segment_value == "b")
+    assert small.outcome is Outcome.TOO_FEW_ROWS
+    assert report.verdict is Verdict.OK

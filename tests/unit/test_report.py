@@ -292,3 +292,67 @@ def test_worst_examples_are_distinct_interactions() -> None:
         assert len(shown) == 5
         assert len(set(shown)) == 5, shown
     assert "other scored row(s), not listed again" in result.html
+
+
+def test_one_scored_row_reads_as_not_checked_in_both_reports_and_no_ci_once() -> None:
+    days = fake_history_days(DAY, 6)
+    tables, today = [], None
+    for index, day in enumerate(days):
+        scored = fake_scored_day(day, 1 if day == DAY else 120, seed=index, quality=0.87)
+        today = scored if day == DAY else today
+        tables.append(daily_metrics(day, scored, METRICS, SEGMENTS, bootstrap_samples=200))
+    history = pa.concat_tables(tables)
+    assert today is not None
+    regression = check_regression(history, DAY)
+    result = build_report(DAY, history, today, regression, metrics=METRICS)
+    assert "No regression" not in result.html
+    assert "one scored row" in result.html
+    assert "CI no CI" not in result.html
+    assert "no CI" in result.html
+    assert "not checked: one scored row, no CI" in result.markdown
+
+
+def test_unchecked_days_say_why_in_markdown_as_in_html_and_tables_stay_tables() -> None:
+    days = fake_history_days(DAY, 3)
+    history, today = history_with(dict.fromkeys(days, "openai:gpt-4o-mini"), {DAY: 0.5})
+    regression = check_regression(history, DAY)
+    result = build_report(DAY, history, today, regression, metrics=METRICS)
+    metrics_rows = [line for line in result.markdown.splitlines() if line.startswith("| Faith")]
+    assert "not checked: 2 baseline day(s), too few" in metrics_rows[0]
+    assert "(insufficient\\_history)" not in result.markdown
+    assert "(insufficient_history)" not in result.markdown
+    for table in re.findall(r"(?m)(?:^\|.*\|\n)+", result.markdown):
+        widths = {line.count("|") for line in table.splitlines()}
+        assert len(widths) == 1, table  # every row, the separator included, as wide
+
+
+def test_a_day_without_failures_has_a_well_formed_failures_table() -> None:
+    scored = fake_scored_day(DAY, 30, seed=5, quality=0.9)
+    for metric in METRICS:
+        index = scored.schema.get_field_index(f"{metric}_status")
+        scored = scored.set_column(index, f"{metric}_status", pa.array(["ok"] * 30))
+    history = daily_metrics(DAY, scored, METRICS, SEGMENTS, bootstrap_samples=100)
+    result = build_report(DAY, history, scored, check_regression(history, DAY), metrics=METRICS)
+    lines = result.markdown.splitlines()
+    start = lines.index("## Failures by status")
+    header, separator = lines[start + 2], lines[start + 3]
+    assert header == "| metric | ok | not_applicable |"
+    assert separator == "|---|---:|---:|"
+    assert lines[start + 4].count("|") == header.count("|")
+
+
+def test_a_day_with_no_scored_row_says_so_not_no_baseline_yet() -> None:
+    days = fake_history_days(DAY, 6)
+    tables = []
+    for index, day in enumerate(days[:-1]):
+        scored = fake_scored_day(day, 120, seed=index, quality=0.87)
+        tables.append(daily_metrics(day, scored, METRICS, SEGMENTS, bootstrap_samples=100))
+    empty = fake_scored_day(DAY, 4, seed=9, quality=0.87)
+    for metric in METRICS:
+        index = empty.schema.get_field_index(f"{metric}_status")
+        empty = empty.set_column(index, f"{metric}_status", pa.array(["invalid_input"] * 4))
+    tables.append(daily_metrics(DAY, empty, METRICS, SEGMENTS, bootstrap_samples=100))
+    history = pa.concat_tables(tables)
+    result = build_report(DAY, history, empty, check_regression(history, DAY), metrics=METRICS)
+    assert "no scored row today" in result.html
+    assert "no baseline yet" not in result.html

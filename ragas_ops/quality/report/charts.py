@@ -9,7 +9,7 @@ from typing import Any
 from ragas_ops.quality.aggregate import (
     ScoringChange,
 )
-from ragas_ops.quality.report.data import escape, format_interval, short_date
+from ragas_ops.quality.report.data import escape, interval_text, short_date
 
 # --- the SVG trend chart ------------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ def trend_svg(
         parts.append(
             f'<circle cx="{x(index):.1f}" cy="{y(row["mean"]):.1f}" r="{4 if last else 2.5}" '
             f'fill="{"#0969da" if last else "#fff"}" stroke="#0969da" stroke-width="1.5">'
-            f"<title>{escape(day)}: {row['mean']:.3f} (CI {escape(format_interval(row))}, "
+            f"<title>{escape(day)}: {row['mean']:.3f} ({escape(interval_text(row))}, "
             f"{row['rows_scored']:,} scored)</title></circle>"
         )
     if not any(rows.get(day, {}).get("mean") is not None for day in days):

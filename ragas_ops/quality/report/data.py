@@ -410,6 +410,12 @@ def format_interval(row: Mapping[str, Any]) -> str:
     return f"{row['ci_low']:.3f}–{row['ci_high']:.3f}"
 
 
+def interval_text(row: Mapping[str, Any]) -> str:
+    """`CI 0.812–0.874`, or `no CI` (one scored row)."""
+    interval = format_interval(row)
+    return interval if row.get("ci_low") is None or row.get("ci_high") is None else f"CI {interval}"
+
+
 def short_date(day: str) -> str:
     parsed = date.fromisoformat(day)
     return f"{_MONTHS[parsed.month - 1]} {parsed.day}"

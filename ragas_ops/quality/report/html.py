@@ -26,6 +26,7 @@ from ragas_ops.quality.report.data import (
     example_details,
     format_interval,
     format_score,
+    interval_text,
     metric_title,
     not_sampled_note,
     repeats_note,
@@ -183,7 +184,7 @@ class HtmlReport:
             else:
                 body = (
                     f'<div class="value">{format_score(row["mean"])}</div>'
-                    f'<div class="meta">CI {escape(format_interval(row))} · {row["rows_scored"]:,} '
+                    f'<div class="meta">{escape(interval_text(row))} · {row["rows_scored"]:,} '
                     f"scored · {row['rows_failed']:,} failed · "
                     f"{row['rows_not_applicable']:,} n/a{not_sampled_note(row)}</div>"
                     f'<div class="meta">{_delta_html(finding)}</div>'
@@ -388,17 +389,35 @@ def judge_notice(judges: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
-def _delta_html(finding: RegressionFinding | None) -> str:
+def unchecked_reason(finding: RegressionFinding | None) -> str | None:
+    """Why a metric shows no comparison with its baseline (plain text), or None when it
+    shows one; the HTML and Markdown reports say the same."""
     if finding is not None and finding.outcome is Outcome.NOT_COMPARED:
-        return f"not compared: {escape(finding.change or '')}"
+        return f"not compared: {finding.change or ''}"
     if finding is not None and finding.outcome is Outcome.INSUFFICIENT_HISTORY:
         return f"not checked: {finding.baseline_days} baseline day(s), too few"
+    if finding is not None and finding.outcome is Outcome.NO_DATA:
+        return "no scored row today"
     if finding is None or finding.delta is None or finding.baseline is None:
         return "no baseline yet"
+    return None
+
+
+def outcome_label(finding: RegressionFinding) -> str:
+    """The outcome of a check that was compared, as a report shows it."""
+    if finding.outcome is Outcome.TOO_FEW_ROWS:
+        return "not checked: one scored row, no CI"
+    return finding.outcome.value
+
+
+def _delta_html(finding: RegressionFinding | None) -> str:
+    reason = unchecked_reason(finding)
+    if reason is not None or finding is None or finding.delta is None:
+        return escape(reason or "")
     css = "down" if finding.delta < 0 else "up"
     return (
         f'<span class="{css}">{finding.delta:+.3f}</span> vs {finding.baseline_days}-day '
-        f"baseline {finding.baseline:.3f} · {escape(finding.outcome.value)}"
+        f"baseline {finding.baseline:.3f} · {escape(outcome_label(finding))}"
     )
 
 

@@ -30,6 +30,8 @@ from ragas_ops.quality.report.html import (
     baseline_rule,
     judge_notice,
     manifest_scalars,
+    outcome_label,
+    unchecked_reason,
     verdict_findings,
 )
 from ragas_ops.quality.rerun import RERUN_HEADER, RerunChange, rerun_cells, rerun_sentence
@@ -131,11 +133,10 @@ class MarkdownReport:
                 empty = " |" * (5 if sampled else 4)
                 lines.append(f"| {metric_title(metric)} | n/a |{empty} | {spark} |")
                 continue
-            versus = (
-                f"{finding.delta:+.3f} ({finding.outcome.value})"
-                if finding and finding.delta is not None
-                else (finding.outcome.value if finding else "")
-            )
+            reason = unchecked_reason(finding)
+            if reason is None and finding is not None and finding.delta is not None:
+                reason = f"{finding.delta:+.3f} ({outcome_label(finding)})"
+            versus = _md(reason or "")
             lines.append(
                 f"| {metric_title(metric)} | {format_score(row['mean'])} | "
                 f"{format_interval(row)} | {versus} | "
@@ -192,11 +193,12 @@ class MarkdownReport:
         data = self.data
         statuses = data.failure_statuses()
         shown = [Status.NOT_SAMPLED.value, *statuses] if data.sampling else statuses
+        header = ["metric", "ok", "not_applicable", *shown]
         lines = [
             "## Failures by status",
             "",
-            "| metric | ok | not_applicable | " + " | ".join(shown) + " |",
-            "|---|---:|---:|" + "---:|" * len(shown),
+            "| " + " | ".join(header) + " |",
+            "|---|" + "---:|" * (len(header) - 1),
         ]
         for metric in data.metrics:
             row = data.today_overall(metric)
@@ -205,12 +207,13 @@ class MarkdownReport:
             failures = json.loads(row["failures_by_status"])
             if data.sampling:
                 failures[Status.NOT_SAMPLED.value] = row.get("rows_not_sampled") or 0
-            counts = " | ".join(f"{failures.get(status, 0):,}" for status in shown)
-            lines.append(
-                f"| {metric_title(metric)} | {row['rows_scored']:,} | "
-                f"{row['rows_not_applicable']:,} "
-                f"| {counts} |"
-            )
+            cells = [
+                metric_title(metric),
+                f"{row['rows_scored']:,}",
+                f"{row['rows_not_applicable']:,}",
+                *(f"{failures.get(status, 0):,}" for status in shown),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
         reasons = [
             f"- {metric_title(metric)}: {_md(truncate(reason, 160))} ({count:,})"
             for metric in data.metrics
