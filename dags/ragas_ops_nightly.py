@@ -44,6 +44,7 @@ def plan() -> dict[str, Any]:
     from ragas_ops.pipeline.plan import plan_day
 
     context = get_current_context()
+    task_context.check_conf(context)
     day = task_context.day_of_run(context)
     settings = task_context.pipeline_settings()
     lake = task_context.lake_for(settings)

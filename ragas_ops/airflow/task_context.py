@@ -28,6 +28,19 @@ def day_of_run(context: Any) -> str:
     return parse_day((run_after - timedelta(days=1)).date().isoformat())
 
 
+def check_conf(context: Any) -> None:
+    """A run's conf holds only the DAG's parameters. A mistyped key ("date" for "day") would
+    otherwise be dropped, and the run would score another day than the one asked for."""
+    conf = getattr(context.get("dag_run"), "conf", None) or {}
+    known = set(context["dag"].params)  # the run's `params` hold the conf's keys too
+    unknown = sorted(str(key) for key in conf if key not in known)
+    if unknown:
+        raise ValueError(
+            f"the run's conf has key(s) the DAG does not take: {unknown}; its parameters are "
+            f'{sorted(known)} (e.g. {{"day": "2026-11-27"}})'
+        )
+
+
 def allow_shrink(context: Any) -> bool:
     """The run's `allow_shrink` parameter: republish a day with fewer rows on purpose."""
     return (context.get("params") or {}).get("allow_shrink") is True

@@ -251,6 +251,13 @@ def test_a_day_that_is_not_a_date_is_refused_before_anything_is_read(lake: Path)
     assert not (lake / "warehouse").exists()
 
 
+def test_a_mistyped_conf_key_fails_the_run_instead_of_scoring_another_day(lake: Path) -> None:
+    """`{"date": D}` was ignored and the run scored the day before the run instead."""
+    run = run_dag(None, date=DAY)
+    assert state(run) == "failed"
+    assert not (lake / "warehouse" / "scored").exists(), "nothing scored, nothing published"
+
+
 def test_a_retried_chunk_leaves_no_duplicate(lake: Path, tmp_path: Path) -> None:
     """A chunk scored twice (a retry after a crash) overwrites its staging file."""
     from ragas_ops.config import settings_from_environment
