@@ -458,7 +458,7 @@ def estimate_input(input_uri: str, settings: Settings) -> Estimate:
     from ragas_ops.scoring.jobs import input_schema
 
     location: Location = locate(input_uri)
-    _schema, paths, _rows = input_schema(location, settings)  # the files `score` would accept
+    paths = input_schema(location, settings).paths  # the files `score` would accept
     files = [(location.filesystem, path) for path in paths]
     tally = _tally_rows(files, settings, chunk_rows=None)
     return Estimate(settings, f"{location.uri} ({len(files)} file(s))", [("input", tally)])

@@ -209,25 +209,37 @@ def _make_parent(location: Location) -> None:
         location.filesystem.create_dir(location.path.rsplit("/", 1)[0], recursive=True)
 
 
+PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+"""File names read as Parquet, in any case (`part-0.PARQUET`, fastparquet's `.parq`)."""
+
+
 def parquet_files(location: Location) -> list[str]:
-    """The Parquet files at `location`: the file itself, or every `*.parquet` below a folder."""
+    """The Parquet files at `location`: the file itself, or every Parquet name below a folder
+    (see `listing`)."""
+    files, _ignored = listing(location)
+    if not files:
+        raise StorageError(f"no Parquet files ({', '.join(PARQUET_SUFFIXES)}) under {location.uri}")
+    return files
+
+
+def listing(location: Location) -> tuple[list[str], list[str]]:
+    """The Parquet files at `location` (the file itself, or every file below a folder whose
+    name ends in a PARQUET_SUFFIXES, in any case), and the other files below it, which are
+    not read and must be named. Hidden and underscore names (what writers stage in and
+    readers skip: `.crc`, `_SUCCESS`, `_temporary/`) are neither."""
     info = location.filesystem.get_file_info(location.path)
     if info.type == pafs.FileType.File:
-        return [location.path]
+        return [location.path], []
     if info.type == pafs.FileType.NotFound:
         raise StorageError(f"nothing at {location.uri}")
     selector = pafs.FileSelector(location.path, recursive=True)
-    # Hidden and underscore names are what writers stage in and what readers skip.
-    files = sorted(
+    visible = sorted(
         entry.path
         for entry in location.filesystem.get_file_info(selector)
-        if entry.type == pafs.FileType.File
-        and entry.path.endswith(".parquet")
-        and not _hidden(entry.path[len(location.path) :])
+        if entry.type == pafs.FileType.File and not _hidden(entry.path[len(location.path) :])
     )
-    if not files:
-        raise StorageError(f"no .parquet files under {location.uri}")
-    return files
+    files = [path for path in visible if path.lower().endswith(PARQUET_SUFFIXES)]
+    return files, [path for path in visible if path not in set(files)]
 
 
 def _hidden(relative: str) -> bool:

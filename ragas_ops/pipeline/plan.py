@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import FileSchema, unify_inputs
 from ragas_ops.contract.layout import Lake
-from ragas_ops.storage import Location, StorageError, decode_check, parquet_files, read_footer
+from ragas_ops.storage import Location, StorageError, decode_check, listing, read_footer
 from ragas_ops.tables.format import day_tables
 
 
@@ -77,6 +77,8 @@ class DayPlan:
     day: str
     files: list[InputFile] = field(default_factory=list)
     rejected: list[RejectedFile] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    """Files of the day's folder that are not Parquet names: not read, but named."""
     chunks: list[Chunk] = field(default_factory=list)
     chunk_rows: int = 0
     schema: pa.Schema | None = None
@@ -93,6 +95,7 @@ class DayPlan:
             "rows": self.rows,
             "files": [asdict(file) for file in self.files],
             "rejected_files": [asdict(file) for file in self.rejected],
+            "ignored_files": list(self.ignored),
             "chunks": len(self.chunks),
             "chunk_rows": self.chunk_rows,
         }
@@ -128,10 +131,7 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     plan = DayPlan(day)
     folder = lake.raw_day(day)
     present = folder.exists()
-    try:
-        paths = parquet_files(folder) if present else []
-    except StorageError:
-        paths = []  # the folder holds no Parquet file: no traffic
+    paths, plan.ignored = listing(folder) if present else ([], [])
     footers, unreadable = [], {}
     for path in paths:
         try:

@@ -718,7 +718,9 @@ def run_manifest(
         "plan": plan_summary,
         "scoring": run_totals(ordered),
         "published": published,
-        "no_traffic": plan_summary["rows"] == 0 and not plan_summary["rejected_files"],
+        "no_traffic": plan_summary["rows"] == 0
+        and not plan_summary["rejected_files"]
+        and not plan_summary.get("ignored_files"),
     }
 
 

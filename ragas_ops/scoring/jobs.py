@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -27,10 +27,11 @@ from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
 from ragas_ops.scoring.run import configured_metrics, score_into, scorer_for
 from ragas_ops.scoring.scorer import RunSummary
 from ragas_ops.storage import (
+    PARQUET_SUFFIXES,
     Location,
     StorageError,
+    listing,
     locate,
-    parquet_files,
     read_files,
     read_footer,
     remove_leftovers,
@@ -49,6 +50,8 @@ class ScoreOutcome:
     events: Counter[str]
     seconds: float
     sample_fraction: float = 1.0
+    ignored: list[str] = field(default_factory=list)
+    """Files below the input that are not Parquet names: not read."""
 
     def summary_lines(self) -> list[str]:
         rate = self.summary.rows / self.seconds if self.seconds else 0.0
@@ -59,6 +62,9 @@ class ScoreOutcome:
         ]
         if self.sample_fraction < 1.0:
             lines.insert(1, self._sampling_line())
+        if self.ignored:
+            shown = ", ".join(self.ignored[:5]) + (", ..." if len(self.ignored) > 5 else "")
+            lines.insert(1, f"not read, not Parquet names: {len(self.ignored)} file(s): {shown}")
         for metric in self.metrics:
             statuses = self.summary.statuses.get(metric, Counter())
             mean = self.summary.mean(metric)
@@ -122,11 +128,27 @@ class ScoreOutcome:
         return line
 
 
-def input_schema(source: Location, settings: Settings) -> tuple[pa.Schema, list[str], int]:
+@dataclass(frozen=True)
+class InputFiles:
+    """What `score` reads: the schema, the Parquet files and their rows, and the files below
+    the input that are not Parquet names (not read; named in the summary)."""
+
+    schema: pa.Schema
+    paths: list[str]
+    rows: int
+    ignored: list[str]
+
+
+def input_schema(source: Location, settings: Settings) -> InputFiles:
     """The schema a Parquet file or folder is read with (the contract's types and the union of
     the files' other columns), its files and its rows. Any file that cannot be read or breaks
     the contract is a ContractError naming every such file and why: nothing is scored."""
-    paths = parquet_files(source)
+    paths, ignored = listing(source)
+    if not paths:
+        raise StorageError(
+            f"no Parquet files ({', '.join(PARQUET_SUFFIXES)}) under {source.uri}"
+            + (f"; not read: {', '.join(ignored)}" if ignored else "")
+        )
     footers, unreadable = [], []
     for path in paths:
         try:
@@ -142,7 +164,7 @@ def input_schema(source: Location, settings: Settings) -> tuple[pa.Schema, list[
             check_columns(footers[0].schema, settings.columns)  # the detailed message
         reasons = [*unreadable, *(f"{path}: {why}" for path, why in unified.rejected.items())]
         raise ContractError(f"input file(s) rejected: {'; '.join(reasons)}")
-    return unified.schema, paths, sum(footer.rows for footer in footers)
+    return InputFiles(unified.schema, paths, sum(footer.rows for footer in footers), ignored)
 
 
 def check_output(source: Location, paths: list[str], target: Location) -> None:
@@ -178,7 +200,8 @@ async def score_file(
     started = time.monotonic()
     metrics = configured_metrics(settings)  # a bad metric name fails before any reading
     source = locate(input_uri)
-    schema, paths, row_count = input_schema(source, settings)  # before any judge is paid
+    inputs = input_schema(source, settings)  # before any judge is paid
+    schema, paths, row_count = inputs.schema, inputs.paths, inputs.rows
     target = locate(output_uri)
     check_output(source, paths, target)
     tables = (
@@ -209,4 +232,5 @@ async def score_file(
         events=judge.events,
         seconds=time.monotonic() - started,
         sample_fraction=settings.pipeline.sample_fraction,
+        ignored=inputs.ignored,
     )

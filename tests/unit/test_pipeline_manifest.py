@@ -91,9 +91,12 @@ def test_an_unknown_price_is_an_unknown_cost_never_a_partial_sum() -> None:
     assert made["scoring"]["usage"]["cost_usd"] is None
 
 
-def test_no_traffic_is_a_day_without_rows_and_without_rejected_files() -> None:
+def test_no_traffic_is_a_day_without_rows_and_without_rejected_or_ignored_files() -> None:
     assert manifest(plan(0), [])["no_traffic"] is True
     assert manifest(plan(0, rejected=True), [])["no_traffic"] is False
+    ignored = DayPlan(DAY, ignored=["raw/dt=D/part-0.json"]).summary()
+    assert ignored["ignored_files"] == ["raw/dt=D/part-0.json"]
+    assert manifest(ignored, [])["no_traffic"] is False
 
 
 def test_the_plan_hands_on_its_chunks_with_the_day_and_its_rows() -> None:

@@ -438,6 +438,10 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             (f"rejected file {item['path']}", str(item["reason"]))
             for item in plan.get("rejected_files", [])
         ]
+        facts += [
+            (f"ignored file {path}", "not read: not a Parquet name (.parquet, .parq, .pq)")
+            for path in plan.get("ignored_files", [])
+        ]
     published = manifest.get("published") or {}
     if published:
         facts.append(

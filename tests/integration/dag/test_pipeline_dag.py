@@ -216,6 +216,37 @@ def test_an_empty_day_publishes_an_empty_partition(lake: Path) -> None:
     assert manifest["plan"]["rows"] == 0
 
 
+def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
+    lake: Path,
+) -> None:
+    """`part-1.PARQUET` was skipped without a word, and a day of such files published as
+    "no traffic" (the messy-lake review)."""
+    folder = lake / "raw" / "dt=2026-11-21"
+    folder.mkdir(parents=True)
+    table = sample_interactions(12, seed=21, day="2026-11-21")
+    pq.write_table(table.slice(0, 7), folder / "part-0.parquet")
+    pq.write_table(table.slice(7), folder / "part-1.PARQUET")
+    (folder / "notes.csv").write_text("who,what\n")
+    (folder / "_SUCCESS").write_text("")
+    empty_day = lake / "raw" / "dt=2026-11-22"
+    empty_day.mkdir(parents=True)
+    (empty_day / "export.json").write_text("{}")
+
+    assert state(run_dag("2026-11-21")) == "success"
+    assert state(run_dag("2026-11-22")) == "success"
+
+    scored = pq.read_table(warehouse(lake, "scored", "dt=2026-11-21", "scored.parquet"))
+    assert sorted(scored.column("id").to_pylist()) == sorted(table.column("id").to_pylist())
+    manifest = manifest_of(lake, "2026-11-21")
+    assert manifest["plan"]["ignored_files"] == [str(folder / "notes.csv")]
+    report = warehouse(lake, "reports", "dt=2026-11-21", "report.md").read_text()
+    assert "ignored file" in report
+    assert "notes.csv" in report
+    other = manifest_of(lake, "2026-11-22")
+    assert other["no_traffic"] is False, "a folder of files is not a day without traffic"
+    assert other["plan"]["ignored_files"] == [str(empty_day / "export.json")]
+
+
 def test_a_corrupt_file_is_reported_and_fails_the_run_after_the_rest_is_published(
     lake: Path,
 ) -> None:

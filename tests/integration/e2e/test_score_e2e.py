@@ -649,3 +649,23 @@ def test_an_output_that_cannot_be_written_or_would_be_read_is_refused_before_sco
     assert source.read_bytes() == before
     assert sorted(path.name for path in folder.iterdir()) == ["part-0.parquet"]
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_folder_is_read_by_parquet_names_in_any_case_and_other_files_are_named(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    pq.write_table(sample_interactions(3, seed=12), folder / "a.parquet")
+    pq.write_table(sample_interactions(2, seed=13), folder / "b.PARQUET")
+    (folder / "README.txt").write_text("exported by the gateway")
+
+    code = main(score_args(judge_server, folder, tmp_path / "o.parquet", tmp_path / "c.sqlite"))
+
+    assert code == EXIT_OK
+    assert pq.read_table(tmp_path / "o.parquet").num_rows == 5
+    assert "not read, not Parquet names: 1 file(s)" in capsys.readouterr().out
