@@ -32,6 +32,7 @@ from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
 from ragas_ops.metrics import build_metrics
 from ragas_ops.pipeline.plan import Chunk, DayPlan, check_shrink, chunk_to_dict
+from ragas_ops.sampling import ROW_ID_COLUMN
 from ragas_ops.scoring.run import MismatchMessage, RowCountMismatch, score_into, scorer_for
 from ragas_ops.scoring.scorer import Scorer, package_version
 from ragas_ops.storage import conform, remove_leftovers
@@ -459,10 +460,12 @@ def report_day(
     history = metrics_history(lake, day, REPORT_DAYS, settings=settings)
     regression = _regression(lake, day, settings, None)
     manifest = read_manifest(lake, day, run_id, publish_id)
+    scored = tables.read_scored(day, published, run_id)
+    manifest["repeated_ids"] = repeated_ids(scored, settings)
     report = build_report(
         day,
         history,
-        tables.read_scored(day, published, run_id),
+        scored,
         regression,
         metrics=settings.metrics.names,
         manifest=manifest,
@@ -482,6 +485,35 @@ def report_day(
     if problems:
         raise RunProblem("; ".join(problems) + f" (report: {html.uri})")
     return manifest["report"]  # type: ignore[no-any-return]
+
+
+def repeated_ids(table: pa.Table, settings: Settings) -> dict[str, int]:
+    """Rows of the day that share an `id` with another row: the same interaction logged twice
+    (a copied file, an overlapping export) or an id reused for other content. Which copy is
+    right no reader can tell, so every row is scored and published as logged; this counts
+    them for the manifest and the report. No `id` column: nothing to count."""
+    import pyarrow.compute as pc
+
+    counted = {"rows": 0, "ids": 0, "ids_with_different_content": 0}
+    if ROW_ID_COLUMN not in table.column_names or table.num_rows == 0:
+        return counted
+    counts = table.group_by(ROW_ID_COLUMN).aggregate([(ROW_ID_COLUMN, "count")])
+    repeated = counts.filter(
+        pc.and_(pc.is_valid(counts[ROW_ID_COLUMN]), pc.greater(counts[f"{ROW_ID_COLUMN}_count"], 1))
+    )
+    if repeated.num_rows == 0:
+        return counted
+    mapping = settings.columns
+    content = [mapping.question, mapping.contexts, mapping.answer]
+    rows = table.filter(pc.is_in(table[ROW_ID_COLUMN], repeated[ROW_ID_COLUMN]))
+    seen: dict[Any, set[str]] = {}
+    for row in rows.select([ROW_ID_COLUMN, *content]).to_pylist():
+        text = json.dumps([row[name] for name in content], default=str)
+        seen.setdefault(row[ROW_ID_COLUMN], set()).add(text)
+    counted["rows"] = rows.num_rows
+    counted["ids"] = repeated.num_rows
+    counted["ids_with_different_content"] = sum(len(texts) > 1 for texts in seen.values())
+    return counted
 
 
 def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:

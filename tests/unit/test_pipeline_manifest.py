@@ -112,3 +112,21 @@ def test_the_plan_hands_on_its_chunks_with_the_day_and_its_rows() -> None:
     assert result["summary"] == day_plan.summary()
     assert [(chunk["day"], chunk["day_rows"]) for chunk in result["chunks"]] == [(DAY, 100)] * 2
     assert [chunk_from_dict(chunk) for chunk in result["chunks"]] == chunks
+
+
+def test_repeated_ids_are_counted_copies_and_conflicts_apart_and_null_ids_never() -> None:
+    table = pa.table(
+        {
+            "id": ["a", "a", "b", "b", "c", None, None],
+            "question": ["q1", "q1", "q2", "q2", "q3", "q4", "q5"],
+            "contexts": [["x"], ["x"], ["y"], ["y"], ["z"], ["w"], ["v"]],
+            "answer": ["a1", "a1", "a2", "other", "a3", "a4", "a5"],
+        }
+    )
+    assert steps.repeated_ids(table, Settings()) == {
+        "rows": 4,
+        "ids": 2,
+        "ids_with_different_content": 1,
+    }
+    assert steps.repeated_ids(table.drop_columns(["id"]), Settings())["rows"] == 0
+    assert steps.repeated_ids(table.slice(4), Settings())["rows"] == 0

@@ -442,6 +442,16 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             (f"ignored file {path}", "not read: not a Parquet name (.parquet, .parq, .pq)")
             for path in plan.get("ignored_files", [])
         ]
+    repeated = manifest.get("repeated_ids") or {}
+    if repeated.get("rows"):
+        facts.append(
+            (
+                "repeated ids",
+                f"{repeated['rows']:,} rows share {repeated['ids']:,} id(s), "
+                f"{repeated['ids_with_different_content']:,} of them with different content; "
+                "each row is scored and counted as logged",
+            )
+        )
     published = manifest.get("published") or {}
     if published:
         facts.append(

@@ -226,6 +226,7 @@ def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
     table = sample_interactions(12, seed=21, day="2026-11-21")
     pq.write_table(table.slice(0, 7), folder / "part-0.parquet")
     pq.write_table(table.slice(7), folder / "part-1.PARQUET")
+    pq.write_table(table.slice(0, 3), folder / "part-0 (copy).parquet")  # logged twice
     (folder / "notes.csv").write_text("who,what\n")
     (folder / "_SUCCESS").write_text("")
     empty_day = lake / "raw" / "dt=2026-11-22"
@@ -236,12 +237,15 @@ def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
     assert state(run_dag("2026-11-22")) == "success"
 
     scored = pq.read_table(warehouse(lake, "scored", "dt=2026-11-21", "scored.parquet"))
-    assert sorted(scored.column("id").to_pylist()) == sorted(table.column("id").to_pylist())
+    logged = table.column("id").to_pylist() + table.column("id").to_pylist()[:3]
+    assert sorted(scored.column("id").to_pylist()) == sorted(logged), "scored as logged"
     manifest = manifest_of(lake, "2026-11-21")
     assert manifest["plan"]["ignored_files"] == [str(folder / "notes.csv")]
+    assert manifest["repeated_ids"] == {"rows": 6, "ids": 3, "ids_with_different_content": 0}
     report = warehouse(lake, "reports", "dt=2026-11-21", "report.md").read_text()
     assert "ignored file" in report
     assert "notes.csv" in report
+    assert "6 rows share 3 id(s), 0 of them with different content" in report
     other = manifest_of(lake, "2026-11-22")
     assert other["no_traffic"] is False, "a folder of files is not a day without traffic"
     assert other["plan"]["ignored_files"] == [str(empty_day / "export.json")]
