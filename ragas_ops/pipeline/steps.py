@@ -462,6 +462,7 @@ def report_day(
     manifest = read_manifest(lake, day, run_id, publish_id)
     scored = tables.read_scored(day, published, run_id)
     manifest["repeated_ids"] = repeated_ids(scored, settings)
+    manifest["replaced"] = replaced_publish(lake, day, manifest)
     report = build_report(
         day,
         history,
@@ -514,6 +515,50 @@ def repeated_ids(table: pa.Table, settings: Settings) -> dict[str, int]:
     counted["ids"] = repeated.num_rows
     counted["ids_with_different_content"] = sum(len(texts) > 1 for texts in seen.values())
     return counted
+
+
+def replaced_publish(lake: Lake, day: str, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """What this run's publish replaced, from the manifest of the day's previous publish (in
+    every table format: the Parquet layout keeps no earlier table, but every manifest stays):
+    its run and rows, the input files added, removed or changed (by size), and the rows each
+    metric scored `ok` before and after. None on the day's first publish."""
+    current = manifest.get("published") or {}
+    folder = lake.manifests(day)
+    if not current.get("published_at") or not folder.exists():
+        return None
+    previous: dict[str, Any] | None = None
+    for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path)):
+        if not entry.base_name.endswith(".json") or entry.base_name.startswith("."):
+            continue
+        other = json.loads(folder.child(entry.base_name).read_text())
+        when = (other.get("published") or {}).get("published_at")
+        if not when or when >= current["published_at"]:
+            continue  # unpublished, this publish, or a later one
+        if previous is None or when > previous["published"]["published_at"]:
+            previous = other
+    if previous is None:
+        return None
+    before = {file["path"]: file.get("bytes") for file in previous["plan"]["files"]}
+    after = {file["path"]: file.get("bytes") for file in manifest["plan"]["files"]}
+
+    def scored_ok(of: dict[str, Any]) -> dict[str, int]:
+        statuses = (of.get("scoring") or {}).get("statuses") or {}
+        return {metric: int(counts.get("ok", 0)) for metric, counts in statuses.items()}
+
+    return {
+        "run_id": previous.get("run_id"),
+        "publish_id": previous["published"].get("publish_id"),
+        "published_at": previous["published"]["published_at"],
+        "rows_before": previous["published"].get("rows"),
+        "rows_after": current.get("rows"),
+        "files_added": sorted(set(after) - set(before)),
+        "files_removed": sorted(set(before) - set(after)),
+        "files_changed": sorted(
+            path for path in after if path in before and before[path] != after[path]
+        ),
+        "ok_before": scored_ok(previous),
+        "ok_after": scored_ok(manifest),
+    }
 
 
 def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:

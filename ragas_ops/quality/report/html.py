@@ -421,6 +421,26 @@ def _delta_html(finding: RegressionFinding | None) -> str:
     )
 
 
+def replaced_sentence(replaced: Mapping[str, Any]) -> str:
+    """What a rerun's publish replaced, in one line (see `pipeline.steps.replaced_publish`)."""
+    parts = [
+        f"the publish of run {replaced.get('run_id')} at {replaced.get('published_at')}: "
+        f"rows {replaced.get('rows_before')} -> {replaced.get('rows_after')}"
+    ]
+    for key in ("files_added", "files_removed", "files_changed"):
+        if replaced.get(key):
+            parts.append(f"{key.replace('_', ' ')}: {', '.join(replaced[key])}")
+    before, after = replaced.get("ok_before") or {}, replaced.get("ok_after") or {}
+    moved = [
+        f"{metric} {before.get(metric, 0)} -> {after.get(metric, 0)}"
+        for metric in sorted(set(before) | set(after))
+        if before.get(metric, 0) != after.get(metric, 0)
+    ]
+    if moved:
+        parts.append("ok rows: " + ", ".join(moved))
+    return "; ".join(parts)
+
+
 def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run's facts: the manifest's top-level values, then what was read, rejected and
     published (a rejected input file is listed with its reason: someone has to look)."""
@@ -442,6 +462,9 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             (f"ignored file {path}", "not read: not a Parquet name (.parquet, .parq, .pq)")
             for path in plan.get("ignored_files", [])
         ]
+    replaced = manifest.get("replaced")
+    if replaced:
+        facts.append(("replaced", replaced_sentence(replaced)))
     repeated = manifest.get("repeated_ids") or {}
     if repeated.get("rows"):
         facts.append(

@@ -251,6 +251,33 @@ def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
     assert other["plan"]["ignored_files"] == [str(empty_day / "export.json")]
 
 
+def test_a_rerun_says_what_its_publish_replaced_in_the_parquet_layout_too(lake: Path) -> None:
+    """A rerun after a file was added (or rewritten) replaced the day silently: the manifest
+    and the report now name the publish replaced, its rows and the files that changed."""
+    day = "2026-11-23"
+    folder = lake / "raw" / f"dt={day}"
+    folder.mkdir(parents=True)
+    pq.write_table(sample_interactions(6, seed=31, day=day), folder / "part-0.parquet")
+    assert state(run_dag(day)) == "success"
+    (first,) = warehouse(lake, "runs", f"dt={day}").glob("*.json")
+    assert json.loads(first.read_text())["replaced"] is None, "the day's first publish"
+
+    pq.write_table(sample_interactions(4, seed=32, day=day), folder / "part-1.parquet")
+    pq.write_table(sample_interactions(7, seed=33, day=day), folder / "part-0.parquet")
+    assert state(run_dag(day)) == "success"
+
+    (second,) = set(warehouse(lake, "runs", f"dt={day}").glob("*.json")) - {first}
+    replaced = json.loads(second.read_text())["replaced"]
+    assert replaced["rows_before"] == 6
+    assert replaced["rows_after"] == 11
+    assert replaced["files_added"] == [str(folder / "part-1.parquet")]
+    assert replaced["files_changed"] == [str(folder / "part-0.parquet")]
+    assert replaced["files_removed"] == []
+    assert replaced["publish_id"] == json.loads(first.read_text())["published"]["publish_id"]
+    report = warehouse(lake, "reports", f"dt={day}", "report.md").read_text()
+    assert "rows 6 -&gt; 11" in report or "rows 6 -> 11" in report
+
+
 def test_a_corrupt_file_is_reported_and_fails_the_run_after_the_rest_is_published(
     lake: Path,
 ) -> None:
