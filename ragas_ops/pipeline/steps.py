@@ -25,7 +25,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragas_ops.config import BudgetPool, Settings
-from ragas_ops.contract.inputs import repair_utf8
+from ragas_ops.contract.inputs import TIMESTAMP, repair_utf8
 from ragas_ops.contract.layout import Lake, run_folder_name
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.judge.base import Judge, Usage
@@ -462,6 +462,7 @@ def report_day(
     manifest = read_manifest(lake, day, run_id, publish_id)
     scored = tables.read_scored(day, published, run_id)
     manifest["repeated_ids"] = repeated_ids(scored, settings)
+    manifest["dated_elsewhere"] = dated_elsewhere(scored, day)
     manifest["replaced"] = replaced_publish(lake, day, manifest)
     report = build_report(
         day,
@@ -514,6 +515,29 @@ def repeated_ids(table: pa.Table, settings: Settings) -> dict[str, int]:
     counted["rows"] = rows.num_rows
     counted["ids"] = repeated.num_rows
     counted["ids_with_different_content"] = sum(len(texts) > 1 for texts in seen.values())
+    return counted
+
+
+def dated_elsewhere(table: pa.Table, day: str) -> dict[str, Any]:
+    """Rows whose `timestamp` falls on another day (UTC) than the `dt=` folder they were
+    logged in: published under the folder's day, as the lake's layout says, but counted (with
+    the first and last such day) so that a misfiled export shows."""
+    import pyarrow.compute as pc
+
+    counted: dict[str, Any] = {"rows": 0, "first": None, "last": None}
+    if TIMESTAMP not in table.column_names or not pa.types.is_timestamp(table[TIMESTAMP].type):
+        return counted
+    stamps = table[TIMESTAMP]
+    if stamps.type.tz is not None:
+        stamps = stamps.cast(pa.timestamp(stamps.type.unit, tz="UTC"))
+    days = pc.strftime(stamps, format="%Y-%m-%d")
+    elsewhere = pc.filter(days, pc.not_equal(days, day))
+    if len(elsewhere):
+        counted.update(
+            rows=len(elsewhere),
+            first=pc.min(elsewhere).as_py(),
+            last=pc.max(elsewhere).as_py(),
+        )
     return counted
 
 

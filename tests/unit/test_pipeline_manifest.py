@@ -3,6 +3,7 @@ built in `pipeline.steps`, so that the DAG file only wires tasks."""
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import pyarrow as pa
@@ -130,3 +131,26 @@ def test_repeated_ids_are_counted_copies_and_conflicts_apart_and_null_ids_never(
     }
     assert steps.repeated_ids(table.drop_columns(["id"]), Settings())["rows"] == 0
     assert steps.repeated_ids(table.slice(4), Settings())["rows"] == 0
+
+
+def test_rows_timestamped_on_another_day_are_counted_in_utc() -> None:
+    from datetime import datetime
+
+    stamps = [
+        datetime(2026, 11, 1, 23, 30),
+        datetime(2026, 10, 1, 8, 0),
+        datetime(2026, 10, 3, 8, 0),
+        None,
+        datetime(2026, 11, 2, 0, 0),
+    ]
+    naive = pa.table({"timestamp": pa.array(stamps, pa.timestamp("us"))})
+    assert steps.dated_elsewhere(naive, "2026-11-01") == {
+        "rows": 3,
+        "first": "2026-10-01",
+        "last": "2026-11-02",
+    }
+    paris = pa.array(
+        [datetime(2026, 11, 1, 22, 30, tzinfo=UTC)], pa.timestamp("us", tz="Europe/Paris")
+    )  # 23:30 in Paris, still 1 November in UTC
+    assert steps.dated_elsewhere(pa.table({"timestamp": paris}), "2026-11-01")["rows"] == 0
+    assert steps.dated_elsewhere(pa.table({"other": [1]}), "2026-11-01")["rows"] == 0

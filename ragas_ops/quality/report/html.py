@@ -465,6 +465,17 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     replaced = manifest.get("replaced")
     if replaced:
         facts.append(("replaced", replaced_sentence(replaced)))
+    elsewhere = manifest.get("dated_elsewhere") or {}
+    if elsewhere.get("rows"):
+        span = elsewhere["first"]
+        span += f" to {elsewhere['last']}" if elsewhere["last"] != span else ""
+        facts.append(
+            (
+                "rows dated another day",
+                f"{elsewhere['rows']:,} row(s) timestamped {span} (UTC), published under this "
+                "day's folder",
+            )
+        )
     repeated = manifest.get("repeated_ids") or {}
     if repeated.get("rows"):
         facts.append(

@@ -242,6 +242,7 @@ def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
     manifest = manifest_of(lake, "2026-11-21")
     assert manifest["plan"]["ignored_files"] == [str(folder / "notes.csv")]
     assert manifest["repeated_ids"] == {"rows": 6, "ids": 3, "ids_with_different_content": 0}
+    assert manifest["dated_elsewhere"] == {"rows": 0, "first": None, "last": None}
     report = warehouse(lake, "reports", "dt=2026-11-21", "report.md").read_text()
     assert "ignored file" in report
     assert "notes.csv" in report
