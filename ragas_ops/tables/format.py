@@ -368,8 +368,12 @@ class IcebergDayTables:
         return None if latest is None else latest.publish_id
 
     def published_rows(self, day: str) -> int:
-        latest = self._latest("scored", day)
-        return 0 if latest is None else latest.rows
+        """The day's rows in the table now, counted: not its latest publish's snapshot, which
+        the maintenance DAG expires (the guard against shrinking a day would then see 0)."""
+        from ragas_ops.tables.iceberg import DAY_COLUMN
+
+        rows = self._guarded(lambda: self.tables.read_day("scored", day, columns=[DAY_COLUMN]))
+        return 0 if rows is None else int(rows.num_rows)
 
     def read_scored(
         self,

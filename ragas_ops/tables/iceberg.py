@@ -14,6 +14,7 @@ pyiceberg is imported inside the functions that use it: this module is light to 
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import warnings
@@ -27,6 +28,8 @@ from urllib.parse import urlparse
 from ragas_ops.config import ConfigError
 from ragas_ops.contract.layout import parse_day
 from ragas_ops.storage import S3Options
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -229,24 +232,43 @@ class IcebergTables:
 
     def compact_day(self, name: str, day: str) -> int:
         """Rewrite `day` of table `name` as one file when it has several (the small files of
-        many runs' rows); returns the rows rewritten (0: nothing to do). The day's latest
-        publish keeps its run and publish id: compaction is not a new version of the day."""
+        many runs' rows); returns the rows rewritten (0: nothing to do, or another writer
+        committed meanwhile). The day's latest publish keeps its run and publish id:
+        compaction is not a new version of the day.
+
+        It rewrites the rows of the snapshot it read, and only over that snapshot: a commit
+        made since (a nightly run's publish or its `runs` row) would otherwise be replaced by
+        the older rows. Such a race skips the day; the next maintenance compacts it."""
+        from pyiceberg.exceptions import CommitFailedException
+
         table = self._load(name, missing_ok=True)
-        if table is None or len(list(table.scan(row_filter=_on_day(day)).plan_files())) < 2:
+        base = None if table is None else table.current_snapshot()
+        if base is None or len(list(table.scan(row_filter=_on_day(day)).plan_files())) < 2:
             return 0
-        rows = self.read_day(name, day)
+        rows = self.read_day(name, day, snapshot_id=base.snapshot_id)
         if rows is None:
             return 0
         versions = self.day_versions(name, day)
         latest = versions[-1] if versions else None
-        self.publish_day(
-            name,
+        properties = _properties(
             day,
-            rows,
-            run_id=latest.run_id if latest else "compaction",
-            publish_id=latest.publish_id if latest else None,
+            latest.run_id if latest else "compaction",
+            latest.publish_id if latest else None,
             compaction=True,
         )
+        current = self._table_for(name, rows.schema)
+        if current.current_snapshot().snapshot_id != base.snapshot_id:
+            log.info("%s %s: another writer committed while compacting; skipped", name, day)
+            return 0
+        try:  # the commit asserts that `base` is still the table's snapshot
+            current.overwrite(
+                _as_table_schema(_with_day(rows, parse_day(day)), current),
+                overwrite_filter=_on_day(day),
+                snapshot_properties=properties,
+            )
+        except CommitFailedException:
+            log.info("%s %s: another writer committed while compacting; skipped", name, day)
+            return 0
         return int(rows.num_rows)
 
     def data_files(self, name: str, day: str) -> int:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pyarrow as pa
@@ -112,6 +113,58 @@ def test_compaction_rewrites_a_day_of_many_files_as_one_and_keeps_its_rows(
     assert sorted(day["id"].to_pylist()) == ["a-0", "b-0", "first-0", "first-1", "first-2"]
     # compaction is not a new version of the day: its latest publish is still the latest
     assert tables.day_versions("scored", "2026-11-01")[-1].run_id == "b"
+
+
+def test_a_row_committed_while_a_day_is_compacted_is_kept_and_the_compaction_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction read the day, another writer (a nightly run's `runs` row) committed, and
+    compaction overwrote the day with what it had read: the new row was gone (the Iceberg
+    review). The writer here is another catalog client, as another process would be."""
+    warehouse = str(tmp_path / "warehouse")
+    tables = IcebergTables(warehouse)
+    for run in ("a", "b"):
+        one = rows(run, 1).append_column("key", pa.array([run]))
+        tables.replace_rows("runs", "2026-11-01", one, {"key": run}, run_id=run)
+    read_day = IcebergTables.read_day
+
+    def read_then_another_writer_commits(self: IcebergTables, *args: Any, **kwargs: Any) -> Any:
+        found = read_day(self, *args, **kwargs)
+        late = rows("c", 1).append_column("key", pa.array(["c"]))
+        IcebergTables(warehouse).replace_rows("runs", "2026-11-01", late, {"key": "c"}, run_id="c")
+        monkeypatch.setattr(IcebergTables, "read_day", read_day)  # once
+        return found
+
+    monkeypatch.setattr(IcebergTables, "read_day", read_then_another_writer_commits)
+
+    assert tables.compact_day("runs", "2026-11-01") == 0, "skipped: the day changed"
+
+    day = IcebergTables(warehouse).read_day("runs", "2026-11-01")
+    assert day is not None
+    assert sorted(day["id"].to_pylist()) == ["a-0", "b-0", "c-0"]
+    assert tables.compact_day("runs", "2026-11-01") == 3, "the next maintenance compacts it"
+
+
+def test_the_rows_a_day_holds_are_counted_after_its_snapshots_expire(tmp_path: Path) -> None:
+    """The guard against shrinking a published day read the day's rows from its publish
+    snapshot; once the maintenance DAG expired it, the day looked empty and could be wiped."""
+    from ragas_ops.config import Settings
+    from ragas_ops.contract.layout import Lake
+    from ragas_ops.tables.format import IcebergDayTables
+
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    settings.pipeline.raw_uri = str(tmp_path / "raw")
+    settings.warehouse.table_format = "iceberg"
+    day_tables = IcebergDayTables(Lake(settings.pipeline), settings)
+    day_tables.tables.publish_day("scored", "2026-11-01", rows("first", 4), run_id="first")
+    day_tables.tables.publish_day("scored", "2026-11-02", rows("other", 2), run_id="other")
+    time.sleep(0.01)
+    day_tables.tables.expire_snapshots(older_than=timedelta(0))
+    assert day_tables.tables.day_versions("scored", "2026-11-01") == []
+
+    assert day_tables.published_rows("2026-11-01") == 4
+    assert day_tables.published_rows("2026-11-03") == 0
 
 
 WRITER = """
