@@ -236,11 +236,12 @@ class AnswerRelevance(Metric):
                 step if isinstance(step, MetricResult) else _embedding_failed(step, error)
                 for step in steps
             ]
-        batch_chars = sum(_weight(text) for text in texts)
+        weights = [sum(_weight(text) for text in step.texts) for step in waiting]
+        shares = dict(zip(map(id, waiting), _shares(embeddings.usage, weights), strict=True))
         return [
             step
             if isinstance(step, MetricResult)
-            else _similarity(step, embeddings.vectors, embeddings.usage, batch_chars)
+            else _similarity(step, embeddings.vectors, shares[id(step)])
             for step in steps
         ]
 
@@ -308,11 +309,9 @@ def cosine(left: np.ndarray[Any, Any], right: np.ndarray[Any, Any]) -> float:
 
 
 def _similarity(
-    step: _AwaitingEmbeddings,
-    vectors: Mapping[str, np.ndarray[Any, Any]],
-    batch_usage: Usage,
-    batch_chars: int,
+    step: _AwaitingEmbeddings, vectors: Mapping[str, np.ndarray[Any, Any]], share: Usage
 ) -> MetricResult:
+    step.usage.add(share)  # the request was sent and paid, whatever its vectors are worth
     evidence: dict[str, Any] = {"questions": step.generated}
     try:
         similarities = [cosine(vectors[step.question], vectors[q]) for q in step.generated]
@@ -323,7 +322,6 @@ def _similarity(
             evidence=evidence,
             usage=step.usage,
         )
-    step.usage.add(_share(batch_usage, sum(_weight(text) for text in step.texts) / batch_chars))
     evidence["similarities"] = [round(value, 6) for value in similarities]
     return MetricResult(
         Status.OK, float(np.mean(similarities)), evidence=evidence, usage=step.usage
@@ -343,15 +341,29 @@ def _weight(text: str) -> int:
     return len(text) + 1
 
 
-def _share(usage: Usage, fraction: float) -> Usage:
-    """A row's share of a batched embeddings request: its tokens and cost, pro rata by length.
+def _shares(usage: Usage, weights: Sequence[int]) -> list[Usage]:
+    """Each row's share of a batched embeddings request, pro rata by the length of its texts:
+    its cost, and its tokens in whole numbers that add up to the request's (the largest
+    remainders get the tokens left by rounding down), so the rows sum to the run's totals.
 
     The request itself is counted once, in the run's totals, not in any row.
     """
-    return Usage(
-        embedding_tokens=round(usage.embedding_tokens * fraction),
-        cost_usd=None if usage.cost_usd is None else usage.cost_usd * fraction,
-    )
+    total = sum(weights)
+    if not total:
+        return [Usage() for _ in weights]
+    exact = [usage.embedding_tokens * weight / total for weight in weights]
+    tokens = [math.floor(value) for value in exact]
+    left = usage.embedding_tokens - sum(tokens)
+    by_remainder = sorted(range(len(weights)), key=lambda i: (tokens[i] - exact[i], i))
+    for index in by_remainder[:left]:
+        tokens[index] += 1
+    return [
+        Usage(
+            embedding_tokens=count,
+            cost_usd=None if usage.cost_usd is None else usage.cost_usd * weight / total,
+        )
+        for count, weight in zip(tokens, weights, strict=True)
+    ]
 
 
 register_metric(

@@ -158,12 +158,15 @@ def chunk_mismatch(chunk: Chunk) -> MismatchMessage:
 def chunk_result(
     chunk: Chunk, scorer: Scorer, judge: Judge, started: float, **extra: Any
 ) -> dict[str, Any]:
-    """What the manifest records of a scored chunk; also logged, as one INFO line."""
+    """What the manifest records of a scored chunk; also logged, as one INFO line. Cache hits
+    are the judge's `cache_hit` events, as `ragas-ops score` counts them (its spend totals
+    hold only what was sent)."""
+    usage = dataclasses.replace(judge.usage_total(), cache_hits=judge.events["cache_hit"])
     result = {
         "index": chunk.index,
         "rows": scorer.summary.rows,
         "statuses": {metric: dict(counts) for metric, counts in scorer.summary.statuses.items()},
-        "usage": dataclasses.asdict(judge.usage_total()),
+        "usage": dataclasses.asdict(usage),
         "events": dict(judge.events),
         "judge": judge.description,
         "seconds": round(time.monotonic() - started, 3),
@@ -730,6 +733,7 @@ def day_spend(lake: Lake, day: str, publish_id: str | None) -> dict[str, Any]:
     spent: dict[str, float | None] = {}
     runs: set[str] = set()
     this_run: float | None = 0.0
+    this_attempts: set[str] = set()
     if folder.exists():
         for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path)):
             if not entry.base_name.endswith(".json") or entry.base_name.startswith("."):
@@ -743,9 +747,12 @@ def day_spend(lake: Lake, day: str, publish_id: str | None) -> dict[str, Any]:
             spent.update(by_attempt)
             if (manifest.get("published") or {}).get("publish_id") == publish_id:
                 this_run = (scoring.get("usage") or {}).get("cost_usd", 0.0)
+                this_attempts = set(by_attempt)
     values = list(spent.values())
     total = None if None in values else float(sum(v for v in values if v is not None))
-    others = None if total is None or this_run is None else max(0.0, total - this_run)
+    # The other runs' own attempts: known when each of theirs is, whatever this run's is.
+    other_values = [value for attempt, value in spent.items() if attempt not in this_attempts]
+    others = None if None in other_values else float(sum(v for v in other_values if v is not None))
     return {
         "run_spend_usd": this_run,
         "other_runs_spend_usd": others,

@@ -728,3 +728,15 @@ async def test_gpt_score_is_the_zero_to_ten_rating_over_ten():
     assert result.score == pytest.approx(0.7)
     assert result.evidence == {"score_0_10": 7, "explanation": "focused"}
     assert set(judge.calls[0][1]) == {"question", "contexts"}
+
+
+def test_a_batched_embeddings_requests_tokens_are_shared_in_whole_numbers_that_add_up() -> None:
+    from ragas_ops.judge.base import Usage
+    from ragas_ops.metrics.answer_relevance import _shares
+
+    shares = _shares(Usage(embedding_tokens=625, cost_usd=0.0125), [7, 7, 7, 3, 11])
+    assert sum(share.embedding_tokens for share in shares) == 625
+    assert [share.embedding_tokens for share in shares] == [125, 125, 125, 54, 196]
+    assert sum(share.cost_usd or 0 for share in shares) == pytest.approx(0.0125)
+    assert _shares(Usage(embedding_tokens=5, cost_usd=None), [1, 1])[0].cost_usd is None
+    assert _shares(Usage(embedding_tokens=0), [0]) == [Usage()]

@@ -154,3 +154,31 @@ def test_rows_timestamped_on_another_day_are_counted_in_utc() -> None:
     )  # 23:30 in Paris, still 1 November in UTC
     assert steps.dated_elsewhere(pa.table({"timestamp": paris}), "2026-11-01")["rows"] == 0
     assert steps.dated_elsewhere(pa.table({"other": [1]}), "2026-11-01")["rows"] == 0
+
+
+def test_the_other_runs_spend_is_known_when_theirs_is_whatever_this_runs_is(tmp_path) -> None:
+    """A priced run, then an unpriced one (a model without a price) that publishes: what the
+    first paid is known, and was shown as unknown (the cost review)."""
+    import json
+
+    from ragas_ops.contract.layout import Lake
+
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    for run, cost in (("priced", 0.0195), ("unpriced", None)):
+        target = lake.manifest(DAY, run, f"p-{run}")
+        manifest = {
+            "run_id": run,
+            "published": {"publish_id": f"p-{run}"},
+            "scoring": {"usage": {"cost_usd": cost}, "spend_by_attempt": {f"a-{run}": cost}},
+        }
+        target.write_text(json.dumps(manifest))
+
+    spend = steps.day_spend(lake, DAY, "p-unpriced")
+
+    assert spend["run_spend_usd"] is None
+    assert spend["other_runs_spend_usd"] == 0.0195
+    assert spend["day_spend_usd"] is None, "never a partial sum"
+    assert spend["day_runs"] == 2
+    assert steps.day_spend(lake, DAY, "p-priced")["other_runs_spend_usd"] is None

@@ -201,7 +201,12 @@ def test_a_day_is_scored_published_aggregated_and_reported(
         == scored.column("faithfulness_score").to_pylist()
     )
     assert judge_server.stats()["requests"] == before
-    assert len(list(warehouse(lake, "runs", f"dt={DAY}").glob("*.json"))) == 2
+    manifests = sorted(warehouse(lake, "runs", f"dt={DAY}").glob("*.json"))
+    assert len(manifests) == 2
+    rerun = max((json.loads(path.read_text()) for path in manifests), key=lambda m: m["created_at"])
+    hits = sum(again.column("judge_cache_hits").to_pylist())
+    assert hits > 0
+    assert rerun["scoring"]["usage"]["cache_hits"] == hits, "the manifest counts them as rows do"
 
 
 def test_an_empty_day_publishes_an_empty_partition(lake: Path) -> None:

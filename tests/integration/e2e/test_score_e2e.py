@@ -83,6 +83,8 @@ def test_scores_every_row_and_reruns_for_free(
     scored = pq.read_table(target)
     assert_every_row_once(source, scored)
     first_run = judge_server.stats()
+    # the rows' shares of the batched embeddings requests add up to what was billed
+    assert sum(scored.column("embedding_tokens").to_pylist()) == first_run["embedding_tokens"]
     summary = capsys.readouterr().out
     assert "scored 80 rows" in summary
     assert "faithfulness" in summary
