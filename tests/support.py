@@ -44,3 +44,24 @@ def settings_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> Settings:
     for name, value in judge.items():
         setattr(settings.judge, name, value)
     return settings
+
+
+def with_answer_bytes(table: Any, index: int, data: bytes) -> Any:
+    """`table` with row `index`'s answer set to `data` as it is, valid UTF-8 or not (Parquet
+    does not check it): what a log with an undecodable byte holds."""
+    import pyarrow as pa
+
+    answers = [text.encode() for text in table.column("answer").to_pylist()]
+    answers[index] = data
+    raw = pa.array(answers, pa.binary())
+    broken = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
+    return table.set_column(table.schema.get_field_index("answer"), "answer", broken)
+
+
+def with_flat_contexts(table: Any) -> Any:
+    """`table` with each row's contexts joined into one string: a log that breaks the
+    contract's list<string>."""
+    import pyarrow as pa
+
+    joined = [" ".join(items) for items in table.column("contexts").to_pylist()]
+    return table.set_column(table.schema.get_field_index("contexts"), "contexts", pa.array(joined))

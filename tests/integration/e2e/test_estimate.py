@@ -17,7 +17,7 @@ from ragas_ops.samples import sample_interactions
 from ragas_ops.sampling import is_sampled
 from ragas_ops.scoring.jobs import score_file
 from ragas_ops.testing.judge_server import JudgeServer
-from tests.support import TEST_KEY, settings_for
+from tests.support import TEST_KEY, settings_for, with_answer_bytes, with_flat_contexts
 
 DAYS = {"2026-11-27": 40, "2026-11-28": 70}  # 2026-11-26 has no folder: a day without traffic
 
@@ -178,12 +178,7 @@ def test_an_input_is_held_to_the_contract_score_applies(
     """What `score` refuses, `estimate INPUT` refuses with the same words; what `score` reads
     (an undecodable byte as U+FFFD, its row invalid_input), `estimate` reads too."""
     table = sample_interactions(4, seed=11)
-    flat = table.set_column(
-        table.schema.get_field_index("contexts"),
-        "contexts",
-        pa.array([" ".join(items) for items in table.column("contexts").to_pylist()]),
-    )
-    pq.write_table(flat, tmp_path / "flat.parquet")
+    pq.write_table(with_flat_contexts(table), tmp_path / "flat.parquet")
     data = (tmp_path / "flat.parquet").read_bytes()
     (tmp_path / "cut.parquet").write_bytes(data[: len(data) // 2])
 
@@ -193,13 +188,8 @@ def test_an_input_is_held_to_the_contract_score_applies(
         assert f"input file(s) rejected: {tmp_path / name}:" in error, error
         assert "Traceback" not in error
 
-    answers = [text.encode() for text in table.column("answer").to_pylist()]
-    answers[1] = b"It opened \xff in 2004."
-    raw = pa.array(answers, pa.binary())
-    broken = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
     pq.write_table(
-        table.set_column(table.schema.get_field_index("answer"), "answer", broken),
-        tmp_path / "utf8.parquet",
+        with_answer_bytes(table, 1, b"It opened \xff in 2004."), tmp_path / "utf8.parquet"
     )
     whole = estimate_input(str(tmp_path / "utf8.parquet"), Settings()).total
     pq.write_table(table.take([0, 2, 3]), tmp_path / "three.parquet")

@@ -18,7 +18,7 @@ from ragas_ops.cli.main import EXIT_JUDGE, EXIT_OK, EXIT_USAGE, main
 from ragas_ops.contract.status import Status
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_server import JudgeServer
-from tests.support import TEST_KEY
+from tests.support import TEST_KEY, with_answer_bytes, with_flat_contexts
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 
@@ -447,14 +447,8 @@ def test_invalid_utf8_in_one_answer_makes_that_row_invalid_input_and_the_others_
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     source = sample_interactions(8, seed=3)
-    answers = [text.encode() for text in source.column("answer").to_pylist()]
-    answers[2] = b"The viaduct opened in 2004 \xff\xfe and is 343 m tall."
-    raw = pa.array(answers, pa.binary())
-    broken = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
-    pq.write_table(
-        source.set_column(source.schema.get_field_index("answer"), "answer", broken),
-        tmp_path / "logs.parquet",
-    )
+    broken = with_answer_bytes(source, 2, b"The viaduct opened in 2004 \xff\xfe and is 343 m tall.")
+    pq.write_table(broken, tmp_path / "logs.parquet")
 
     code = main(
         score_args(
@@ -605,12 +599,7 @@ def test_every_unreadable_file_of_a_folder_is_named_in_one_error(
     data = (folder / "good.parquet").read_bytes()
     (folder / "truncated.parquet").write_bytes(data[: len(data) // 2])
     (folder / "empty.parquet").write_bytes(b"")
-    flat = good.set_column(
-        good.schema.get_field_index("contexts"),
-        "contexts",
-        pa.array([" ".join(items) for items in good.column("contexts").to_pylist()]),
-    )
-    pq.write_table(flat, folder / "flat-contexts.parquet")
+    pq.write_table(with_flat_contexts(good), folder / "flat-contexts.parquet")
 
     code = main(score_args(judge_server, folder, tmp_path / "o.parquet", tmp_path / "c.sqlite"))
 
