@@ -1427,9 +1427,14 @@ def main(argv: list[str] | None = None) -> int:
     """Serve the test double until Ctrl-C or SIGTERM; returns the exit code."""
     config = parse_config(argv)
     server = JudgeServer(config)
+    # Before the banner: whoever reads it may send SIGTERM at once (it was handled only once
+    # the main thread got past the banner, and a quick SIGTERM killed the process instead).
+    stop = threading.Event()
+    restore = _stop_on_sigterm(stop)
     try:
         server.start()
     except OSError as error:
+        restore()
         print(f"test judge: cannot listen on 127.0.0.1:{config.port}: {error}", file=sys.stderr)
         return 1
     print(
@@ -1438,8 +1443,6 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
         flush=True,
     )
-    stop = threading.Event()
-    restore = _stop_on_sigterm(stop)
     try:
         while not stop.wait(0.5):  # a timeout, so that Ctrl-C is noticed promptly
             pass
