@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -216,10 +216,17 @@ PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 def parquet_files(location: Location) -> list[str]:
     """The Parquet files at `location`: the file itself, or every Parquet name below a folder
     (see `listing`)."""
-    files, _ignored = listing(location)
+    files, ignored = listing(location)
     if not files:
-        raise StorageError(f"no Parquet files ({', '.join(PARQUET_SUFFIXES)}) under {location.uri}")
+        raise no_parquet(location, ignored)
     return files
+
+
+def no_parquet(location: Location, ignored: Sequence[str]) -> StorageError:
+    """The error of a folder with no Parquet file, naming the files it does hold."""
+    suffixes = ", ".join(PARQUET_SUFFIXES)
+    held = f"; not read: {', '.join(ignored)}" if ignored else ""
+    return StorageError(f"no Parquet files ({suffixes}) under {location.uri}{held}")
 
 
 def listing(location: Location) -> tuple[list[str], list[str]]:
@@ -239,7 +246,7 @@ def listing(location: Location) -> tuple[list[str], list[str]]:
         if entry.type == pafs.FileType.File and not _hidden(entry.path[len(location.path) :])
     )
     files = [path for path in visible if path.lower().endswith(PARQUET_SUFFIXES)]
-    return files, [path for path in visible if path not in set(files)]
+    return files, [path for path in visible if not path.lower().endswith(PARQUET_SUFFIXES)]
 
 
 def _hidden(relative: str) -> bool:

@@ -27,11 +27,11 @@ from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
 from ragas_ops.scoring.run import configured_metrics, score_into, scorer_for
 from ragas_ops.scoring.scorer import RunSummary
 from ragas_ops.storage import (
-    PARQUET_SUFFIXES,
     Location,
     StorageError,
     listing,
     locate,
+    no_parquet,
     read_files,
     read_footer,
     remove_leftovers,
@@ -145,10 +145,7 @@ def input_schema(source: Location, settings: Settings) -> InputFiles:
     the contract is a ContractError naming every such file and why: nothing is scored."""
     paths, ignored = listing(source)
     if not paths:
-        raise StorageError(
-            f"no Parquet files ({', '.join(PARQUET_SUFFIXES)}) under {source.uri}"
-            + (f"; not read: {', '.join(ignored)}" if ignored else "")
-        )
+        raise no_parquet(source, ignored)
     footers, unreadable = [], []
     for path in paths:
         try:
