@@ -257,10 +257,9 @@ class IcebergTables:
             compaction=True,
         )
         current = self._table_for(name, rows.schema)
-        if current.current_snapshot().snapshot_id != base.snapshot_id:
-            log.info("%s %s: another writer committed while compacting; skipped", name, day)
-            return 0
-        try:  # the commit asserts that `base` is still the table's snapshot
+        try:  # pyiceberg's commit asserts that the snapshot it loaded is still the table's
+            if current.current_snapshot().snapshot_id != base.snapshot_id:
+                raise CommitFailedException("the table changed since the day was read")
             current.overwrite(
                 _as_table_schema(_with_day(rows, parse_day(day)), current),
                 overwrite_filter=_on_day(day),
