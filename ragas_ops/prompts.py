@@ -59,6 +59,11 @@ class Prompt(Generic[OutputT]):
     check: Callable[[Mapping[str, Any], OutputT], str | None] | None = None
     """Checks a parsed output against its input (e.g. one verdict per statement); returns the
     problem to report to the judge in the repair request, or None when the output is fine."""
+    output_budget: Callable[[Mapping[str, Any]], int] | None = None
+    """The tokens one reply can need for this input (`max_tokens` per choice), from what the
+    reply holds: providers such as OpenAI count `max_tokens` against the rate limit whether
+    it is used or not. At most `max_output_tokens`; a reply cut short there is asked again
+    with `max_output_tokens`. None: a bound from the input's size."""
 
     @property
     def id(self) -> str:

@@ -52,6 +52,20 @@ half); the prompt's example questions are 11 and 14 tokens. A question for an an
 about its topic: it does not grow with the answer."""
 
 
+TOKENS_PER_GENERATED_QUESTION = 48
+"""Room for one generated question in a reply (about 10 tokens, see GENERATED_QUESTION_TOKENS:
+a question asks about the answer's topic and does not grow with the answer), its JSON, and
+the `noncommittal` flag."""
+
+
+def _questions_budget(data: Mapping[str, Any]) -> int:
+    return TOKENS_PER_GENERATED_QUESTION * (1 + int(data["number_of_questions"]))
+
+
+def _question_budget(data: Mapping[str, Any]) -> int:
+    return 2 * TOKENS_PER_GENERATED_QUESTION
+
+
 class GeneratedQuestions(OutputModel):
     questions: list[str]
     noncommittal: bool
@@ -108,6 +122,7 @@ QUESTIONS_PROMPT = Prompt(
         ),
     ),
     check=_asked_number_of_questions,
+    output_budget=_questions_budget,
 )
 
 QUESTION_SAMPLE_PROMPT = Prompt(
@@ -124,6 +139,7 @@ QUESTION_SAMPLE_PROMPT = Prompt(
         ),
     ),
     temperature=0.7,
+    output_budget=_question_budget,
 )
 
 

@@ -17,6 +17,7 @@ the context are listed in the evidence and not counted: the paper asks for verba
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,20 @@ against its context (WikiEval's) needs more of it, so this is the figure to revi
 INSUFFICIENT_SHARE = 0.68
 """For the cost estimate: the share of rows answered "Insufficient Information" (0.68 on the
 same calibration rows)."""
+
+
+EXTRACT_JSON_TOKENS = 64
+"""The reply's JSON around the sentences (or the one "Insufficient Information")."""
+EXTRACT_BUDGET_SHARE = 0.25
+"""The share of the contexts' tokens the first request leaves room to copy. The metric asks
+for the sentences the question needs, not the contexts: a reply copying more than a quarter of
+them is asked again with room for all (`max_output_tokens`), which costs one more request for
+those rows instead of reserving the whole contexts for every row."""
+
+
+def _extract_budget(data: Mapping[str, Any]) -> int:
+    contexts = sum(estimate_tokens(str(context)) for context in data[CONTEXTS])
+    return EXTRACT_JSON_TOKENS + math.ceil(EXTRACT_BUDGET_SHARE * contexts)
 
 
 class ExtractedSentences(OutputModel):
@@ -84,6 +99,7 @@ EXTRACT_PROMPT = Prompt(
         ),
     ),
     max_output_tokens=2048,
+    output_budget=_extract_budget,
 )
 
 

@@ -34,7 +34,7 @@ from ragas_ops.metrics.base import (
 )
 from ragas_ops.metrics.registry import register_metric, register_prompts
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
-from ragas_ops.text import split_sentences
+from ragas_ops.text import estimate_tokens, split_sentences
 
 VERDICT_EXPLANATION_TOKENS = 14
 """Tokens of one verdict's explanation, for the cost estimate: measured (13.6 a verdict, no
@@ -73,6 +73,25 @@ _DEMO_STATEMENTS = [
     "The Millau Viaduct is taller than the Eiffel Tower.",
 ]
 
+STATEMENT_JSON_TOKENS = 64
+"""The reply's JSON around the statements, with room to spare."""
+TOKENS_PER_VERDICT = 64
+"""A verdict's brief explanation (14 tokens on average, see VERDICT_EXPLANATION_TOKENS; a
+real LLM writes up to two or three times that), its `yes`/`no` and its JSON."""
+
+
+def _statements_budget(data: Mapping[str, Any]) -> int:
+    """Statements restate the answer's sentences, pronouns replaced by what they refer to: about
+    the answer's length; twice it leaves room for a sentence split into several statements."""
+    return STATEMENT_JSON_TOKENS + 2 * estimate_tokens(str(data[ANSWER]))
+
+
+def _verdicts_budget(data: Mapping[str, Any]) -> int:
+    """A verdict per statement; the statements are not copied back (see `Verdict`), so the
+    reply does not grow with the contexts."""
+    return STATEMENT_JSON_TOKENS + TOKENS_PER_VERDICT * len(data["statements"])
+
+
 STATEMENTS_PROMPT = Prompt(
     name="faithfulness.statements",
     version=2,
@@ -93,6 +112,7 @@ STATEMENTS_PROMPT = Prompt(
             Statements(statements=_DEMO_STATEMENTS),
         ),
     ),
+    output_budget=_statements_budget,
 )
 
 
@@ -154,6 +174,7 @@ VERDICTS_PROMPT = Prompt(
     ),
     check=_one_verdict_per_statement,
     max_output_tokens=2048,
+    output_budget=_verdicts_budget,
 )
 
 

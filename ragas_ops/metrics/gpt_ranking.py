@@ -13,7 +13,7 @@ from typing import Literal
 
 from ragas_ops.contract.inputs import CONTEXTS, QUESTION
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.metrics.gpt_score import DEFINITIONS
+from ragas_ops.metrics.gpt_score import DEFINITIONS, brief_reply_budget
 from ragas_ops.metrics.registry import register_prompts
 from ragas_ops.prompts import OutputModel, Prompt
 
@@ -35,6 +35,7 @@ def _ranking_prompt(dimension: str) -> Prompt[Preference]:
             "the better candidate, 1 or 2."
         ),
         output_model=Preference,
+        output_budget=brief_reply_budget,
     )
 
 

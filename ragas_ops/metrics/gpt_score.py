@@ -4,6 +4,7 @@ for a score from 0 to 10. Reported here as score / 10, so that it reads like the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import field_validator
@@ -46,6 +47,15 @@ _SUBJECT = {
 }
 
 
+BRIEF_REPLY_TOKENS = 256
+"""A brief explanation and a number, with room to spare: the reply does not grow with the input."""
+
+
+def brief_reply_budget(data: Mapping[str, Any]) -> int:
+    """`max_tokens` of a baseline's reply (GPT Score's and GPT Ranking's)."""
+    return BRIEF_REPLY_TOKENS
+
+
 class Rating(OutputModel):
     explanation: str
     score: int
@@ -70,6 +80,7 @@ def _score_prompt(dimension: str) -> Prompt[Rating]:
             "first, then give the score as a whole number."
         ),
         output_model=Rating,
+        output_budget=brief_reply_budget,
     )
 
 

@@ -3,8 +3,9 @@
 Two token buckets refill continuously at limit/60 per second. A request waits until both hold
 enough (one request; its estimated tokens), in arrival order. The estimate is corrected with
 the usage the API returns (`settle`), so the budget is used fully but not exceeded; a 429's
-Retry-After pauses every request (`pause_for`); the provider's `x-ratelimit-remaining-*`
-headers can only lower what the buckets believe is left (`observe_remaining`).
+Retry-After of a 429 the judge caused pauses every request (`pause_for`); the provider's
+`x-ratelimit-remaining-*` headers, carried forward from when the request was sent, can only
+lower what the buckets believe is left (`observe_remaining`).
 
 The buckets hold at most `burst_seconds` of budget, so a run paces itself from the first
 second instead of spending a minute's budget in a burst the provider would refuse.
@@ -107,6 +108,8 @@ class RateLimiter:
         self.waited_seconds = 0.0
         """Time spent sleeping for the budget or a Retry-After, summed over requests."""
         self._account: AccountBudget | None = None
+        self.admitted = Admitted()
+        """What this limiter let go so far (see `observe_remaining`)."""
 
     async def acquire(self, tokens: int) -> None:
         """Wait until one request with `tokens` estimated tokens fits the budget, and take it."""
@@ -127,6 +130,9 @@ class RateLimiter:
                 self.requests.level -= 1
             if self.tokens is not None:
                 self.tokens.level -= tokens
+            self.admitted = Admitted(
+                self.admitted.requests + 1, self.admitted.tokens + tokens, self._clock()
+            )
             if self._account is not None:  # in the lock: the process's requests keep their order
                 started = self._clock()
                 await self._account.take(1.0, float(tokens))
@@ -175,6 +181,13 @@ class RateLimiter:
         self.pace = max(MINIMUM_PACE, self.pace * DECREASE_FACTOR)
         self._apply_pace(now)
 
+    def restore_pace(self, pace: float) -> None:
+        """Go back to `pace` (a slow-down that turned out not to make 429s rarer)."""
+        now = self._clock()
+        self._recover(now)
+        self.pace = max(self.pace, min(1.0, pace))
+        self._apply_pace(now)
+
     def _recover(self, now: float) -> None:
         """Additive increase: the pace climbs back while no 429 comes."""
         elapsed = now - self._paced_at
@@ -194,13 +207,36 @@ class RateLimiter:
             None if self.tokens is None else self.tokens.rate * 60.0,
         )
 
-    def observe_remaining(self, requests: int | None, tokens: int | None) -> None:
-        """Believe the provider when it says less budget is left than the buckets think."""
+    def observe_remaining(
+        self, requests: int | None, tokens: int | None, since: Admitted | None = None
+    ) -> None:
+        """Believe the provider when it says less budget is left than the buckets think.
+
+        `since` is what the limiter had admitted when the answered request was let go: the
+        provider counted its `remaining` then, so what refilled and what this limiter let go
+        since are carried forward before comparing."""
         now = self._clock()
-        for bucket, remaining in ((self.requests, requests), (self.tokens, tokens)):
-            if bucket is not None and remaining is not None:
-                bucket.refill(now)
-                bucket.level = min(bucket.level, float(remaining))
+        for bucket, remaining, kind in (
+            (self.requests, requests, "requests"),
+            (self.tokens, tokens, "tokens"),
+        ):
+            if bucket is None or remaining is None:
+                continue
+            bucket.refill(now)
+            believed = float(remaining)
+            if since is not None:
+                admitted_since = getattr(self.admitted, kind) - getattr(since, kind)
+                believed += bucket.rate * max(0.0, now - since.at) - admitted_since
+            bucket.level = min(bucket.level, believed)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """Requests and tokens a limiter let go in all, and when it last did."""
+
+    requests: int = 0
+    tokens: int = 0
+    at: float = 0.0
 
 
 def _checked(per_minute: float | None) -> float | None:

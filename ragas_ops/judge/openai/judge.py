@@ -53,8 +53,10 @@ from ragas_ops.judge.base import (
 from ragas_ops.judge.cache import JudgeCache, ResponseCache, cache_key
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
 from ragas_ops.judge.limits.budget import Budget, Spend
+from ragas_ops.judge.limits.congestion import CongestionControl
 from ragas_ops.judge.limits.priority import Decision, RowAdmission, priority_of
-from ragas_ops.judge.limits.rate_limit import PrioritySlots, RateLimiter
+from ragas_ops.judge.limits.provider import cause_of_429, rate_limit_headers
+from ragas_ops.judge.limits.rate_limit import Admitted, PrioritySlots, RateLimiter
 from ragas_ops.judge.limits.shared_budget import shared_budget_for, static_rates
 from ragas_ops.judge.openai.replies import (
     BadReplyError,
@@ -175,9 +177,12 @@ an answer): it needs at most about as many tokens as the input, twice that is a 
 
 
 def output_tokens_for(prompt: Prompt[Any], data: Mapping[str, Any]) -> int:
-    """`max_tokens` for one request: what the prompt's output can need for this input (its
-    data's tokens, see `OUTPUT_TOKENS_PER_INPUT_TOKEN`), at most the prompt's own maximum.
+    """`max_tokens` for one request: what the prompt's output can need for this input (the
+    prompt's own `output_budget`, else its data's tokens, see `OUTPUT_TOKENS_PER_INPUT_TOKEN`),
+    at most the prompt's own maximum.
     Providers reserve `max_tokens` at admission: a blanket maximum wastes the TPM budget."""
+    if prompt.output_budget is not None:
+        return max(1, min(prompt.max_output_tokens, prompt.output_budget(data)))
     input_tokens = estimate_tokens(encode_data(data))
     needed = MIN_OUTPUT_TOKENS + OUTPUT_TOKENS_PER_INPUT_TOKEN * input_tokens
     return min(prompt.max_output_tokens, needed)
@@ -224,8 +229,11 @@ def chat_cache_key(
 ) -> str:
     """The key of a chat request in the response cache; batch requests use it as custom_id.
     The endpoint is part of it: another server's answers are never reused."""
+    # Not `max_tokens`: room to answer is not part of the question (a reply cut short is
+    # asked again with more, under the same key), so a change of budget reuses the answers.
+    keyed = {name: value for name, value in params.items() if name != "max_tokens"}
     return cache_key(
-        kind="chat", endpoint=endpoint, prompt=prompt.id, params=params, messages=messages
+        kind="chat", endpoint=endpoint, prompt=prompt.id, params=keyed, messages=messages
     )
 
 
@@ -308,7 +316,7 @@ class _Attempt:
     capacity: bool = False
     """A flex capacity 429: the tier had no room, the account's rate is not in question."""
     retry_after: float | None = None
-    """The Retry-After of a capacity 429, if it had one."""
+    """The Retry-After of a capacity 429, if it had one; of a 429 this request alone waits."""
 
 
 class OpenAIJudge:
@@ -336,6 +344,8 @@ class OpenAIJudge:
         self._limiter = RateLimiter(static.rpm, static.tpm)
         self.shared_budget = shared_budget_for(settings, self.endpoint, self._limiter)
         """This process's share of the account, kept up to date with the others (or None)."""
+        self._congestion = CongestionControl()
+        """Which 429s slow the judge down (see `limits.congestion`)."""
         self._slots = PrioritySlots(settings.max_concurrency)
         self._in_flight: dict[str, asyncio.Future[list[str]]] = {}
         self._rng = rng or random.Random()
@@ -555,6 +565,13 @@ class OpenAIJudge:
             row=call.row,
         )
         reply: ChatReply = await self._send(request, call.spent)
+        cut = any(choice.finish_reason == "length" for choice in reply.choices)
+        if cut and int(params["max_tokens"]) < prompt.max_output_tokens:
+            # Cut at the room it was given: asked again with all the prompt allows. A reply
+            # cut even then does not parse, and goes the way of every unusable reply.
+            self.events["length_retry"] += 1
+            roomier = {**params, "max_tokens": prompt.max_output_tokens}
+            return await self._chat(prompt, messages, roomier, call=call)
         texts = []
         for choice in reply.choices:
             if choice.finish_reason == "content_filter":
@@ -710,6 +727,8 @@ class OpenAIJudge:
                 rate_limited += 1
                 if rate_limited < RATE_LIMITED_ATTEMPTS_PER_ATTEMPT * self.settings.max_attempts:
                     attempt -= 1
+                if outcome.retry_after is not None:
+                    await asyncio.sleep(outcome.retry_after)  # outside its slot
                 continue
             if not outcome.problem:
                 return outcome.reply
@@ -755,6 +774,7 @@ class OpenAIJudge:
             if self.shared_budget is not None:
                 await self.shared_budget.start()  # the first request joins the others
             await self._limiter.acquire(request.tokens)
+            admitted = self._limiter.admitted
             if self._fatal is not None:  # another request found the judge unusable
                 raise self._fatal
         except BaseException:
@@ -775,7 +795,10 @@ class OpenAIJudge:
             raise
         self._charge(spent, sent)
         self._settle_answer(request, reply, reserved, spent)
-        self._observe_headers(raw.headers)
+        self._observe_headers(raw.headers, admitted)
+        restore = self._congestion.answered()
+        if restore is not None:
+            self._limiter.restore_pace(restore)
         return _Attempt(reply=reply)
 
     def _failed_attempt(self, error: Exception, request: _Request, attempt: int) -> _Attempt:
@@ -796,15 +819,7 @@ class OpenAIJudge:
                 retry_after=retry_after(error.response.headers),
             )
         if isinstance(error, openai.RateLimitError):
-            self._limiter.refund(request.tokens)
-            self._answered_by_api()
-            self._stop_if_fatal(self._raise_if_quota_exhausted, error)
-            self.events["retry_429"] += 1
-            wait = self._retry_after(error.response.headers, attempt)
-            self._limiter.pause_for(wait)
-            self._limiter.slow_down()  # AIMD: sustained 429s lower the pace
-            log.debug("%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt)
-            return _Attempt(problem="rate limited (429)", rate_limited=True)
+            return self._rate_limited(error, request, attempt)
         if isinstance(error, openai.APIStatusError):
             self._stop_if_fatal(self._classify_status_error, error, what)
             self.events[f"retry_{error.status_code}"] += 1
@@ -819,6 +834,33 @@ class OpenAIJudge:
             return _Attempt(problem=f"not an API reply ({self._safe(str(error))})")
         self.events["retry_connection"] += 1  # refused, reset, DNS, TLS
         return _Attempt(problem=f"connection failed ({self._safe(_connection_problem(error))})")
+
+    def _rate_limited(
+        self, error: openai.RateLimitError, request: _Request, attempt: int
+    ) -> _Attempt:
+        """A 429: retried; it slows every request down only when this judge's pace caused it."""
+        what = request.what
+        self._limiter.refund(request.tokens)
+        self._answered_by_api()
+        self._stop_if_fatal(self._raise_if_quota_exhausted, error)
+        self.events["retry_429"] += 1
+        wait = self._retry_after(error.response.headers, attempt)
+        headers = rate_limit_headers(error.response.headers)
+        reaction, restore = self._congestion.refused(
+            cause_of_429(headers, request.tokens), self._limiter.pace
+        )
+        if restore is not None:
+            self._limiter.restore_pace(restore)
+        if reaction == "keep_pace":
+            # Not this judge's pace (the headers show budget left, or 429s come at the same
+            # share whatever the pace): only this request waits, the others go on.
+            self.events["retry_429_not_ours"] += 1
+            log.debug("%s: 429 not caused by our pace, retried in %.2f s", what, wait)
+            return _Attempt(problem="rate limited (429)", rate_limited=True, retry_after=wait)
+        self._limiter.pause_for(wait)
+        self._limiter.slow_down()  # AIMD: sustained 429s lower the pace
+        log.debug("%s: 429, every request waits %.2f s (attempt %d)", what, wait, attempt)
+        return _Attempt(problem="rate limited (429)", rate_limited=True)
 
     async def _start_row(self, request: _Request) -> None:
         """Under a budget, let the request's row start only when the budget can pay for it
@@ -1000,11 +1042,9 @@ class OpenAIJudge:
         delay = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
         return float(delay / 2 + self._rng.uniform(0, delay / 2))
 
-    def _observe_headers(self, headers: Mapping[str, str]) -> None:
-        self._limiter.observe_remaining(
-            _int_header(headers, "x-ratelimit-remaining-requests"),
-            _int_header(headers, "x-ratelimit-remaining-tokens"),
-        )
+    def _observe_headers(self, headers: Mapping[str, str], since: Admitted) -> None:
+        said = rate_limit_headers(headers)
+        self._limiter.observe_remaining(said.remaining_requests, said.remaining_tokens, since)
 
     def _safe(self, text: str) -> str:
         return redact(text, self._api_key)
@@ -1017,14 +1057,6 @@ def _error_message(error: openai.APIStatusError) -> str:
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
     return error.message
-
-
-def _int_header(headers: Mapping[str, str], name: str) -> int | None:
-    value = headers.get(name)
-    try:
-        return None if value is None else int(float(value))
-    except ValueError:
-        return None
 
 
 def _ordinal(request: _Request) -> int | None:

@@ -5,13 +5,13 @@ max_tokens follows what the output needs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ragas_ops.judge.openai.judge import (
-    MIN_OUTPUT_TOKENS,
     OpenAIJudge,
     admission_tokens,
     chat_messages,
@@ -33,7 +33,7 @@ def test_max_tokens_scales_with_the_input_and_stays_under_the_prompts_maximum() 
         output_tokens_for(STATEMENTS_PROMPT, SHORT),
         output_tokens_for(STATEMENTS_PROMPT, LONG),
     )
-    assert MIN_OUTPUT_TOKENS < short < long <= STATEMENTS_PROMPT.max_output_tokens
+    assert 0 < short < long <= STATEMENTS_PROMPT.max_output_tokens
     assert short < STATEMENTS_PROMPT.max_output_tokens / 4
     huge = {**LONG, "answer": LONG["answer"] * 10}
     assert output_tokens_for(STATEMENTS_PROMPT, huge) == STATEMENTS_PROMPT.max_output_tokens
@@ -68,3 +68,25 @@ def test_the_client_counts_a_request_as_the_server_does(
     # The client's count, without its safety margin, is the server's within a few tokens.
     assert admission_tokens(messages, params) == pytest.approx(counted, abs=8)
     assert admission_tokens(messages, params, 0.05) >= counted
+
+
+def test_a_reply_cut_at_its_budget_is_asked_again_with_room_and_never_scored_as_cut(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    server = start_judge_server()
+    settings = settings_for(server, tmp_path)
+    judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    tight = dataclasses.replace(STATEMENTS_PROMPT, output_budget=lambda data: 3)
+
+    async def ask() -> list[str]:
+        try:
+            completion = await judge.complete(tight, LONG)
+            return completion.outputs[0].statements
+        finally:
+            await judge.aclose()
+
+    statements = asyncio.run(ask())
+    assert statements  # parsed from the second, uncut reply
+    assert judge.events["length_retry"] == 1
+    assert judge.events["repair"] == 0
+    assert server.stats()["requests"] == 2

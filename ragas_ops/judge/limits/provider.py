@@ -1,0 +1,83 @@
+"""What the provider's rate-limit headers say, and what a 429 says of who spent the budget.
+
+OpenAI, Azure OpenAI and most gateways send `x-ratelimit-remaining-requests/-tokens` and
+`x-ratelimit-reset-requests/-tokens` (durations such as `1s`, `6m0s`, `20ms`) on their answers,
+429s included. The judge reads them on every answer to correct what its buckets believe is
+left (`RateLimiter.observe_remaining`), and on a 429 to tell a spent budget of its own from
+another limit's refusal (`cause_of_429`, used by `congestion.CongestionControl`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class RateLimitHeaders:
+    """The `x-ratelimit-*` headers of one answer; None for what it did not say."""
+
+    remaining_requests: int | None = None
+    remaining_tokens: int | None = None
+    reset_requests_seconds: float | None = None
+    reset_tokens_seconds: float | None = None
+
+    @property
+    def said_anything(self) -> bool:
+        return self.remaining_requests is not None or self.remaining_tokens is not None
+
+
+def rate_limit_headers(headers: Mapping[str, str]) -> RateLimitHeaders:
+    """Read OpenAI's rate-limit headers (Azure and most gateways send the same names)."""
+    return RateLimitHeaders(
+        remaining_requests=_int(headers.get("x-ratelimit-remaining-requests")),
+        remaining_tokens=_int(headers.get("x-ratelimit-remaining-tokens")),
+        reset_requests_seconds=duration_seconds(headers.get("x-ratelimit-reset-requests")),
+        reset_tokens_seconds=duration_seconds(headers.get("x-ratelimit-reset-tokens")),
+    )
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def duration_seconds(text: str | None) -> float | None:
+    """OpenAI's reset durations (`1s`, `6m0s`, `20ms`, `1h2m3.5s`) or plain seconds, in
+    seconds; None for anything else."""
+    if text is None:
+        return None
+    text = text.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return sum(float(number) * scale[unit] for number, unit in parts)
+
+
+RateLimitCause = Literal["ours", "not_ours", "unknown"]
+
+
+def cause_of_429(headers: RateLimitHeaders, tokens: int) -> RateLimitCause:
+    """Whether a 429 says the limit the judge paces to is spent: `ours` when the headers show
+    no request or fewer tokens left than this request needed, `not_ours` when they show room
+    for it (another limit refused it: an organisation's shared quota, a gateway's own), and
+    `unknown` when the 429 came without them."""
+    if not headers.said_anything:
+        return "unknown"
+    if headers.remaining_requests is not None and headers.remaining_requests < 1:
+        return "ours"
+    if headers.remaining_tokens is not None and headers.remaining_tokens < tokens:
+        return "ours"
+    return "not_ours"
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return None if value is None else int(float(value))
+    except ValueError:
+        return None
