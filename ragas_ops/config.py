@@ -10,6 +10,7 @@ The API key is never a setting: the judge reads it from the environment variable
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -243,9 +244,18 @@ class JudgeSettings:
     """The environment variable holding the Redis password, if the server wants one."""
 
 
+def check_metric_names(names: tuple[str, ...], source: str = "metrics.names") -> None:
+    """Refuse an empty list: a run that computes no metric would write a table of no scores
+    and exit as if it had scored."""
+    if not names:
+        raise ConfigError(
+            f"{source}: names is empty: name at least one metric, e.g. {','.join(DEFAULT_METRICS)}"
+        )
+
+
 @dataclass
 class MetricSettings:
-    names: tuple[str, ...] = DEFAULT_METRICS
+    names: tuple[str, ...] = field(default=DEFAULT_METRICS, metadata={"check": check_metric_names})
     answer_relevance_questions: int = at_least_one(3)
     question_strategy: QuestionStrategy = "list"
 
@@ -376,10 +386,20 @@ def load_settings(
     """Defaults, then the config file, then `RAGAS_OPS_*` environment variables."""
     settings = Settings()
     if config_file is not None:
-        with config_file.open("rb") as handle:
-            apply_mapping(settings, tomllib.load(handle), source=str(config_file))
+        apply_mapping(settings, _read_config_file(config_file), source=str(config_file))
     apply_environment(settings, os.environ if environ is None else environ)
     return settings
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    """The TOML file's tables, or a ConfigError naming the file and what is wrong with it."""
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"the config file {path} cannot be read: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"the config file {path} is not valid TOML: {error}") from None
 
 
 def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) -> None:
@@ -509,9 +529,15 @@ def _number_or_text(kind: Any, value: Any, source: str) -> Any:
     )
     if not refused:
         try:
-            return kind(value)
+            converted = kind(value)
         except (TypeError, ValueError):
             pass
+        else:
+            if kind is float and not math.isfinite(converted):
+                # NaN passes every range check (all comparisons are false) and inf means
+                # nothing as a timeout, a price or a share; "none" is how to say "no limit".
+                raise ConfigError(f"{source}: {value!r} is not a finite number")
+            return converted
     raise ConfigError(f"{source}: {value!r} is not a valid {kind.__name__}")
 
 

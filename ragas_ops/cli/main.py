@@ -20,8 +20,9 @@ from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
 from ragas_ops.storage import StorageError
 
 EXIT_OK, EXIT_USAGE, EXIT_JUDGE, EXIT_UNREACHABLE = 0, 2, 3, 4
-"""Exit codes: done; bad input or configuration; the judge refused (credentials, model,
-quota); the judge endpoint never answered (nothing was written)."""
+"""Exit codes: done; bad input, configuration or location; the judge refused (credentials,
+model, quota); the judge endpoint or a storage location never answered (nothing was
+written)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,15 +42,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ContractError, StorageError, ValueError) as error:
         print(f"ragas-ops: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except JudgeUnreachableError as error:
-        print(f"ragas-ops: the judge is unreachable, stopping: {error}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    except JudgeFatalError as error:
-        print(f"ragas-ops: the judge cannot be used, stopping: {error}", file=sys.stderr)
-        return EXIT_JUDGE
+    except (JudgeFatalError, OSError) as error:
+        return _stopped(error)
     except KeyboardInterrupt:
         print("ragas-ops: interrupted; no output was written", file=sys.stderr)
         return 130
+
+
+def _stopped(error: JudgeFatalError | OSError) -> int:
+    """The message and exit code of a run the judge or a location stopped. For a location
+    (`StorageError`s, the locations that are wrong, are caught before): the operating system
+    refusing a local path (it has an errno: no such folder, permission, disk full) is a bad
+    location; a store that failed (S3 unreachable, refusing, timing out: pyarrow's errors
+    carry no errno) may answer later."""
+    if isinstance(error, JudgeUnreachableError):
+        message, code = f"the judge is unreachable, stopping: {error}", EXIT_UNREACHABLE
+    elif isinstance(error, JudgeFatalError):
+        message, code = f"the judge cannot be used, stopping: {error}", EXIT_JUDGE
+    else:
+        message = f"error: storage failed, nothing was written: {error}"
+        code = EXIT_USAGE if error.errno is not None else EXIT_UNREACHABLE
+    print(f"ragas-ops: {message}", file=sys.stderr)
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:
