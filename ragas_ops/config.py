@@ -64,9 +64,9 @@ def fraction(default: Any) -> Any:
 
 
 def check_base_url(url: str, source: str = "judge.base_url") -> None:
-    """Refuse a base URL that is not http(s)://host[:port][/path], or that holds credentials
-    (they would travel as Basic auth and come back in error messages). The message never
-    repeats the credentials."""
+    """Refuse a base URL that is not http(s)://host[:port][/path] (a query string or fragment
+    included), or that holds credentials (they would travel as Basic auth and come back in
+    error messages). The message never repeats the credentials."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise ConfigError(f"{source}: the judge's base URL must start with http:// or https://")
@@ -79,6 +79,14 @@ def check_base_url(url: str, source: str = "judge.base_url") -> None:
         )
     if not parts.hostname:
         raise ConfigError(f"{source}: the base URL has no host (expected http(s)://host/v1)")
+    if "?" in url or "#" in url:
+        # A query string would be sent in every request line (and logged by every proxy on
+        # the way): `?api_key=KEY` is how some gateways take a key.
+        raise ConfigError(
+            f"{source}: the base URL {where}/... has a query string or fragment: only "
+            "http(s)://host[:port][/path] is taken; a key goes in the environment variable "
+            "that judge.api_key_env names"
+        )
     try:
         parts.port  # noqa: B018 (urllib checks the port when it is read)
     except ValueError:

@@ -27,6 +27,20 @@ _ENCODED_RUN = re.compile(rf"[A-Za-z0-9+/_\-]{{{_ENCODED_PIECE_CHARS},}}=*")
 _PLAIN_PIECE_CHARS = 8
 _PLAIN_RUN = re.compile(rf"[A-Za-z0-9_\-]{{{_PLAIN_PIECE_CHARS},}}")
 
+MIN_SECRET_CHARS = 8
+"""A credential shorter than this is no secret (it is guessed in seconds) and is not searched
+for: self-hosted endpoints take any key, and a key such as `x` would turn every "x" of every
+reply into REDACTED ("e[redacted]planation") and fail the rows."""
+PLACEHOLDER_KEYS = frozenset(
+    {"sk-no-key-required", "not-needed", "lm-studio", "no-api-key", "changeme", "password"}
+)
+"""Keys of 8 characters or more that endpoints' own documentation tells users to give (llama.cpp,
+LM Studio) or that say they are none: not searched for either (compared in any case)."""
+
+# A JSON escape: a backslash and `uXXXX`, or a backslash and one character (an escaped
+# backslash is taken as a pair, so that the `u0041` after it is text, not an escape).
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
 
 class Secret:
     """A string that does not show itself: repr, str and f-strings print a placeholder."""
@@ -84,16 +98,43 @@ def redact(text: str, *secrets: Secret | str | None) -> str:
     return _KEY_LIKE.sub(REDACTED, text)
 
 
+def is_secret(value: str) -> bool:
+    """Whether `value` is worth searching for: long enough to be secret (`MIN_SECRET_CHARS`)
+    and not a known placeholder (`PLACEHOLDER_KEYS`)."""
+    return len(value) >= MIN_SECRET_CHARS and value.casefold() not in PLACEHOLDER_KEYS
+
+
 def without_secret(text: str, secret: Secret | str | None) -> str:
     """`text` with `secret` replaced as `redact` replaces it, and nothing else: for a text
-    that is not an error message (a judge's reply, which may well say "Bearer" or "sk-")."""
+    that is not an error message (a judge's reply, which may well say "Bearer" or "sk-").
+    A JSON text is searched as it decodes: the key written as `\\uXXXX` escapes is found
+    too. A value that `is_secret` says is none is not searched for."""
     value = secret.reveal() if isinstance(secret, Secret) else secret
-    if not value:
+    if not value or not is_secret(value):
         return text
+    text = unescape_json_text(text)
     for form in secret_forms(value):
         text = text.replace(form, REDACTED)
     text = _hide_encoded_pieces(text, _encoded_forms(value))
     return _hide_plain_pieces(text, value)
+
+
+def unescape_json_text(text: str) -> str:
+    """`text` with the JSON escapes that JSON does not need decoded (`\\u006b` is `k`, `\\/`
+    is `/`): a JSON document keeps its meaning and a key spelled in escapes shows as itself.
+    The escapes JSON needs stay: a quote, a backslash, control characters, and surrogates."""
+    if "\\" not in text:
+        return text
+
+    def decode(escape: re.Match[str]) -> str:
+        hexed = escape.group(1)
+        if hexed is None:
+            return "/" if escape.group() == "\\/" else escape.group()
+        character = chr(int(hexed, 16))
+        needed = character in '"\\' or ord(character) < 0x20 or 0xD800 <= ord(character) < 0xE000
+        return escape.group() if needed else character
+
+    return _JSON_ESCAPE.sub(decode, text)
 
 
 def _hide_encoded_pieces(text: str, forms: set[str]) -> str:

@@ -163,3 +163,58 @@ def test_without_secret_hides_the_key_and_leaves_key_shaped_words_of_a_reply():
         f"Basic plans use a Bearer token such as sk-demo; the key is {REDACTED}."
     )
     assert without_secret(reply, None) == reply
+
+
+def test_a_key_written_as_json_escapes_is_hidden_and_the_reply_still_parses():
+    import json
+
+    from ragas_ops.secrets import without_secret
+
+    key = "sk-" + "canary-7Qx9ZtP3wLm2"
+    # some characters escaped, in either case of hex, as an echoing gateway writes them
+    spelled = "".join(
+        f"\\u{ord(c):04X}" if i % 2 else f"\\u{ord(c):04x}" for i, c in enumerate(key[:10])
+    )
+    reply = json.dumps({"statements": ["The key is KEY.", 'A "quoted" \\u0041 word.']})
+    reply = reply.replace("KEY", spelled + key[10:])
+    cleaned = without_secret(reply, Secret(key))
+    assert json.loads(cleaned) == {
+        "statements": [f"The key is {REDACTED}.", 'A "quoted" \\u0041 word.']
+    }
+
+
+def test_decoding_needless_json_escapes_keeps_every_document_meaning_the_same():
+    import json
+    import random
+
+    from ragas_ops.secrets import unescape_json_text
+
+    generator = random.Random(30)
+    alphabet = ['"', "\\", "/", "\n", "\t", "\x00", "\x1f", "a", "Z", "0", "u", "é", "€", "😀"]
+    for _ in range(500):
+        value = {
+            "".join(generator.choices(alphabet, k=3)): [
+                "".join(generator.choices(alphabet, k=generator.randint(0, 12))) for _ in range(3)
+            ]
+        }
+        for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
+            assert json.loads(unescape_json_text(text)) == value, text
+
+
+@pytest.mark.parametrize("dummy", ["x", "EMPTY", "none", "sk-1234", "NOT-NEEDED", "lm-studio"])
+def test_a_short_or_placeholder_key_is_no_secret_and_never_changes_a_text(dummy):
+    from ragas_ops.secrets import is_secret, without_secret
+
+    assert not is_secret(dummy)
+    reply = f'{{"explanation": "none of it is EMPTY; the key {dummy} (sk-1234) is not-needed"}}'
+    assert without_secret(reply, Secret(dummy)) == reply
+    # an error message still loses what is shaped like a key
+    assert redact(f"bad key sk-1234 for {dummy}", Secret(dummy)).startswith(f"bad key {REDACTED}")
+
+
+def test_a_key_of_eight_characters_is_a_secret():
+    from ragas_ops.secrets import MIN_SECRET_CHARS, is_secret
+
+    assert MIN_SECRET_CHARS == 8
+    assert is_secret("k3y-8chr")
+    assert redact("the key k3y-8chr leaked", Secret("k3y-8chr")) == f"the key {REDACTED} leaked"

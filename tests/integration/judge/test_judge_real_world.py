@@ -136,12 +136,65 @@ def test_a_base_url_with_credentials_is_refused_without_showing_them(tmp_path: P
     assert "Traceback" not in finished.stderr
 
 
+def test_a_base_url_with_a_key_in_its_query_string_is_refused_before_any_request(
+    judge_server: JudgeServer, tmp_path: Path
+) -> None:
+    write_sample(tmp_path / "logs.parquet", rows=5)
+    secret = "sk-" + "inquery-0123456789abcdefghij"
+
+    finished = score(
+        f"{judge_server.base_url}?api_key={secret}",
+        tmp_path / "logs.parquet",
+        tmp_path / "out.parquet",
+        tmp_path / "c",
+    )
+
+    assert finished.returncode == EXIT_USAGE
+    assert "query string or fragment" in finished.stderr
+    assert "Traceback" not in finished.stderr
+    assert secret[-8:] not in finished.stderr + finished.stdout
+    assert judge_server.stats()["requests"] == 0  # the key never reached a request line
+
+
+@pytest.mark.parametrize("dummy", ["x", "EMPTY", "none", "sk-no-key-required"])
+def test_a_dummy_key_of_a_self_hosted_endpoint_never_changes_a_reply(
+    judge_server: JudgeServer, tmp_path: Path, dummy: str
+) -> None:
+    """Self-hosted endpoints take any key; what users give them is no secret, and searching
+    the replies for it would rewrite their words ("e[redacted]planation")."""
+    logs = sample_interactions(12, seed=2)
+    # Answers that use the dummies as words, as the judge's statements will.
+    said = " The limit was none, not EMPTY, and the key was sk-no-key-required."
+    answers = [answer + said if answer else answer for answer in logs["answer"].to_pylist()]
+    logs = logs.set_column(logs.schema.get_field_index("answer"), "answer", pa.array(answers))
+    pq.write_table(logs, tmp_path / "logs.parquet")
+    runs: dict[str, pa.Table] = {}
+    for key in (TEST_KEY, dummy):
+        target = tmp_path / f"{len(runs)}.parquet"
+        finished = score(
+            judge_server.base_url, tmp_path / "logs.parquet", target,
+            tmp_path / f"cache-{len(runs)}.sqlite", key=key,
+        )  # fmt: skip
+        assert finished.returncode == EXIT_OK, finished.stderr
+        runs[key] = pq.read_table(target)
+
+    with_key, with_dummy = runs[TEST_KEY], runs[dummy]
+    assert "[redacted]" not in str(with_dummy.to_pylist())
+    assert said.strip() in str(with_dummy.column("faithfulness_evidence").to_pylist())
+    for metric in METRICS:
+        assert statuses(with_dummy, metric).count(Status.OK) > 0
+        for part in ("score", "status", "reason", "evidence"):
+            column = f"{metric}_{part}"
+            assert with_dummy.column(column) == with_key.column(column), column
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [
         ("http://127.0.0.1:99999/v1", "invalid port '99999'"),
         ("127.0.0.1:8787/v1", "must start with http:// or https://"),
         ("http:///v1", "has no host"),
+        ("http://127.0.0.1:9/v1#top", "query string or fragment"),
     ],
 )
 def test_a_bad_base_url_is_a_configuration_error(tmp_path: Path, url: str, message: str) -> None:
@@ -237,7 +290,7 @@ class _EchoingGateway:
     with a 400 whose message echoes the caller's key the ways gateways were seen to (hex, the
     key without its "sk-", its last 8 characters, upper-cased), or a 401 that does the same."""
 
-    def __init__(self, status: int, quote_in_reply: bool = False) -> None:
+    def __init__(self, status: int, quote_in_reply: bool = False, escaped: bool = False) -> None:
         import http.server
         import json
         import threading
@@ -253,6 +306,8 @@ class _EchoingGateway:
                 body = json.dumps({"error": {"message": message, "type": "invalid_request"}})
                 if quote_in_reply:  # a well-formed reply whose content quotes the key
                     content = json.dumps({"statements": [f"The key is {key}.", message]})
+                    if escaped:  # every character of the key as a JSON \\uXXXX escape
+                        content = content.replace(key, "".join(f"\\u{ord(c):04x}" for c in key))
                     body = json.dumps(
                         {
                             "id": "chatcmpl-echo",
@@ -291,14 +346,16 @@ class _EchoingGateway:
         self._server.server_close()
 
 
-@pytest.mark.parametrize("status", [400, 401, 200])
+@pytest.mark.parametrize(
+    ("status", "escaped"), [(400, False), (401, False), (200, False), (200, True)]
+)
 def test_a_gateway_echoing_the_key_in_other_shapes_leaks_none_of_them(
-    status: int, tmp_path: Path
+    status: int, escaped: bool, tmp_path: Path
 ) -> None:
     """400 and 401: in an error message; 200: in a well-formed reply, which becomes evidence
-    and a cache entry."""
+    and a cache entry, the key written plainly or as JSON escapes (`\\u0073\\u006b...`)."""
     key = "sk-" + "canary-7Qx9ZtP3wLm2AbCd"
-    gateway = _EchoingGateway(status, quote_in_reply=status == 200)
+    gateway = _EchoingGateway(status, quote_in_reply=status == 200, escaped=escaped)
     try:
         write_sample(tmp_path / "logs.parquet", rows=4)
         target = tmp_path / "scored.parquet"
