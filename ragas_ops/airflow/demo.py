@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import date, timedelta
@@ -80,6 +81,13 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
         say(f"{TABLE_FORMAT_ENV}=iceberg: {INSTALL_HINT}")
         return 2
     say(f"warehouse: {table_format} tables ({TABLE_FORMAT_ENV})")
+    warehouse = folder / "lake" / "warehouse"
+    moved = set_aside_other_format(warehouse, table_format)
+    if moved is not None:
+        say(
+            f"warehouse: the {moved[0]} tables of an earlier demo moved to {moved[1]} "
+            f"(one table format per warehouse: their query would read that run's rows)"
+        )
     scored_days = demo_days(days)
     write_sample_lake(folder / "lake" / "raw", scored_days, rows)
     say(f"sample logs: {len(scored_days)} days x {rows} rows in {folder / 'lake' / 'raw'}")
@@ -90,7 +98,6 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
 
     dag = DagBag(str(PROJECT_DAGS)).dags[DAG_ID]
     failed = []
-    warehouse = folder / "lake" / "warehouse"
     for day in scored_days:
         run = dag.test(run_conf={"day": day})
         outcome = str(getattr(run.state, "value", run.state))
@@ -107,6 +114,34 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
 
 
 TABLE_FORMAT_ENV = "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT"
+
+
+def warehouse_formats(warehouse: Path) -> set[str]:
+    """The table formats `warehouse` already holds tables in (an Iceberg catalog, Parquet
+    table folders)."""
+    formats = set()
+    if (warehouse / "_iceberg_catalog.sqlite").exists():
+        formats.add("iceberg")
+    if any((warehouse / table).is_dir() for table in ("scored", "daily_metrics")):
+        formats.add("parquet")
+    return formats
+
+
+def set_aside_other_format(warehouse: Path, table_format: str) -> tuple[str, Path] | None:
+    """Move a warehouse with tables in another format than `table_format` to
+    `<warehouse>-<format>` (replacing an earlier one there), and say which format and where.
+
+    Both formats share the run manifests and reports of `runs/` and `reports/`, and the
+    other format's tables would stay beside the new ones, read by their own queries as if
+    current: the demo keeps one format per warehouse."""
+    other = sorted(warehouse_formats(warehouse) - {table_format})
+    if not other:
+        return None
+    aside = warehouse.with_name(f"{warehouse.name}-{'-'.join(other)}")
+    if aside.exists():
+        shutil.rmtree(aside)  # an earlier demo's set-aside warehouse: the sample is rebuilt
+    warehouse.rename(aside)
+    return "-".join(other), aside
 
 
 def warehouse_lines(warehouse: Path, table_format: str) -> list[str]:

@@ -511,7 +511,7 @@ def _catalog(warehouse_uri: str, catalog_uri: str | None, s3: S3Options | None) 
     key = (warehouse_uri, catalog_uri, _s3_identity(s3))
     if key not in _CATALOGS:
         try:
-            _CATALOGS[key] = IcebergTables(warehouse_uri, catalog_uri or None, s3)
+            _CATALOGS[key] = IcebergTables(warehouse_uri, catalog_uri or None, s3, create=True)
         except ConfigError:
             raise
         except Exception as error:

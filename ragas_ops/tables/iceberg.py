@@ -76,11 +76,12 @@ def default_catalog_uri(warehouse_uri: str) -> str:
     )
 
 
-def _warehouse_location(warehouse_uri: str) -> str:
+def _warehouse_location(warehouse_uri: str, *, create: bool) -> str:
     parsed = urlparse(warehouse_uri)
     if parsed.scheme in ("", "file"):
         folder = Path(parsed.path if parsed.scheme else warehouse_uri).resolve()
-        folder.mkdir(parents=True, exist_ok=True)
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
         return f"file://{folder}"
     return warehouse_uri.rstrip("/")
 
@@ -102,20 +103,38 @@ class IcebergTables:
     """The warehouse's tables in one Iceberg catalog."""
 
     def __init__(
-        self, warehouse_uri: str, catalog_uri: str | None = None, s3: S3Options | None = None
+        self,
+        warehouse_uri: str,
+        catalog_uri: str | None = None,
+        s3: S3Options | None = None,
+        *,
+        create: bool = False,
     ) -> None:
+        """Open the catalog of `warehouse_uri`. A local warehouse's folder and default SQLite
+        catalog are made only for a writer (`create`, as the pipeline opens it): a reader
+        given a wrong path is told so and leaves nothing behind (SQLite would create an empty
+        catalog file wherever it was pointed). A catalog named by `catalog_uri` is a server's
+        database, opened (and its namespace made) as it is."""
         try:
             from pyiceberg.catalog.sql import SqlCatalog
         except ImportError:
             raise ConfigError(INSTALL_HINT) from None
         self.warehouse_uri = warehouse_uri
+        uri = catalog_uri or default_catalog_uri(warehouse_uri)
+        if not create and catalog_uri is None and not Path(uri.removeprefix("sqlite:///")).exists():
+            raise IcebergError(
+                f"no Iceberg warehouse at {warehouse_uri}: its catalog "
+                f"{uri.removeprefix('sqlite:///')} does not exist (the pipeline creates it on "
+                "its first publish with warehouse.table_format = iceberg)"
+            )
         self.catalog = SqlCatalog(
             NAMESPACE,
-            uri=catalog_uri or default_catalog_uri(warehouse_uri),
-            warehouse=_warehouse_location(warehouse_uri),
+            uri=uri,
+            warehouse=_warehouse_location(warehouse_uri, create=create),
             **_s3_properties(s3),
         )
-        self.catalog.create_namespace_if_not_exists(NAMESPACE)
+        if create or catalog_uri is not None:
+            self.catalog.create_namespace_if_not_exists(NAMESPACE)
 
     # --- writing ---------------------------------------------------------------------------
 

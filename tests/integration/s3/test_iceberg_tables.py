@@ -41,7 +41,7 @@ def rows(run: str, count: int, *, extra: bool = False) -> pa.Table:
 def test_a_republished_day_is_replaced_whole_and_its_previous_version_is_kept(
     tmp_path: Path,
 ) -> None:
-    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables = IcebergTables(str(tmp_path / "warehouse"), create=True)
     tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
     tables.publish_day("scored", "2026-11-02", rows("other", 4), run_id="other")
 
@@ -66,7 +66,7 @@ def test_a_republished_day_is_replaced_whole_and_its_previous_version_is_kept(
 
 
 def test_a_new_metric_adds_columns_and_old_days_stay_readable(tmp_path: Path) -> None:
-    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables = IcebergTables(str(tmp_path / "warehouse"), create=True)
     tables.publish_day("scored", "2026-11-01", rows("old", 2), run_id="old")
 
     tables.publish_day("scored", "2026-11-02", rows("new", 2, extra=True), run_id="new")
@@ -80,7 +80,7 @@ def test_a_new_metric_adds_columns_and_old_days_stay_readable(tmp_path: Path) ->
 
 
 def test_expired_snapshots_end_time_travel_but_not_the_table(tmp_path: Path) -> None:
-    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables = IcebergTables(str(tmp_path / "warehouse"), create=True)
     tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
     tables.publish_day("scored", "2026-11-01", rows("second", 2), run_id="second")
     time.sleep(0.01)
@@ -97,7 +97,7 @@ def test_expired_snapshots_end_time_travel_but_not_the_table(tmp_path: Path) -> 
 def test_compaction_rewrites_a_day_of_many_files_as_one_and_keeps_its_rows(
     tmp_path: Path,
 ) -> None:
-    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables = IcebergTables(str(tmp_path / "warehouse"), create=True)
     tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first", publish_id="p1")
     assert tables.compact_day("scored", "2026-11-01") == 0  # one file: nothing to do
     for run in ("a", "b"):  # one more file each, beside the first
@@ -122,7 +122,7 @@ def test_a_row_committed_while_a_day_is_compacted_is_kept_and_the_compaction_ski
     compaction overwrote the day with what it had read: the new row was gone (the Iceberg
     review). The writer here is another catalog client, as another process would be."""
     warehouse = str(tmp_path / "warehouse")
-    tables = IcebergTables(warehouse)
+    tables = IcebergTables(warehouse, create=True)
     for run in ("a", "b"):
         one = rows(run, 1).append_column("key", pa.array([run]))
         tables.replace_rows("runs", "2026-11-01", one, {"key": run}, run_id=run)
@@ -172,7 +172,7 @@ import sys, pyarrow as pa
 from ragas_ops.tables.iceberg import IcebergTables
 warehouse, day, run, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 table = pa.table({"id": [f"{run}-{i}" for i in range(count)], "run": [run] * count})
-IcebergTables(warehouse).publish_day("scored", day, table, run_id=run)
+IcebergTables(warehouse, create=True).publish_day("scored", day, table, run_id=run)
 """
 
 
@@ -189,7 +189,7 @@ def test_writers_in_other_processes_of_two_days_both_succeed_and_of_one_day_neve
     tmp_path: Path,
 ) -> None:
     warehouse = tmp_path / "warehouse"
-    IcebergTables(str(warehouse)).publish_day(
+    IcebergTables(str(warehouse), create=True).publish_day(
         "scored", "2026-10-31", pa.table({"id": ["seed"], "run": ["seed"]}), run_id="seed"
     )
     writers = [
@@ -217,7 +217,7 @@ def test_a_writer_killed_mid_publish_leaves_the_table_readable_at_its_last_snaps
     tmp_path: Path,
 ) -> None:
     warehouse = tmp_path / "warehouse"
-    tables = IcebergTables(str(warehouse))
+    tables = IcebergTables(str(warehouse), create=True)
     tables.publish_day("scored", "2026-11-01", pa.table({"id": ["old"], "run": ["old"]}), "old")
     writer = start_writer(warehouse, "2026-11-01", "killed", 2_000_000)
     time.sleep(3.0)  # past start-up, inside the write of two million rows
@@ -236,7 +236,7 @@ def test_duckdb_reads_the_table_through_its_extension(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
     from ragas_ops.quality.bi import connect, load_extension_sql
 
-    tables = IcebergTables(str(tmp_path / "warehouse"))
+    tables = IcebergTables(str(tmp_path / "warehouse"), create=True)
     tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
     tables.publish_day("scored", "2026-11-02", rows("second", 4), run_id="second")
     connection = connect()
@@ -279,3 +279,14 @@ def test_an_s3_lake_without_a_catalog_uri_is_a_configuration_error() -> None:
 
     with pytest.raises(ConfigError, match="catalog_uri"):
         IcebergTables("s3://lake/warehouse")
+
+
+def test_a_reader_of_a_missing_local_warehouse_is_told_so_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    from ragas_ops.tables.iceberg import IcebergError
+
+    missing = tmp_path / "lake" / "warehouse"
+    with pytest.raises(IcebergError, match=r"no Iceberg warehouse at .*does not exist"):
+        IcebergTables(str(missing))
+    assert not (tmp_path / "lake").exists(), "no folder, no empty SQLite catalog left behind"
