@@ -1,15 +1,30 @@
 """The judge's pacing against the strictest provider the test judge plays (issue 26).
 
-Each scenario runs `score` (three metrics) against the test judge with a 1-second burst,
-400 ms latency and `max_tokens` counted at admission, the client's budget set to the server's
-limits, and prints: rows complete, attempts and the share answered 429, rows/min, and the
-share of the account's bound reached, the bound computed from what the server admitted
-(min(RPM / answered requests per row, TPM / admitted tokens per row)).
+Each run scores rows (three metrics) against the test judge, its own process, with a 1-second
+burst and 400 ms latency, and prints one JSON line: rows complete, attempts and the share
+answered 429, admitted and used tokens per row, rows/min, and the share of the account's bound
+reached. The bound is min(RPM / answered requests per row, TPM / tokens per row), the tokens
+being what the server's limiter counted (with `--admission max_tokens`, what it admitted:
+prompt + max_tokens; with `usage`, prompt + completion).
+
+Scenarios (`--scenario`):
+- `limits` (default): the server enforces 600 RPM / 400k TPM, the client is told the same.
+- `default`: the client keeps its default budget (500 RPM / 200k TPM), the server has no
+  limits; the bound is the default budget's.
+- `random-429`: as `default`, but `--rate-429` of the requests (default 0.2) are answered 429
+  with `Retry-After: 1` whatever the rate; print the time against a no-fault run of the same rows.
+- `processes`: `--processes N` score processes share the account (the local coordinator, one
+  cache folder), each told the account's limits; their rows add up.
+
+Rows are WikiEval-sized (15-sentence contexts in three passages, 3-5 sentence answers) built
+from BEGIN's dev files (`--data`; about 4 requests and 4,900 tokens a row); without them, the
+package's generated samples (much smaller rows).
 
 `--code DIR` runs the client from another checkout (e.g. an older commit, for a "before"
 column); the server is always this checkout's.
 
-Usage: python benchmarks/bench_pacing.py [--code DIR] [--rows N] [--rate-429 F]
+Usage: python benchmarks/bench_pacing.py [--scenario S] [--rows N] [--admission usage]
+       [--processes N] [--rate-429 F] [--code DIR]
 """
 
 from __future__ import annotations
@@ -22,69 +37,157 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ragas_ops.evaluation.sized_rows import sized_rows
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 RPM, TPM = 600, 400_000
+DEFAULT_RPM, DEFAULT_TPM = 500, 200_000  # JudgeSettings' defaults
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "begin"
+DATA_FILES = ("begin_v2_cmu_dev.jsonl", "begin_v2_tc_dev.jsonl", "begin_v2_wow_dev.jsonl")
+METRICS = ("faithfulness", "answer_relevance", "context_relevance")
+
+
+def rows_table(count: int, data: Path) -> pa.Table:
+    paths = [data / name for name in DATA_FILES]
+    if all(path.exists() for path in paths):
+        table = sized_rows(paths, count, seed=4)
+        if table.num_rows >= count:
+            return table
+    return sample_interactions(count, seed=9)
+
+
+def score_processes(
+    work: Path, url: str, parts: list[Path], client: tuple[int, int] | None, code: Path
+) -> float:
+    """Run one `score` process per part at once (one cache folder: one local coordinator);
+    returns the seconds until the last one finished."""
+    env = {**os.environ, "PYTHONPATH": str(code), "OPENAI_API_KEY": "sk-bench"}
+    budget = [] if client is None else ["--rpm", str(client[0]), "--tpm", str(client[1])]
+    started = time.monotonic()
+    running = []
+    for index, source in enumerate(parts):
+        command = [sys.executable, "-m", "ragas_ops.cli", "score", str(source)]
+        command += [str(work / f"scored-{index}.parquet"), "--base-url", url, *budget]
+        command += ["--cache", str(work / "cache" / f"judge-{index}.sqlite")]
+        command += ["--metrics", ",".join(METRICS)]
+        running.append(
+            subprocess.Popen(
+                command, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+        )
+    for process in running:
+        _, stderr = process.communicate()
+        if process.returncode != 0:
+            raise SystemExit(f"score failed ({process.returncode}): {stderr.decode()[-2000:]}")
+    return time.monotonic() - started
+
+
+def run(
+    options: argparse.Namespace,
+    table: pa.Table,
+    *,
+    server: list[str],
+    client: tuple[int, int] | None,
+    bound_limits: tuple[int, int],
+    processes: int = 1,
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        (work / "cache").mkdir()
+        per_process = -(-table.num_rows // processes)
+        parts = []
+        for index in range(processes):
+            part = work / f"logs-{index}.parquet"
+            pq.write_table(table.slice(index * per_process, per_process), part)
+            parts.append(part)
+        server += ["--latency-ms", "400", "--burst-seconds", "1", "--retry-after", "1"]
+        server += ["--admission", options.admission]
+        with test_judge_process(*server) as url:
+            seconds = score_processes(work, url, parts, client, options.code)
+            stats = server_stats(url)
+        scored = [
+            row
+            for index in range(processes)
+            for row in pq.read_table(work / f"scored-{index}.parquet").to_pylist()
+        ]
+    return figures(stats, scored, seconds, bound_limits)
+
+
+def figures(
+    stats: dict[str, Any], scored: list[dict[str, Any]], seconds: float, limits: tuple[int, int]
+) -> dict[str, Any]:
+    rows = len(scored)
+    answered = sum(stats["answered_by_endpoint"].values())
+    attempts = stats["requests"]
+    limited = stats["rate_limited"] + stats["injected"]["429"]
+    complete = sum(all(row[f"{m}_status"] == "ok" for m in METRICS) for row in scored)
+    rpm, tpm = limits
+    bound = min(rpm / (answered / rows), tpm / (stats["limiter_tokens"] / rows))
+    achieved = rows / seconds * 60
+    return {
+        "rows": rows,
+        "rows_all_metrics_ok": complete,
+        "attempts": attempts,
+        "answered_429_by_limit": stats["rate_limited"],
+        "answered_429_injected": stats["injected"]["429"],
+        "share_429_by_limit": round(stats["rate_limited"] / attempts, 4),
+        "share_429": round(limited / attempts, 4),
+        "requests_per_row": round(answered / rows, 2),
+        "counted_tokens_per_row": round(stats["limiter_tokens"] / rows),
+        "used_tokens_per_row": round((stats["prompt_tokens"] + stats["completion_tokens"]) / rows),
+        "seconds": round(seconds, 1),
+        "rows_per_min": round(achieved, 1),
+        "bound_rows_per_min": round(bound, 1),
+        "of_bound": round(achieved / bound, 3),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--scenario", choices=("limits", "default", "random-429", "processes"), default="limits"
+    )
     parser.add_argument("--code", type=Path, default=Path(__file__).resolve().parents[1])
-    parser.add_argument("--rows", type=int, default=60)
-    parser.add_argument("--rate-429", type=float, default=0.0)
+    parser.add_argument("--rows", type=int, default=200)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--admission", choices=("max_tokens", "usage"), default="max_tokens")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--rate-429", type=float, default=0.2)
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        work = Path(folder)
-        source = work / "logs.parquet"
-        pq.write_table(sample_interactions(options.rows, seed=9), source)
-        server = ["--latency-ms", "400", "--rpm", str(RPM), "--tpm", str(TPM)]
-        server += ["--burst-seconds", "1", "--rate-429", str(options.rate_429)]
-        server += ["--retry-after", "1"]
-        with test_judge_process(*server) as url:
-            started = time.monotonic()
-            command = [sys.executable, "-m", "ragas_ops.cli", "score", str(source)]
-            command += [str(work / "scored.parquet"), "--base-url", url, "--rpm", str(RPM)]
-            command += ["--tpm", str(TPM), "--cache", str(work / "cache.sqlite")]
-            env = {**os.environ, "PYTHONPATH": str(options.code), "OPENAI_API_KEY": "sk-bench"}
-            subprocess.run(command, env=env, check=True, capture_output=True, cwd=work)
-            seconds = time.monotonic() - started
-            stats = server_stats(url)
-        scored = pq.read_table(work / "scored.parquet").to_pylist()
-    rows = options.rows
-    answered = sum(stats["answered_by_endpoint"].values())
-    attempts = stats["requests"]
-    limited = stats["rate_limited"] + stats["injected"]["429"]
-    complete = sum(
-        all(row[f"{m}_status"] == "ok" for m in ("faithfulness", "answer_relevance"))
-        for row in scored
-    )
-    bound = min(RPM / (answered / rows), TPM / (stats["limiter_tokens"] / rows))
-    achieved = rows / seconds * 60
-    print(
-        json.dumps(
-            {
-                "code": str(options.code),
-                "rows": rows,
-                "rows_ok_faithfulness_and_answer_relevance": complete,
-                "attempts": attempts,
-                "answered_429_by_limit": stats["rate_limited"],
-                "answered_429_injected": stats["injected"]["429"],
-                "share_429": round(limited / attempts, 4),
-                "admitted_tokens_per_row": round(stats["limiter_tokens"] / rows),
-                "used_tokens_per_row": round(
-                    (stats["prompt_tokens"] + stats["completion_tokens"]) / rows
-                ),
-                "seconds": round(seconds, 1),
-                "rows_per_min": round(achieved, 1),
-                "bound_rows_per_min": round(bound, 1),
-                "of_bound": round(achieved / bound, 3),
-            }
+    table = rows_table(options.rows, options.data)
+    limits = ["--rpm", str(RPM), "--tpm", str(TPM)]
+    result: dict[str, Any] = {"scenario": options.scenario, "code": str(options.code)}
+    result["admission"] = options.admission
+    if options.scenario == "limits":
+        result |= run(options, table, server=limits, client=(RPM, TPM), bound_limits=(RPM, TPM))
+    elif options.scenario == "processes":
+        result["processes"] = options.processes
+        result |= run(
+            options,
+            table,
+            server=limits,
+            client=(RPM, TPM),
+            bound_limits=(RPM, TPM),
+            processes=options.processes,
         )
-    )
+    else:
+        default = (DEFAULT_RPM, DEFAULT_TPM)
+        clean = run(options, table, server=[], client=None, bound_limits=default)
+        if options.scenario == "default":
+            result |= clean
+        else:
+            faults = ["--rate-429", str(options.rate_429)]
+            result["rate_429"] = options.rate_429
+            result |= run(options, table, server=faults, client=None, bound_limits=default)
+            result["no_fault_seconds"] = clean["seconds"]
+            result["time_vs_no_fault"] = round(result["seconds"] / clean["seconds"], 2)
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ OnBatchUnanswered = Literal["sync", "status"]
 SharedBudgetMode = Literal["none", "local", "redis"]
 BudgetPool = Literal["nightly", "backfill"]
 ServiceTier = Literal["default", "flex", "auto"]
+ProviderCounts = Literal["max_tokens", "usage"]
 TableFormat = Literal["parquet", "iceberg"]
 ENV_PREFIX = "RAGAS_OPS_"
 
@@ -182,8 +183,12 @@ class JudgeSettings:
     time of day `HH:MM` (the first after the run starts) or `<seconds>s` after it starts;
     None: no deadline."""
     max_attempts: int = at_least_one(8)
-    """Tries per request, counting the first, across 429s, 5xx errors and timeouts (a
-    request's first 4 x max_attempts 429s do not count: they are the account's pace)."""
+    """Tries per request, counting the first, across 5xx errors, timeouts and replies that are
+    no API reply; 429s use none (see `rate_limit_patience_seconds`)."""
+    rate_limit_patience_seconds: float = positive(3600.0)
+    """How long a request answered 429 is asked again (each time after its Retry-After)
+    before it gives up, counted from its first 429: a 429 is the account's pace, or another
+    application's use of the same limits, not a reason to lose a row."""
     structured_output: StructuredOutput = "json_schema"
     """How to ask for JSON: OpenAI's strict json_schema, plain json_object, or the prompt only."""
     embedding_batch_size: int = at_least_one(512)
@@ -229,6 +234,18 @@ class JudgeSettings:
     """The run stops (exit 4) when this many attempts in a row failed (connection refused,
     DNS, TLS, timeouts, 5xx, replies that are no API replies) before any request succeeded;
     0: never."""
+    provider_counts: ProviderCounts = "max_tokens"
+    """How the provider's token limit counts a chat request: `max_tokens`, as OpenAI and Azure
+    do (the prompt and max_tokens x n when it admits it, kept whatever the reply uses); `usage`,
+    as vLLM behind a gateway and most gateways do (the prompt, then the completion it used: the
+    judge then holds the completion it expects, learnt per prompt, not max_tokens)."""
+    provider_burst_seconds: float = positive(1.0)
+    """How many seconds of its rates the provider lets through at once (OpenAI: about one):
+    the judge's buckets, and the shared budget's, hold no more than that."""
+    rate_margin: float = field(default=0.05, metadata={"minimum": 0, "maximum": 0.5})
+    """Share of `rpm` and `tpm` the judge leaves unused: paced exactly at its limit, the
+    provider's bucket stays empty and a request that a busy host or the network delays lands
+    on top of the next one (a 429); paced under it, the bucket refills and absorbs that."""
     admission_margin: float = field(default=0.05, metadata={"minimum": 0, "maximum": 1})
     """Share added to a request's token count at admission (messages, the response_format
     schema, max_tokens x n), against a provider counting a little more than the estimate."""

@@ -46,25 +46,18 @@ READ_BATCH_ROWS = 1024
 def judge_share(settings: Settings, pool: BudgetPool = "nightly") -> Settings:
     """Settings for one of the scoring tasks that may run at once (the slots of both pools).
 
-    Under a shared budget (`judge.shared_budget = local` or `redis`) the task keeps the
-    account's rpm and tpm: the tasks take every request from the account's buckets (nightly
-    first, see docs/shared-budget.md), and 1/(slots of both pools) is only the static share a
-    task falls back to. With `none`, each task gets that static share outright, so that
-    together they stay within the account.
+    The task keeps the account's rpm and tpm and a static share of 1/(slots of both pools)
+    (`judge.static_share`, applied in one place: `limits.shared_budget.static_rates`). Under a
+    shared budget (`judge.shared_budget = local` or `redis`) the tasks take every request from
+    the account's buckets (nightly first, see docs/shared-budget.md) and the static share is
+    only what a task falls back to; with `none` it is what each task uses, so that together
+    they stay within the account.
     """
     share = dataclasses.replace(settings)
     slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
     judge = settings.judge
-    if judge.shared_budget != "none":
-        share.judge = dataclasses.replace(
-            judge, budget_pool=pool, static_share=judge.static_share / slots
-        )
-        return share
     share.judge = dataclasses.replace(
-        judge,
-        budget_pool=pool,
-        rpm=None if judge.rpm is None else max(1, judge.rpm // slots),
-        tpm=None if judge.tpm is None else max(1, judge.tpm // slots),
+        judge, budget_pool=pool, static_share=judge.static_share / slots
     )
     return share
 

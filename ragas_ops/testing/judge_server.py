@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -97,7 +97,11 @@ class JudgeServerConfig:
     latency_ms: float = 0.0  # added to every request before answering
     rpm: int | None = None  # requests-per-minute limit (None = unlimited)
     tpm: int | None = None  # tokens-per-minute limit
-    burst_seconds: float = 5.0  # bucket capacity = limit/60 * burst_seconds
+    burst_seconds: float = 1.0  # bucket capacity = limit/60 * burst_seconds (OpenAI: about 1 s)
+    # How the tokens bucket counts a chat request: `max_tokens`, as OpenAI and Azure do (the
+    # prompt and max_tokens x n at admission, kept whatever the answer uses), or `usage`, as
+    # vLLM-fronting gateways do (the prompt at admission, the completion once it is known).
+    admission: Literal["max_tokens", "usage"] = "max_tokens"
     rate_429: float = 0.0  # fraction of requests answered 429 regardless of limits
     rate_5xx: float = 0.0  # fraction answered 500/503
     rate_timeout: float = 0.0  # fraction that hang `hang_seconds` before answering
@@ -175,6 +179,8 @@ def _validate(config: JudgeServerConfig) -> None:
             raise ValueError(f"{name} must not be negative")
     if config.burst_seconds <= 0:
         raise ValueError("burst_seconds must be positive")
+    if config.admission not in ("max_tokens", "usage"):
+        raise ValueError(f"admission must be max_tokens or usage, not {config.admission!r}")
     if not 1 <= config.embedding_dim <= MAX_EMBEDDING_DIM:
         raise ValueError(f"embedding_dim must be in [1, {MAX_EMBEDDING_DIM}]")
     validate_batch_settings(config)
@@ -348,12 +354,12 @@ class _ChatJob:
         """Completion tokens counted at admission, whatever the reply then uses."""
         return (self.max_tokens or 0) * self.choices
 
-    @property
-    def cost(self) -> int:
-        """What the tokens bucket is charged at admission, as OpenAI counts it: the messages,
-        the schema in `response_format`, and `max_tokens` for each choice (kept, not given
-        back when the answer is shorter)."""
-        return self.prompt_tokens + self.schema_tokens + self.reserved_completion
+    def admission_cost(self, admission: str) -> int:
+        """What the tokens bucket is charged at admission: the messages and the schema in
+        `response_format`, and, as OpenAI counts, `max_tokens` for each choice (kept, not
+        given back when the answer is shorter)."""
+        reserved = self.reserved_completion if admission == "max_tokens" else 0
+        return self.prompt_tokens + self.schema_tokens + reserved
 
 
 @dataclass
@@ -363,8 +369,7 @@ class _EmbeddingJob:
     base64: bool
     tokens: int
 
-    @property
-    def cost(self) -> int:
+    def admission_cost(self, admission: str) -> int:
         return self.tokens
 
 
@@ -859,7 +864,7 @@ class _App:
         injected = self._injected_reply(faults, job, settings)
         if injected is not None:
             return injected
-        limited = self._admit(job.cost)
+        limited = self._admit(job.admission_cost(settings.admission))
         if limited is not None:
             return limited
         if isinstance(job, _EmbeddingJob):
@@ -924,13 +929,14 @@ class _App:
         tier = _served_tier(job, self.settings())
         payload = _chat_payload(job, contents, cut, number, cached, service_tier=tier)
         completion_tokens = payload["usage"]["completion_tokens"]
-        beyond_reserved = max(0, completion_tokens - job.reserved_completion)
+        # `max_tokens` admission keeps what it reserved; only a completion longer than the
+        # reservation (none was asked for) costs more. `usage` admission counts the whole
+        # completion now. The level may go negative, as a provider's does.
+        reserved = job.reserved_completion if self.settings().admission == "max_tokens" else 0
+        beyond_reserved = max(0, completion_tokens - reserved)
         with self._lock:
             for bucket in self._buckets:
                 if bucket.kind == "tokens":
-                    # OpenAI keeps what it reserved at admission; only a completion longer
-                    # than the reservation (none was asked for) costs more. The level may go
-                    # negative, as OpenAI's does.
                     bucket.level -= beyond_reserved
             self._stats.limiter_tokens += beyond_reserved
             self._stats.prompt_tokens += job.prompt_tokens
@@ -1328,7 +1334,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--latency-ms", type=float, default=0.0, help="added to every request")
     add("--rpm", type=_positive_int, help="requests-per-minute limit")
     add("--tpm", type=_positive_int, help="tokens-per-minute limit")
-    add("--burst-seconds", type=float, default=5.0, help="bucket capacity, in seconds of limit")
+    add("--burst-seconds", type=float, default=1.0, help="bucket capacity, in seconds of limit")
+    add(
+        "--admission",
+        choices=("max_tokens", "usage"),
+        default="max_tokens",
+        help="tokens counted at admission: prompt + max_tokens (OpenAI) or the prompt, then usage",
+    )
     add("--rate-429", type=_fraction, default=0.0, help="fraction answered 429 anyway")
     add("--rate-5xx", type=_fraction, default=0.0, help="fraction answered 500/503")
     add("--rate-timeout", type=_fraction, default=0.0, help="fraction that hang first")
@@ -1390,6 +1402,7 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         rpm=args.rpm,
         tpm=args.tpm,
         burst_seconds=args.burst_seconds,
+        admission=args.admission,
         rate_429=args.rate_429,
         rate_5xx=args.rate_5xx,
         rate_timeout=args.rate_timeout,

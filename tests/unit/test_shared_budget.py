@@ -20,7 +20,12 @@ from ragas_ops.judge.limits.account_buckets import (
     take_from,
 )
 from ragas_ops.judge.limits.rate_limit import MINIMUM_PACE, RateLimiter
-from ragas_ops.judge.limits.shared_budget import LocalCoordinator, SharedBudget, shared_budget_for
+from ragas_ops.judge.limits.shared_budget import (
+    LocalCoordinator,
+    SharedBudget,
+    shared_budget_for,
+    static_rates,
+)
 from tests.unit.test_rate_limit import START, FakeTime, _admit_for
 
 ACCOUNT = Rates(rpm=600, tpm=400_000)
@@ -241,6 +246,32 @@ async def test_limiters_sharing_the_file_together_stay_within_the_account(tmp_pa
     assert budgets[0].taken < nightly  # the backfill pool has the smaller share (a quarter)
 
 
+async def test_requests_arriving_while_the_budget_starts_all_take_from_the_account(tmp_path):
+    """The judge's first requests start the shared budget together: none may pass on the
+    process's own full bucket while the first one is still opening the coordinator."""
+    path = tmp_path / "budget.sqlite"
+    plan = AccountPlan(Rates(1200, None), backfill_share=0.0)  # one second: 20 requests
+    other = LocalCoordinator(path, "acct")
+    assert other.take("nightly", 20, 0, plan) == 0.0  # another process just spent the bucket
+    other.close()
+    budget = SharedBudget(
+        LocalCoordinator(path, "acct"),
+        RateLimiter(1200, None),  # its own bucket full: 20 requests at once
+        plan,
+        pool="nightly",
+        fallback=Rates(200, None),
+        where=str(path),
+    )
+
+    async def first_request() -> None:
+        await budget.start()
+        await budget.limiter.acquire(1)
+
+    await asyncio.gather(*(first_request() for _ in range(10)))
+    await budget.stop()
+    assert budget.taken == 10  # every one of them took from the account's (spent) buckets
+
+
 async def test_corrections_are_settled_with_the_next_take(tmp_path):
     path = tmp_path / "budget.sqlite"
     plan = AccountPlan(Rates(None, 6000), backfill_share=0.0)  # 100 tokens a second
@@ -337,7 +368,7 @@ def test_shared_budget_for_follows_the_settings(tmp_path):
     assert isinstance(budget.coordinator, LocalCoordinator)
     assert budget.coordinator.path == tmp_path / "c" / "budget.sqlite"
     assert budget.coordinator.account == "http://127.0.0.1:1/v1 gpt-4o-mini"
-    assert budget.plan == AccountPlan(Rates(600, None), 0.25)
+    assert budget.plan == AccountPlan(Rates(570, None), 0.25)  # less rate_margin (5%)
     settings.shared_budget = "none"
     assert shared_budget_for(settings, "x", limiter) is None
     settings.shared_budget, settings.cache_path = "local", None
@@ -367,5 +398,7 @@ def test_a_chunk_keeps_the_account_under_the_shared_budget_and_falls_back_to_its
 
     settings.judge.shared_budget = "none"
     static = chunk_settings(settings, chunk_rows=10, day_rows=40).judge
-    assert (static.rpm, static.tpm) == (600 // slots, 400_000 // slots)  # as before
+    alone = static_rates(static)
+    paced = 1 - settings.judge.rate_margin
+    assert (alone.rpm, alone.tpm) == pytest.approx((600 * paced / slots, 400_000 * paced / slots))
     assert static.budget_pool == "nightly"

@@ -5,14 +5,21 @@ OpenAI, Azure OpenAI and most gateways send `x-ratelimit-remaining-requests/-tok
 429s included. The judge reads them on every answer to correct what its buckets believe is
 left (`RateLimiter.observe_remaining`), and on a 429 to tell a spent budget of its own from
 another limit's refusal (`cause_of_429`, used by `congestion.CongestionControl`).
+
+Providers also differ in how they count a request's tokens (`TokenCounting`): OpenAI and Azure
+count the prompt and `max_tokens` x `n` when they admit it, and keep that whatever the answer
+uses; vLLM behind a gateway and most gateways count the prompt, then the completion it used.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from ragas_ops.config import ProviderCounts
 
 
 @dataclass(frozen=True)
@@ -81,3 +88,51 @@ def _int(value: str | None) -> int | None:
         return None if value is None else int(float(value))
     except ValueError:
         return None
+
+
+# Until a prompt's replies were seen, a reply is expected to fill its max_tokens.
+_UNSEEN_RATIO = 1.0
+# How fast the learnt share follows a reply: up fast, a longer reply than expected being the
+# costlier surprise (the buckets let more through than the provider then counts); down slowly,
+# over about the last 20 replies of a prompt.
+_WEIGHT_UP, _WEIGHT_DOWN = 0.5, 0.05
+
+
+@dataclass
+class TokenCounting:
+    """How the provider counts the completion tokens of a chat request, at admission and in
+    all, and what the judge holds for them at admission.
+
+    `max_tokens`: the provider admits the prompt and `max_tokens` x `n`, and keeps them
+    (a longer answer costs more). `usage`: it admits on the prompt and counts the completion it
+    used; then the judge holds the completion it expects (the share of `max_tokens` this prompt's
+    replies used, learnt per prompt, starting at all of it), so that its buckets neither hold
+    budget the provider does not count nor let a burst through that the provider then counts.
+    """
+
+    counts: ProviderCounts = "max_tokens"
+    _used_share: dict[str, float] = field(default_factory=dict)
+
+    def at_admission(self, prompt_id: str, max_completion: int) -> int:
+        """Completion tokens to hold when a request with `max_completion` (max_tokens x n) is
+        admitted."""
+        if self.counts == "max_tokens":
+            return max_completion
+        share = self._used_share.get(prompt_id, _UNSEEN_RATIO)
+        return min(max_completion, math.ceil(max_completion * share))
+
+    def counted(self, max_completion: int, used: int) -> int:
+        """Completion tokens the provider counted for an answered request."""
+        return max(used, max_completion) if self.counts == "max_tokens" else used
+
+    def learn(self, prompt_id: str, max_completion: int, used: int) -> None:
+        """Remember what share of `max_completion` a reply of this prompt used."""
+        if max_completion <= 0:
+            return
+        share = min(1.0, used / max_completion)
+        known = self._used_share.get(prompt_id)
+        if known is None:
+            self._used_share[prompt_id] = share
+            return
+        weight = _WEIGHT_UP if share > known else _WEIGHT_DOWN
+        self._used_share[prompt_id] = known + weight * (share - known)

@@ -176,14 +176,16 @@ class SharedBudget:
         async with self._lock:
             if self._started:
                 return
-            self._started = True
+            # Marked started only once the limiter takes through the account: until then the
+            # other requests wait here, not pass on the limiter's own full bucket.
             try:
                 await asyncio.to_thread(self.coordinator.take, self.pool, 0.0, 0.0, self.plan)
             except CoordinatorError as error:
                 self._fall_back(str(error))
-                return
-            self.limiter.set_rates(self.plan.account.rpm, self.plan.account.tpm)
-            self.limiter.share_account(self)
+            else:
+                self.limiter.set_rates(self.plan.account.rpm, self.plan.account.tpm)
+                self.limiter.share_account(self)
+            self._started = True
 
     async def take(self, requests: float, tokens: float) -> None:
         """Wait until the account's bucket of this process's pool holds one request's worth
@@ -257,7 +259,11 @@ def shared_budget_for(
             return None
         coordinator = LocalCoordinator(path, account)
         where = str(path)
-    plan = AccountPlan(Rates(settings.rpm, settings.tpm), settings.backfill_share)
+    plan = AccountPlan(
+        paced_rates(settings),
+        settings.backfill_share,
+        burst_seconds=settings.provider_burst_seconds,
+    )
     return SharedBudget(
         coordinator,
         limiter,
@@ -268,6 +274,11 @@ def shared_budget_for(
     )
 
 
+def paced_rates(settings: JudgeSettings) -> Rates:
+    """The rates the judge paces the account to: `rpm` and `tpm` less `rate_margin`."""
+    return Rates(settings.rpm, settings.tpm).scaled(1.0 - settings.rate_margin)
+
+
 def static_rates(settings: JudgeSettings) -> Rates:
-    """The rates of a process that shares nothing: its static share of `rpm` and `tpm`."""
-    return Rates(settings.rpm, settings.tpm).scaled(settings.static_share)
+    """The rates of a process that shares nothing: its static share of the paced rates."""
+    return paced_rates(settings).scaled(settings.static_share)

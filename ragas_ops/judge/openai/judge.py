@@ -7,9 +7,10 @@ Error classes: 401/403 (bad key, no permission), 404 (unknown model) and a 429 s
 is exhausted end the run (`JudgeFatalError`): nothing else can succeed; so does an endpoint that
 never answers (`JudgeUnreachableError`, after `judge.unreachable_after` failed attempts).
 400/422 and content filters reject one request (`JudgeRejectedError`): the row gets a status.
-429s, 5xx errors, timeouts, dropped connections and status-200 replies that are no API reply
-(an HTML page, a cut body, missing fields) are retried with jittered exponential backoff (429s
-after their Retry-After), up to `max_attempts`, then `JudgeUnavailableError`.
+5xx errors, timeouts, dropped connections and status-200 replies that are no API reply (an HTML
+page, a cut body, missing fields) are retried with jittered exponential backoff, up to
+`max_attempts`, then `JudgeUnavailableError`. A 429 is the account's pace, not a failure: it is
+retried after its Retry-After without using an attempt, for `judge.rate_limit_patience_seconds`.
 On the flex service tier (`judge.service_tier`, see `tiers`), a 429 "resource unavailable" is
 the tier's capacity, not the account's pace: only its request waits, without using attempts,
 and falls back to the standard tier after `judge.flex_fallback_after_seconds`.
@@ -27,6 +28,7 @@ import importlib
 import json
 import logging
 import random
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -55,7 +57,7 @@ from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoin
 from ragas_ops.judge.limits.budget import Budget, Spend
 from ragas_ops.judge.limits.congestion import CongestionControl
 from ragas_ops.judge.limits.priority import Decision, RowAdmission, priority_of
-from ragas_ops.judge.limits.provider import cause_of_429, rate_limit_headers
+from ragas_ops.judge.limits.provider import TokenCounting, cause_of_429, rate_limit_headers
 from ragas_ops.judge.limits.rate_limit import Admitted, PrioritySlots, RateLimiter
 from ragas_ops.judge.limits.shared_budget import shared_budget_for, static_rates
 from ragas_ops.judge.openai.replies import (
@@ -86,8 +88,6 @@ REQUEST_OVERHEAD_TOKENS = 3
 """Tokens a provider adds to every chat request (the reply's priming)."""
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 30.0
-# A request may be answered 429 this many times max_attempts before its 429s use attempts.
-RATE_LIMITED_ATTEMPTS_PER_ATTEMPT = 4
 MAX_EMBEDDING_TOKENS_PER_REQUEST = 250_000  # OpenAI refuses more than 300k per request
 REPAIR_INSTRUCTION = (
     "Your reply cannot be used: {problem}. Reply again with only the JSON object, following "
@@ -280,8 +280,8 @@ class _Request:
     """What the rate limiter is charged at admission."""
     counted_besides_usage: int
     """What the provider counts besides the reported usage (the schema sent)."""
-    reserved_completion: int
-    """Completion tokens the provider counts at admission (`max_tokens` x `n`), and keeps."""
+    max_completion: int
+    """`max_tokens` x `n`: the most completion tokens its reply may use (0: no completion)."""
     expected: Spend
     """What the budget holds for it while it is in flight: at most what it can cost."""
     chat: bool
@@ -341,7 +341,11 @@ class OpenAIJudge:
         self._embedding_price = price_for(settings.embedding_model, prices)
         self._cache = cache or ResponseCache(None)
         static = static_rates(settings)
-        self._limiter = RateLimiter(static.rpm, static.tpm)
+        self._limiter = RateLimiter(
+            static.rpm, static.tpm, burst_seconds=settings.provider_burst_seconds
+        )
+        self._counting = TokenCounting(settings.provider_counts)
+        """How the provider counts completion tokens (see `limits.provider`)."""
         self.shared_budget = shared_budget_for(settings, self.endpoint, self._limiter)
         """This process's share of the account, kept up to date with the others (or None)."""
         self._congestion = CongestionControl()
@@ -540,15 +544,17 @@ class OpenAIJudge:
         *,
         call: _Call,
     ) -> list[str]:
-        reserved_completion = int(params["max_tokens"]) * int(params.get("n", 1))
+        max_completion = int(params["max_tokens"]) * int(params.get("n", 1))
         admitted = admission_tokens(messages, params, self.settings.admission_margin)
-        prompt_tokens = admitted - reserved_completion
+        prompt_tokens = admitted - max_completion
         expected = Spend(
             0.0
             if self._chat_price is None
-            else self._chat_price.cost(prompt_tokens, reserved_completion),
+            else self._chat_price.cost(prompt_tokens, max_completion),
             admitted,
         )
+        # What the provider counts at admission (max_tokens) or will count (usage).
+        admitted = prompt_tokens + self._counting.at_admission(prompt.id, max_completion)
         request = _Request(
             what=prompt.id,
             call=lambda options: self._client.chat.completions.with_raw_response.create(
@@ -559,7 +565,7 @@ class OpenAIJudge:
             read=read_chat_reply,
             tokens=admitted,
             counted_besides_usage=schema_tokens(params),
-            reserved_completion=reserved_completion,
+            max_completion=max_completion,
             expected=expected,
             chat=True,
             row=call.row,
@@ -673,7 +679,7 @@ class OpenAIJudge:
             read=read,
             tokens=estimate,
             counted_besides_usage=0,
-            reserved_completion=0,
+            max_completion=0,
             expected=expected,
             chat=False,
             row=call.row,
@@ -706,7 +712,8 @@ class OpenAIJudge:
         """
         await self._start_row(request)
         last_problem = ""
-        attempt, rate_limited, sent = 0, 0, 0
+        attempt, sent = 0, 0
+        first_429_at: float | None = None
         tiers = TierState()
         while attempt < self.settings.max_attempts:
             attempt += 1
@@ -720,13 +727,15 @@ class OpenAIJudge:
                     attempt -= 1
                 continue
             if outcome.rate_limited:
-                # The limiter holds this request (and all others) for Retry-After and slows
-                # down: a 429 is the account's pace, not this request failing, so only the
-                # 429s beyond RATE_LIMITED_ATTEMPTS_PER_ATTEMPT x max_attempts use attempts.
+                # A 429 is the account's pace (or another's use of it), not this request
+                # failing: it uses no attempt, and the request is asked again for as long as
+                # `rate_limit_patience_seconds` since its first 429 allows.
                 last_problem = outcome.problem
-                rate_limited += 1
-                if rate_limited < RATE_LIMITED_ATTEMPTS_PER_ATTEMPT * self.settings.max_attempts:
-                    attempt -= 1
+                now = time.monotonic()
+                first_429_at = now if first_429_at is None else first_429_at
+                if now - first_429_at >= self.settings.rate_limit_patience_seconds:
+                    break
+                attempt -= 1
                 if outcome.retry_after is not None:
                     await asyncio.sleep(outcome.retry_after)  # outside its slot
                 continue
@@ -960,14 +969,16 @@ class OpenAIJudge:
         )
         self._charge(spent, usage)
         self._settle_budget(request, reserved, Spend.of(usage))
-        # What the provider counted: the real prompt, and the completion it reserved (it
-        # keeps a reservation the answer did not use; a longer answer costs more).
+        # What the provider counted: the real prompt, and the completion as it counts it
+        # (with max_tokens admission it keeps a reservation the answer did not use).
         completion = usage.completion_tokens
+        if request.chat:
+            self._counting.learn(request.what, request.max_completion, completion)
         counted = (
             usage.prompt_tokens
             + usage.embedding_tokens
             + request.counted_besides_usage
-            + max(completion, request.reserved_completion)
+            + self._counting.counted(request.max_completion, completion)
         )
         self._limiter.settle(request.tokens, counted)
         self._answered_by_api()

@@ -198,3 +198,35 @@ def test_which_failures_never_left_this_machine(transport: str) -> None:
     # sent, then lost: the endpoint may have received (and billed) it
     assert not never_sent(failed(openai.APITimeoutError, httpx.ReadTimeout("hung")))
     assert not never_sent(failed(openai.APIConnectionError, httpx.ReadError("reset")))
+
+
+def test_429s_use_no_attempt_until_the_patience_runs_out(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    """A 429 is the account's pace or another application's use of it: the request is asked
+    again past `max_attempts` for `rate_limit_patience_seconds`, then its row is unavailable."""
+    server = start_judge_server(rate_429=1.0, retry_after_seconds=0.05)
+    judge = judge_for(server, tmp_path, max_attempts=1, rate_limit_patience_seconds=1.0)
+    with pytest.raises(JudgeUnavailableError, match="429") as raised:
+        asyncio.run(complete_once(judge))
+    received = server.stats()["requests_by_endpoint"]["chat"]
+    assert received > 4  # past max_attempts (and the 4 x max_attempts of old): 429s used none
+    assert raised.value.usage.requests == received
+
+
+def test_a_steady_share_of_429s_costs_no_row_with_a_single_attempt(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    server = start_judge_server(rate_429=0.5, retry_after_seconds=0.01, seed=3)
+    judge = judge_for(server, tmp_path, max_attempts=1)
+
+    async def many() -> list[Any]:
+        try:
+            rows = [{**ROW, "question": f"When did bridge {i} open?"} for i in range(12)]
+            return [await judge.complete(STATEMENTS_PROMPT, row) for row in rows]
+        finally:
+            await judge.aclose()
+
+    answers = asyncio.run(many())
+    assert len(answers) == 12
+    assert server.stats()["injected"]["429"] > 0  # the 429s came, and cost no row

@@ -58,7 +58,7 @@ def test_redis_down_falls_back_to_the_static_share_and_loses_no_row(start_judge_
     for log in logs:
         assert log.count("shared judge budget is unavailable") == 1, log
         assert "redis at 127.0.0.1" in log
-        assert "static share, 1200 rpm and 800000 tpm" in log
+        assert "static share, 1140 rpm and 760000 tpm" in log
         assert PASSWORD not in log
     assert_rows_scored(targets)
 

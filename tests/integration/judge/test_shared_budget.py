@@ -80,7 +80,7 @@ def test_an_unusable_budget_file_falls_back_with_one_warning_and_loses_no_row(
     targets, logs = score_at_once(server, tmp_path, rows=30, shared="local")
     for log in logs:
         assert log.count("shared judge budget is unavailable") == 1, log
-        assert "static share, 1200 rpm and 800000 tpm" in log  # a CLI run's static share
+        assert "static share, 1140 rpm and 760000 tpm" in log  # less rate_margin
     # Each alone at the account's budget: AIMD on the 429s keeps every row.
     assert_rows_scored(targets)
 
