@@ -162,6 +162,11 @@ class JudgeSettings:
     """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never
     with credentials in it (`user:key@`): the key is read from `api_key_env`."""
     api_key_env: str = "OPENAI_API_KEY"
+    conn_id: str | None = "ragas_ops_judge"
+    """In Airflow: the connection (type `openai`: host = the base URL, password = the key) the
+    scoring tasks and the batch trigger read the endpoint and key from, through a secrets
+    backend, `AIRFLOW_CONN_<ID>` or the metadata database; when it is not defined (or None),
+    `base_url` and `api_key_env` as outside Airflow. The CLI never reads it."""
     rpm: int | None = positive(500)
     """Requests per minute this run may send (OpenAI tier 1 for gpt-4o-mini); None: no limit."""
     tpm: int | None = positive(200_000)

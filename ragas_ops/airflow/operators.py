@@ -33,8 +33,9 @@ class ScoreChunkOperator(BaseOperator):
         self.chunk = chunk
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from ragas_ops.airflow import task_context
+        from ragas_ops.airflow import hooks, task_context
         from ragas_ops.config import ConfigError
+        from ragas_ops.judge.factory import build_judge
         from ragas_ops.pipeline.plan import chunk_from_dict
         from ragas_ops.pipeline.steps import run_score_chunk
 
@@ -46,13 +47,16 @@ class ScoreChunkOperator(BaseOperator):
                 raise ConfigError("batch mode needs the OpenAI judge; the local judge has none")
             return self._advance(context)
         settings.judge = dataclasses.replace(settings.judge, mode="sync")  # this run's choice
+        settings, environ = hooks.environment_for(settings)
+        lake = task_context.lake_for(settings)
         with task_context.failed_without_retry():
             return run_score_chunk(
-                task_context.lake_for(settings),
+                lake,
                 self.chunk["day"],
                 context["run_id"],
                 chunk=piece,
                 settings=settings,
+                judge=build_judge(settings, environ, s3=lake.s3),
             )
 
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -70,12 +74,13 @@ class ScoreChunkOperator(BaseOperator):
         return self._advance(context)
 
     def _advance(self, context: Any) -> dict[str, Any]:  # noqa: RET503 (defer() never returns)
-        from ragas_ops.airflow import task_context
+        from ragas_ops.airflow import hooks, task_context
         from ragas_ops.airflow.triggers import BatchesFinishedTrigger
         from ragas_ops.pipeline.batch_chunk import Waiting, advance
         from ragas_ops.pipeline.plan import chunk_from_dict
 
         settings = self._settings()
+        settings, environ = hooks.environment_for(settings)
         with task_context.failed_without_retry():
             progress = asyncio.run(
                 advance(
@@ -84,6 +89,7 @@ class ScoreChunkOperator(BaseOperator):
                     context["run_id"],
                     chunk=chunk_from_dict(self.chunk),
                     settings=settings,
+                    environ=environ,
                 )
             )
         if not isinstance(progress, Waiting):
@@ -94,6 +100,7 @@ class ScoreChunkOperator(BaseOperator):
                 batch_ids=progress.batch_ids,
                 base_url=judge.base_url,
                 api_key_env=judge.api_key_env,
+                conn_id=judge.conn_id,
                 poll_seconds=judge.batch_poll_seconds,
                 deadline=time.time() + judge.batch_wait_seconds,
             ),

@@ -4,8 +4,9 @@ While it waits, the scoring task is deferred: it holds no worker slot and no poo
 trigger asks the Batch API for the batches' status every `poll_seconds`, and fires once all
 of them are finished (completed, failed, expired or cancelled: the task sorts out which rows
 were answered), or when `deadline` has passed (the task then fails; its retry re-attaches to
-the same batches). It reads the API key from the triggerer's environment, never from its
-arguments, which Airflow stores in its database.
+the same batches). It reads the API key in the triggerer, never from its
+arguments, which Airflow stores in its database: from the `conn_id` connection when it is
+defined (`ragas_ops.airflow.hooks`), else from the triggerer's environment (`api_key_env`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from ragas_ops.secrets import Secret
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +39,8 @@ class BatchesFinishedTrigger(BaseTrigger):
         api_key_env: str,
         poll_seconds: float,
         deadline: float,
+        *,
+        conn_id: str | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.batch_ids = list(batch_ids)
@@ -43,6 +48,7 @@ class BatchesFinishedTrigger(BaseTrigger):
         self.api_key_env = api_key_env
         self.poll_seconds = poll_seconds
         self.deadline = deadline
+        self.conn_id = conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -53,18 +59,29 @@ class BatchesFinishedTrigger(BaseTrigger):
                 "api_key_env": self.api_key_env,
                 "poll_seconds": self.poll_seconds,
                 "deadline": self.deadline,
+                "conn_id": self.conn_id,
             },
         )
+
+    async def _endpoint(self) -> tuple[str | None, Secret]:
+        """The base URL and key: the connection's when it is defined, else the environment's."""
+        from ragas_ops.airflow.hooks import JudgeHook
+
+        if self.conn_id:
+            found = await JudgeHook(self.conn_id).aendpoint(self.base_url, self.api_key_env)
+            if found is not None:
+                return found.base_url, found.api_key
+        return self.base_url, Secret(os.environ.get(self.api_key_env, ""))
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         import openai
 
         from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES
-        from ragas_ops.secrets import Secret, redact
+        from ragas_ops.secrets import redact
 
-        key = Secret(os.environ.get(self.api_key_env, ""))
+        base_url, key = await self._endpoint()
         client = openai.AsyncOpenAI(
-            api_key=key.reveal() or "no-key", base_url=self.base_url, max_retries=2
+            api_key=key.reveal() or "no-key", base_url=base_url, max_retries=2
         )
         try:
             while True:
