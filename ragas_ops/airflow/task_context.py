@@ -68,16 +68,20 @@ def skipped_when_superseded() -> Iterator[None]:
 
 @contextmanager
 def failed_without_retry() -> Iterator[None]:
-    """A fatal judge error (bad key, unknown model, no quota) fails the task at once: a retry
-    would only send the same requests again."""
+    """A fatal judge error (bad key, unknown model, no quota) or an input that breaks the
+    contract fails the task at once: a retry would only send the same requests again, or
+    read the same file."""
     from airflow.sdk.exceptions import AirflowFailException
 
+    from ragas_ops.contract.inputs import ContractError
     from ragas_ops.judge.base import JudgeFatalError
 
     try:
         yield
     except JudgeFatalError as error:
         raise AirflowFailException(f"the judge cannot be used, stopping: {error}") from None
+    except ContractError as error:
+        raise AirflowFailException(f"the input breaks the contract: {error}") from None
 
 
 def is_backfill(context: Any) -> bool:

@@ -131,16 +131,60 @@ def contract_schema(mapping: ColumnMapping) -> pa.Schema:
     )
 
 
-def check_schema(schema: pa.Schema, mapping: ColumnMapping) -> None:
-    """Fail, naming every offending column and its type, when `schema` breaks the contract."""
-    import pyarrow as pa
+PARTITION_COLUMN = "dt"
+"""The day folders' key (`dt=YYYY-MM-DD`): a hive-partitioned read (DuckDB, pyarrow datasets,
+Athena, Spark) puts the folder's date in this column, over a data column of that name."""
 
-    repeated = sorted(name for name, count in Counter(schema.names).items() if count > 1)
+
+def output_name_clashes(names: Iterable[str], output_names: Iterable[str]) -> list[str]:
+    """The `names` that are one of `output_names` in any case: SQL engines fold case."""
+    taken = {name.casefold() for name in output_names}
+    return [name for name in names if name.casefold() in taken]
+
+
+def check_names(names: Sequence[str], output_names: Iterable[str] = ()) -> None:
+    """Fail, naming them, on column names that readers of the scored table would change or
+    mix up: a name twice, two names that differ only in case (DuckDB renames the second
+    `Question_1` and SQL on "Question" reads `question`; Athena and Spark see one column),
+    the partition key `dt`, or a column of the scored table (`output_names`) in any case."""
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
     if repeated:  # Parquet allows it; no reader can tell which one is meant
         raise ContractError(
             f"the file has more than one column named {', '.join(map(repr, repeated))}: "
             "rename or drop the copies"
         )
+    spellings: dict[str, list[str]] = {}
+    for name in names:
+        spellings.setdefault(name.casefold(), []).append(name)
+    folded = [group for group in spellings.values() if len(group) > 1]
+    if folded:
+        shown = "; ".join(" and ".join(map(repr, group)) for group in folded)
+        raise ContractError(
+            f"the file has columns whose names differ only in case ({shown}): SQL engines "
+            "read them as one column; rename or drop one of each"
+        )
+    partition = [name for name in names if name.casefold() == PARTITION_COLUMN]
+    if partition:
+        raise ContractError(
+            f"the file has a column {partition[0]!r}: the day folders' key, which a "
+            "hive-partitioned read of the scored table puts over it; rename it"
+        )
+    clashes = output_name_clashes(names, output_names)
+    if clashes:
+        raise ContractError(
+            f"the file already has output column(s) {clashes} (compared in any case): score "
+            "the raw log, not a scored table, or rename those columns"
+        )
+
+
+def check_schema(
+    schema: pa.Schema, mapping: ColumnMapping, output_names: Iterable[str] = ()
+) -> None:
+    """Fail, naming every offending column and its type, when `schema` breaks the contract
+    (its names: see `check_names`)."""
+    import pyarrow as pa
+
+    check_names(schema.names, output_names)
     check_columns(schema, mapping)
     problems = []
     for name in REQUIRED_FIELDS:
@@ -212,27 +256,33 @@ class UnifiedInputs:
     """Path -> why the file is left out."""
 
 
-def unify_inputs(files: Sequence[FileSchema], mapping: ColumnMapping) -> UnifiedInputs:
+def unify_inputs(
+    files: Sequence[FileSchema], mapping: ColumnMapping, output_names: Iterable[str] = ()
+) -> UnifiedInputs:
     """The schema a set of input files is read with, and the files rejected with the reason.
 
-    Each file is checked on its own against the contract (`check_schema`). The other columns
+    Each file is checked on its own against the contract (`check_schema`, with the columns
+    the scored table adds, `output_names`). The other columns
     are the union over the accepted files, in the order the files show them. A column whose
     types differ is widened the way SQL engines do (int32 and int64 -> int64, an integer and
     a double -> double, null -> anything), never between text and numbers, booleans and
     numbers, or uint64 and signed integers; when its types cannot be joined, the type that
     most rows have wins (ties: the type's name) and the files with the other type are
-    rejected, naming the column. The result does not depend on the files' order.
+    rejected, naming the column. So with a column spelled in two cases in two files (`App`,
+    `app`): the spelling most rows have wins. The result does not depend on the files' order.
     """
     rejected: dict[str, str] = {}
+    output_names = list(output_names)
     for file in files:
         try:
-            check_schema(file.schema, mapping)
+            check_schema(file.schema, mapping, output_names)
         except ContractError as error:
             rejected[file.path] = str(error)
     contract = contract_schema(mapping)
     while True:  # a file rejected over one column no longer votes on the others
         accepted = [file for file in files if file.path not in rejected]
         extras, conflicts = _widened_extras(accepted, set(contract.names))
+        conflicts.update(_spelling_conflicts(accepted))
         if not conflicts:
             break
         rejected.update(conflicts)
@@ -275,6 +325,28 @@ def _widened_extras(
                 widened = joined
         extras.append(pa.field(name, widened))
     return extras, conflicts
+
+
+def _spelling_conflicts(files: Sequence[FileSchema]) -> dict[str, str]:
+    """Files whose column is another file's column in another case (`App` and `app`): the
+    union would hold both, which SQL engines read as one. The spelling most rows have wins
+    (ties: the name), as with types; the files with another are rejected, naming it."""
+    spellings: dict[str, dict[str, tuple[int, list[str]]]] = {}
+    for file in files:
+        for name in dict.fromkeys(file.schema.names):
+            by_name = spellings.setdefault(name.casefold(), {})
+            rows, paths = by_name.get(name, (0, []))
+            by_name[name] = (rows + file.rows, [*paths, file.path])
+    conflicts = {}
+    for by_name in spellings.values():
+        ranked = sorted(by_name.items(), key=lambda item: (-item[1][0], item[0]))
+        for name, (_rows, paths) in ranked[1:]:
+            for path in paths:
+                conflicts[path] = (
+                    f"column {name!r} is spelled {ranked[0][0]!r} in the other files: SQL "
+                    "engines read the two as one column; rename it"
+                )
+    return conflicts
 
 
 _TIME_UNITS = ("s", "ms", "us", "ns")

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from ragas_ops.contract.inputs import ContractError
+from ragas_ops.contract.inputs import ContractError, output_name_clashes
 
 
 class NamedMetric(Protocol):
@@ -40,17 +40,28 @@ METRIC_SUFFIXES: tuple[tuple[str, pa.DataType], ...] = (
 )
 
 
+def output_column_names(metric_names: Sequence[str]) -> list[str]:
+    """The columns a scored table adds to its input's, for the metrics named."""
+    return [column.name for column in _added_columns(metric_names)]
+
+
 def output_schema(input_schema: pa.Schema, metrics: Sequence[NamedMetric]) -> pa.Schema:
-    """The input's columns, then each metric's five columns, then the row's accounting."""
-    added = [
-        pa.field(f"{metric.name}_{suffix}", kind)
-        for metric in metrics
-        for suffix, kind in METRIC_SUFFIXES
-    ] + [pa.field(name, kind) for name, kind in ROW_COLUMNS]
-    clashes = [f.name for f in added if f.name in input_schema.names]
+    """The input's columns, then each metric's five columns, then the row's accounting. An
+    input column named like one of them, in any case, is refused (`check_schema` refuses its
+    file before any scoring: this guards callers that did not check)."""
+    added = _added_columns([metric.name for metric in metrics])
+    clashes = output_name_clashes(input_schema.names, [column.name for column in added])
     if clashes:
         raise ContractError(
             f"the input already has output column(s) {clashes}: score the raw log, not a scored "
             "table, or rename those columns"
         )
     return pa.schema([*input_schema, *added])
+
+
+def _added_columns(metric_names: Sequence[str]) -> list[pa.Field]:
+    return [
+        pa.field(f"{name}_{suffix}", kind)
+        for name in metric_names
+        for suffix, kind in METRIC_SUFFIXES
+    ] + [pa.field(name, kind) for name, kind in ROW_COLUMNS]

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import FileSchema, unify_inputs
 from ragas_ops.contract.layout import Lake
+from ragas_ops.contract.outputs import output_column_names
 from ragas_ops.storage import Location, StorageError, decode_check, listing, read_footer
 from ragas_ops.tables.format import day_tables
 
@@ -144,6 +145,7 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     unified = unify_inputs(
         [FileSchema(footer.path, footer.schema, footer.rows) for footer in footers],
         settings.columns,
+        output_column_names(settings.metrics.names),
     )
     reasons = {**unreadable, **unified.rejected}
     plan.rejected = [RejectedFile(path, reasons[path]) for path in paths if path in reasons]

@@ -16,10 +16,11 @@ from ragas_ops.contract.inputs import (
     ContractError,
     FileSchema,
     check_columns,
+    check_names,
     repair_utf8,
     unify_inputs,
 )
-from ragas_ops.contract.outputs import output_schema
+from ragas_ops.contract.outputs import output_column_names, output_schema
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge
@@ -152,13 +153,16 @@ def input_schema(source: Location, settings: Settings) -> InputFiles:
             footers.append(read_footer(source.filesystem, path))
         except StorageError as error:  # names the file; an outage is not a StorageError
             unreadable.append(str(error))
+    output_names = output_column_names(settings.metrics.names)
     unified = unify_inputs(
         [FileSchema(footer.path, footer.schema, footer.rows) for footer in footers],
         settings.columns,
+        output_names,
     )
     if unreadable or unified.rejected or unified.schema is None:
         if len(paths) == 1 and footers:
-            check_columns(footers[0].schema, settings.columns)  # the detailed message
+            check_names(footers[0].schema.names, output_names)  # the detailed messages
+            check_columns(footers[0].schema, settings.columns)
         reasons = [*unreadable, *(f"{path}: {why}" for path, why in unified.rejected.items())]
         raise ContractError(f"input file(s) rejected: {'; '.join(reasons)}")
     return InputFiles(unified.schema, paths, sum(footer.rows for footer in footers), ignored)
