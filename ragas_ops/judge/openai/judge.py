@@ -351,7 +351,7 @@ class OpenAIJudge:
         self._congestion = CongestionControl()
         """Which 429s slow the judge down (see `limits.congestion`)."""
         self._slots = PrioritySlots(settings.max_concurrency)
-        self._in_flight: dict[str, asyncio.Future[list[str]]] = {}
+        self._in_flight: dict[str, asyncio.Future[Any]] = {}
         self._rng = rng or random.Random()
         self._fatal: JudgeFatalError | None = None
         self._answered = False
@@ -402,6 +402,25 @@ class OpenAIJudge:
         messages = chat_messages(self.settings, prompt, data)
         params = chat_params(self.settings, prompt, n, data)
         key = chat_cache_key(self.endpoint, prompt, params, messages)
+        # Identical rows get one answer and one status: the cache lookup, the request, the
+        # repair and the stored outcome happen once per key at a time, and whoever asks later
+        # finds the stored outcome (a repair per row made their statuses differ, and the last
+        # one stored decided a rerun's).
+        completion: Completion[OutputT] = await self._single_flight(
+            key, lambda: self._complete_once(prompt, data, messages, params, n=n, key=key)
+        )
+        return completion
+
+    async def _complete_once(
+        self,
+        prompt: Prompt[OutputT],
+        data: Mapping[str, Any],
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+        *,
+        n: int,
+        key: str,
+    ) -> Completion[OutputT]:
         cached = await self._cache.aget(key)
         if cached is not None:
             hit = self._from_cache(prompt, data, cached)
@@ -412,9 +431,7 @@ class OpenAIJudge:
         call = _Call(Usage(), CURRENT_ROW.get())
         texts: list[str] = []
         try:
-            texts = await self._single_flight(
-                key, lambda: self._chat_n(prompt, messages, params, n, call=call)
-            )
+            texts = await self._chat_n(prompt, messages, params, n, call=call)
             outputs = [
                 await self._parse_or_repair(prompt, data, messages, params, text, call=call)
                 for text in texts
@@ -471,24 +488,29 @@ class OpenAIJudge:
         except OutputParseError:
             return None  # stored under an older check: ask again
 
-    async def _single_flight(self, key: str, call: Callable[[], Awaitable[list[str]]]) -> list[str]:
-        """Identical requests in flight at once are sent once; the others wait for its reply
-        (and pay nothing for it)."""
+    async def _single_flight(
+        self, key: str, call: Callable[[], Awaitable[Completion[OutputT]]]
+    ) -> Completion[OutputT]:
+        """Identical requests in flight at once are answered once; the others wait for its
+        outcome, the same outputs or the same failure (and pay nothing for it)."""
         if key in self._in_flight:
             self.events["deduplicated"] += 1
-            shared = await asyncio.shield(self._in_flight[key])
-            return list(shared)
-        future: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+            try:
+                shared: Completion[OutputT] = await asyncio.shield(self._in_flight[key])
+            except JudgeRowError as error:
+                raise type(error)(str(error)) from None  # this row's own, paying nothing
+            return Completion(list(shared.outputs), Usage())
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
-            texts = await call()
+            completion = await call()
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # mark retrieved: waiters, if any, re-raise it
             raise
         else:
-            future.set_result(texts)
-            return texts
+            future.set_result(completion)
+            return completion
         finally:
             del self._in_flight[key]
 
