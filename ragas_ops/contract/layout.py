@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import date
-from typing import Protocol
+from typing import Any, Protocol
 
 from ragas_ops.storage import Location, S3Options, locate
 
@@ -47,6 +47,26 @@ def parse_day(value: object) -> str:
 def run_folder_name(run_id: str) -> str:
     """An Airflow run id as a safe path segment (run ids hold ':' and '+')."""
     return _UNSAFE.sub("_", run_id).strip("._") or "run"
+
+
+NO_DAY_FOLDER, EMPTY_DAY_FOLDER = "no_day_folder", "empty_day_folder"
+"""Why a day has no traffic (the manifest's `no_traffic_reason`): its `dt=D` folder does not
+exist (nothing was logged, or the day is outside the lake's days: a backfill's range, a
+mistyped date), or it exists and holds no row."""
+
+
+def no_folder_sentence(folder: str, lake_days: dict[str, Any] | None) -> str:
+    """Why a day whose folder is missing has no traffic, and the raw root's days beside it
+    (the plan's log and the report say it alike)."""
+    sentence = f"its folder {folder} does not exist"
+    if lake_days and lake_days.get("count"):
+        sentence += (
+            f" (the raw root holds {lake_days['count']} day(s), "
+            f"{lake_days['first']} to {lake_days['last']})"
+        )
+    else:
+        sentence += " (the raw root holds no day folder)"
+    return sentence
 
 
 class LakeSettings(Protocol):

@@ -20,19 +20,29 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import FileSchema, unify_inputs
-from ragas_ops.contract.layout import Lake
+from ragas_ops.contract.layout import (
+    EMPTY_DAY_FOLDER,
+    NO_DAY_FOLDER,
+    Lake,
+    no_folder_sentence,
+    parse_day,
+)
 from ragas_ops.contract.outputs import output_column_names
 from ragas_ops.storage import Location, StorageError, decode_check, listing, read_footer
 from ragas_ops.tables.format import day_tables
+
+log = logging.getLogger(__name__)
 
 
 class ShrinkRefused(RuntimeError):
@@ -84,10 +94,39 @@ class DayPlan:
     chunk_rows: int = 0
     schema: pa.Schema | None = None
     """The day's input schema, unified over the accepted files (None on a day with no file)."""
+    folder: str = ""
+    """The day's folder (`<raw_uri>/dt=D`)."""
+    folder_exists: bool = True
+    lake_days: dict[str, Any] | None = None
+    """When the day's folder does not exist: the days the raw root holds (`count`, `first`,
+    `last`), so that a day outside them shows as such."""
 
     @property
     def rows(self) -> int:
         return sum(file.rows for file in self.files)
+
+    @property
+    def no_traffic_reason(self) -> str | None:
+        """NO_DAY_FOLDER or EMPTY_DAY_FOLDER for a day with nothing to score, else None (a
+        day of rows, or of files that were rejected or ignored, is not "no traffic")."""
+        if self.rows or self.rejected or self.ignored:
+            return None
+        return EMPTY_DAY_FOLDER if self.folder_exists else NO_DAY_FOLDER
+
+    def describe(self) -> str:
+        """The plan in one line, for the plan task's log."""
+        reason = self.no_traffic_reason
+        if reason == NO_DAY_FOLDER:
+            return f"{self.day}: no traffic: {no_folder_sentence(self.folder, self.lake_days)}"
+        if reason == EMPTY_DAY_FOLDER:
+            return (
+                f"{self.day}: no traffic: the folder {self.folder} holds no row "
+                f"({len(self.files)} Parquet file(s))"
+            )
+        held = f"{self.rows:,} rows in {len(self.files)} file(s), {len(self.chunks)} chunk(s)"
+        for count, what in ((len(self.rejected), "rejected"), (len(self.ignored), "ignored")):
+            held += f", {count} file(s) {what}" if count else ""
+        return f"{self.day}: {held}"
 
     def summary(self) -> dict[str, Any]:
         """What the manifest records of the plan (JSON-serialisable)."""
@@ -99,7 +138,28 @@ class DayPlan:
             "ignored_files": list(self.ignored),
             "chunks": len(self.chunks),
             "chunk_rows": self.chunk_rows,
+            "folder": self.folder,
+            "folder_exists": self.folder_exists,
+            "lake_days": self.lake_days,
+            "no_traffic_reason": self.no_traffic_reason,
         }
+
+
+def lake_days(lake: Lake) -> dict[str, Any]:
+    """How many `dt=YYYY-MM-DD` folders the raw root holds, and its first and last day (one
+    listing of the root, not recursive)."""
+    days = []
+    selector = pafs.FileSelector(lake.raw.path, recursive=False)
+    for entry in lake.raw.filesystem.get_file_info(selector):
+        name = entry.path.rstrip("/").rsplit("/", 1)[-1]
+        if entry.type == pafs.FileType.Directory and name.startswith("dt="):
+            try:
+                days.append(parse_day(name.removeprefix("dt=")))
+            except ValueError:
+                continue
+    days.sort()
+    first, last = (days[0], days[-1]) if days else (None, None)
+    return {"count": len(days), "first": first, "last": last}
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
@@ -129,9 +189,11 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
             "(RAGAS_OPS_PIPELINE_RAW_URI). A day without traffic is a day folder missing under "
             "an existing root, never a missing root."
         )
-    plan = DayPlan(day)
     folder = lake.raw_day(day)
     present = folder.exists()
+    plan = DayPlan(day, folder=folder.uri, folder_exists=present)
+    if not present:
+        plan.lake_days = lake_days(lake)
     paths, plan.ignored = listing(folder) if present else ([], [])
     footers, unreadable = [], {}
     for path in paths:
@@ -162,6 +224,10 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     plan.chunks = cut_chunks(plan.files, plan.chunk_rows)
     for chunk in plan.chunks:
         chunk.schema = plan.schema
+    if plan.folder_exists:
+        log.info("plan %s", plan.describe())
+    else:  # a normal outcome, but the one a backfill past the lake's first day also gives
+        log.warning("plan %s", plan.describe())
     return plan
 
 

@@ -811,7 +811,7 @@ def run_manifest(
     """The manifest of a run's publish: what ran (`manifest_base`), the task's try, the
     plan, the scoring summed over the chunks (`run_totals`, chunks in index order whatever
     order they came in), what was published, and whether the day simply had no traffic
-    (no rows and no rejected file)."""
+    (no rows and no rejected file), and why (no folder for the day, or an empty one)."""
     ordered = sorted(chunk_results, key=lambda result: result["index"])
     return {
         **manifest_base(day, run_id, settings),
@@ -822,6 +822,8 @@ def run_manifest(
         "no_traffic": plan_summary["rows"] == 0
         and not plan_summary["rejected_files"]
         and not plan_summary.get("ignored_files"),
+        # no_day_folder or empty_day_folder (pipeline.plan), null on a day with traffic
+        "no_traffic_reason": plan_summary.get("no_traffic_reason"),
     }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragas_ops.contract.layout import EMPTY_DAY_FOLDER, NO_DAY_FOLDER, no_folder_sentence
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.aggregate import (
     ALL,
@@ -441,6 +442,18 @@ def replaced_sentence(replaced: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def input_rows_sentence(plan: Mapping[str, Any]) -> str:
+    """The day's input rows and files, and for a day of no traffic whether its folder is
+    missing (nothing logged, or a day outside the lake) or holds no row."""
+    reason = plan.get("no_traffic_reason")
+    if reason == NO_DAY_FOLDER:
+        return "none: " + no_folder_sentence(plan.get("folder", ""), plan.get("lake_days"))
+    held = f"{plan.get('rows', 0):,} in {len(plan.get('files', []))} file(s)"
+    if reason == EMPTY_DAY_FOLDER:
+        held += f": the folder {plan.get('folder', '')} holds no row"
+    return held
+
+
 def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run's facts: the manifest's top-level values, then what was read, rejected and
     published (a rejected input file is listed with its reason: someone has to look)."""
@@ -451,9 +464,7 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
     plan = manifest.get("plan") or {}
     if plan:
-        facts.append(
-            ("input rows", f"{plan.get('rows', 0):,} in {len(plan.get('files', []))} file(s)")
-        )
+        facts.append(("input rows", input_rows_sentence(plan)))
         facts += [
             (f"rejected file {item['path']}", str(item["reason"]))
             for item in plan.get("rejected_files", [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -78,6 +79,26 @@ def lake(tmp_path: Path, judge_server: JudgeServer, monkeypatch: pytest.MonkeyPa
     }.items():
         monkeypatch.setenv(name, value)
     return root
+
+
+@pytest.fixture
+def plan_log() -> Iterator[list[logging.LogRecord]]:
+    """The records of the plan task's logger. A handler on the logger itself: Airflow's
+    task runner replaces the root logger's handlers (pytest's caplog among them)."""
+    records: list[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Collect(logging.INFO)
+    logger = logging.getLogger("ragas_ops.pipeline.plan")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield records
+    logger.removeHandler(handler)
+    logger.setLevel(level)
 
 
 def write_logs(root: Path, day: str, *tables: pa.Table) -> None:
@@ -219,6 +240,47 @@ def test_an_empty_day_publishes_an_empty_partition(lake: Path) -> None:
     manifest = manifest_of(lake, "2026-11-20")
     assert manifest["no_traffic"] is True
     assert manifest["plan"]["rows"] == 0
+
+
+def test_a_day_without_a_folder_is_told_apart_from_an_empty_folder(
+    lake: Path, plan_log: list[logging.LogRecord]
+) -> None:
+    """A backfill that began before the lake's first day published empty days as "no
+    traffic", with no word that their folders did not exist (the first-hour review): both
+    stay a normal outcome, but the plan's log, the manifest and the report say which."""
+    write_logs(lake, "2026-11-25", sample_interactions(5, seed=25, day="2026-11-25"))
+    write_logs(lake, "2026-11-26", sample_interactions(5, seed=26, day="2026-11-26"))
+    (lake / "raw" / "dt=2026-11-24").mkdir()  # the exporter ran and wrote nothing
+
+    assert state(run_dag("2026-11-23")) == "success"
+    assert state(run_dag("2026-11-24")) == "success"
+
+    missing, empty = manifest_of(lake, "2026-11-23"), manifest_of(lake, "2026-11-24")
+    assert (missing["no_traffic"], empty["no_traffic"]) == (True, True)
+    assert missing["no_traffic_reason"] == "no_day_folder"
+    assert empty["no_traffic_reason"] == "empty_day_folder"
+    assert missing["plan"]["folder_exists"] is False
+    assert missing["plan"]["lake_days"] == {"count": 3, "first": "2026-11-24", "last": "2026-11-26"}
+    folder = lake / "raw" / "dt=2026-11-23"
+    said = (
+        f"its folder {folder} does not exist (the raw root holds 3 day(s), "
+        "2026-11-24 to 2026-11-26)"
+    )
+    lines = [f"{record.levelname} {record.getMessage()}" for record in plan_log]
+    (missing_line,) = [line for line in lines if "plan 2026-11-23:" in line]
+    assert missing_line == f"WARNING plan 2026-11-23: no traffic: {said}"
+    (empty_line,) = [line for line in lines if "plan 2026-11-24:" in line]
+    empty_folder = lake / "raw" / "dt=2026-11-24"
+    assert empty_line.startswith(
+        f"INFO plan 2026-11-24: no traffic: the folder {empty_folder} holds no row"
+    )
+    missing_report = warehouse(lake, "reports", "dt=2026-11-23", "report.html").read_text()
+    assert f"none: {said}" in missing_report
+    markdown = warehouse(lake, "reports", "dt=2026-11-23", "report.md").read_text()
+    assert "does not exist (the raw root holds 3 day(s), 2026-11-24 to 2026-11-26)" in markdown
+    empty_report = warehouse(lake, "reports", "dt=2026-11-24", "report.html").read_text()
+    assert "holds no row" in empty_report
+    assert "does not exist" not in empty_report
 
 
 def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
