@@ -85,11 +85,13 @@ _INSTRUCTIONS = (
 _DEMO_ANSWER = "The Millau Viaduct opened to traffic in December 2004."
 
 
-def _asked_number_of_questions(data: Mapping[str, Any], output: GeneratedQuestions) -> str | None:
-    expected = int(data["number_of_questions"])
-    distinct = {question.strip() for question in output.questions if question.strip()}
-    if len(distinct) != expected:
-        return f"give exactly {expected} different, non-empty questions"
+def _some_question(data: Mapping[str, Any], output: GeneratedQuestions) -> str | None:
+    """A reply with at least one non-empty question is scored as it came: the paper's formula
+    (the mean cosine of the generated questions to the real one) needs no particular number
+    of different questions, and a model at low temperature repeats one for a short answer
+    (4 of 120 rows were failed, after a paid repair, for asking exactly n different ones)."""
+    if not any(question.strip() for question in output.questions):
+        return f"give {int(data['number_of_questions'])} non-empty questions"
     return None
 
 
@@ -121,7 +123,7 @@ QUESTIONS_PROMPT = Prompt(
             ),
         ),
     ),
-    check=_asked_number_of_questions,
+    check=_some_question,
     output_budget=_questions_budget,
 )
 
@@ -296,7 +298,9 @@ class AnswerRelevance(Metric):
                 QUESTIONS_PROMPT, {ANSWER: row.answer, "number_of_questions": self.questions}
             )
             usage.add(reply.usage)
-            return _Generated(_distinct(reply.output.questions), reply.output.noncommittal)
+            # The first n different ones: a repeat would weigh twice, a surplus was not asked.
+            questions = _distinct(reply.output.questions)[: self.questions]
+            return _Generated(questions, reply.output.noncommittal)
         samples = await judge.complete(
             QUESTION_SAMPLE_PROMPT, {ANSWER: row.answer}, n=self.questions
         )
