@@ -91,7 +91,9 @@ def report_file(warehouse: Location, relative: str) -> tuple[Location, str]:
 
     Only that exact shape is accepted, checked part by part before any path is built, so no
     `..`, absolute path, backslash or encoded separator can reach the filesystem. On a local
-    disk the resolved path must also still be inside the warehouse (a symlink cannot lead out).
+    disk the resolved path must be that very file of the warehouse: a link below the warehouse
+    can neither lead out nor pass another file (`report.html -> scored.parquet`, 530 KB of
+    Parquet served as a page) for a report. The warehouse folder itself may be a link.
     """
     parts = relative.split("/")
     if len(parts) != 2 or parts[1] not in REPORT_FILES:
@@ -108,8 +110,9 @@ def report_file(warehouse: Location, relative: str) -> tuple[Location, str]:
         import os
 
         root = os.path.realpath(warehouse.path)
-        if not os.path.realpath(location.path).startswith(root + os.sep):
-            raise UnsafePath("outside the warehouse")
+        expected = os.path.join(root, "reports", f"dt={day}", parts[1])
+        if os.path.realpath(location.path) != expected:
+            raise UnsafePath("a link below the warehouse: not the day's report file")
     return location, REPORT_FILES[parts[1]]
 
 

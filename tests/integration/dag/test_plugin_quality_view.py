@@ -259,6 +259,25 @@ def test_a_symlink_out_of_the_warehouse_is_refused(tmp_path: Path) -> None:
         report_file(locate(str(tmp_path / "warehouse")), "dt=2026-11-28/report.html")
 
 
+def test_a_link_inside_the_warehouse_is_not_served_as_a_report(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    scored = warehouse / "scored" / "dt=2026-11-28"
+    scored.mkdir(parents=True)
+    (scored / "scored.parquet").write_bytes(b"PAR1 not a page PAR1")
+    reports = warehouse / "reports" / "dt=2026-11-28"
+    reports.mkdir(parents=True)
+    (reports / "report.html").symlink_to(scored / "scored.parquet")
+    (reports / "report.md").write_text("# the day")
+
+    with pytest.raises(UnsafePath, match="a link below the warehouse"):
+        report_file(locate(str(warehouse)), "dt=2026-11-28/report.html")
+    # a warehouse reached through a link of its own is served
+    (tmp_path / "lake").symlink_to(warehouse)
+    location, media_type = report_file(locate(str(tmp_path / "lake")), "dt=2026-11-28/report.md")
+    assert media_type.startswith("text/markdown")
+    assert location.path.endswith("reports/dt=2026-11-28/report.md")
+
+
 def test_the_page_reads_a_warehouse_on_s3(
     start_s3: Callable[[], str], tmp_path: Path, judge_server: JudgeServer
 ) -> None:
