@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from ragas_ops.samples import sample_interactions
 from tests.integration.dag import test_pipeline_dag as dag_tests
@@ -69,3 +70,25 @@ def test_files_with_output_named_case_colliding_or_dt_columns_are_rejected_alone
         text = (reports / report).read_text()
         for name in bad:
             assert name in text, (report, name)
+
+
+def test_a_contract_error_found_while_scoring_fails_the_task_without_retries(
+    lake: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plan that let an output-named column through (as the plan did before it checked
+    names): the scoring task's ContractError is deterministic, so it is not tried again."""
+    import ragas_ops.pipeline.plan
+
+    monkeypatch.setattr(ragas_ops.pipeline.plan, "output_column_names", lambda names: [])
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_TASK_RETRIES", "2")
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_RETRY_DELAY_SECONDS", "0.1")
+    table = sample_interactions(5, seed=40, day=DAY)
+    pq.write_table(with_column(table, "cost_usd", [0.1] * 5), raw_day(lake) / "part-0.parquet")
+
+    run = run_dag()
+
+    assert state(run) == "failed"
+    (scoring,) = task_instances(run, "score_chunk")
+    assert scoring.try_number == 1, "a ContractError is not retried"
+    captured = capsys.readouterr()
+    assert "the input breaks the contract" in captured.out + captured.err
