@@ -13,13 +13,19 @@ $(BIN)/ragas-ops: pyproject.toml .ci/venv
 
 install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
 
-.PHONY: airflow airflow-down
+.PHONY: airflow airflow-down cluster cluster-down cluster-test
 
 airflow: install  ## a real Airflow on this machine with the nightly DAG, its pools and a demo lake (docs/airflow-local.md)
 	$(BIN)/ragas-ops airflow up
 
 airflow-down:  ## stop the Airflow of `make airflow`
 	$(BIN)/ragas-ops airflow down
+
+cluster: install  ## the compose topology as processes: PostgreSQL, Redis, S3 (moto), Airflow with 2 Celery workers, the test judge (docs/deploy.md)
+	$(BIN)/python -m ragas_ops.airflow.cluster up
+
+cluster-down:  ## stop every process of `make cluster`
+	$(BIN)/python -m ragas_ops.airflow.cluster down
 
 lint: install  ## ruff (lint and format check)
 	$(BIN)/ruff check .
@@ -39,13 +45,18 @@ unit: install  ## the unit tests only: fast, no servers (tests/unit)
 	$(BIN)/pytest -q $(DURATIONS) tests/unit
 
 integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (tests/integration)
-	$(BIN)/pytest -q $(DURATIONS) -n $(TEST_WORKERS) --dist loadgroup tests/integration
+	$(BIN)/pytest -q $(DURATIONS) -n $(TEST_WORKERS) --dist loadgroup -m "not cluster" tests/integration
+
+# The multi-worker scenario runs a whole cluster (make cluster) and wants the machine alone.
+cluster-test: install  ## the multi-worker scenario over `make cluster` (tests/integration/cluster, a few minutes)
+	$(BIN)/pytest -q $(DURATIONS) -n 0 -m cluster tests/integration/cluster
 
 # mypy (one core for a minute or two) runs beside the unit tests (one core), the output of each
 # printed in one piece when it ends; then the integration tests, which want both cores.
 test: install  ## everything CI runs: lint, types, all the tests
 	$(MAKE) --no-print-directory --output-sync=target -j2 lint typecheck unit
 	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory cluster-test
 
 # The demo installs only what it runs (Airflow and the ONNX local judge, no PyTorch, no
 # development tools) in a venv of its own.
