@@ -45,6 +45,7 @@ PASSWORDS_FILE = "simple_auth_manager_passwords.json.generated"
 STATE_FILE = "airflow-up.json"
 LOG_FILE = "airflow-up.log"
 ENV_FILE = "env.sh"
+SIGNING_KEY_FILE = "jwt-signing-key"
 JudgeChoice = Literal["auto", "openai", "local", "test"]
 JUDGE_CHOICES: tuple[JudgeChoice, ...] = ("auto", "openai", "local", "test")
 # The test double answers as fast as it is asked: the OpenAI defaults (500 rpm shared by six
@@ -163,6 +164,10 @@ def airflow_environment(standalone: Standalone, judge: Mapping[str, str]) -> dic
             "ragas_ops.airflow.sqlite.CONNECT_ARGS_ASYNC"
         ),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+        # The key of the tokens the components and the REST API sign: 64 bytes of a file
+        # readable by this user only, read through a command, so env.sh names no secret.
+        # Airflow's own default is 24 bytes, and PyJWT warned of it ten times a start.
+        "AIRFLOW__API_AUTH__JWT_SECRET_CMD": f"cat {shlex.quote(str(home / SIGNING_KEY_FILE))}",
         "RAGAS_OPS_PIPELINE_RAW_URI": str(standalone.lake / "raw"),
         "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(standalone.lake / "warehouse"),
         "RAGAS_OPS_PIPELINE_SEGMENTS": "app,model_version",
@@ -221,6 +226,17 @@ def free_port(preferred: int = 0, taken: Collection[int] = ()) -> int:
     raise StandaloneError("no free port on 127.0.0.1")
 
 
+def make_signing_key(home: Path) -> None:
+    """The JWT signing key of `home` (64 bytes, readable by this user only), made once: the
+    components and every `airflow` command must share it, across restarts too."""
+    path = home / SIGNING_KEY_FILE
+    if path.exists() and len(path.read_text().strip()) >= 64:
+        return
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(secrets.token_hex(32) + "\n")  # 64 characters
+
+
 def admin_password(home: Path) -> str:
     """The admin's password, created (random, readable by this user only) on first use, so
     that Airflow finds it and never prints it to its log."""
@@ -235,11 +251,15 @@ def admin_password(home: Path) -> str:
     return password
 
 
-def prepare(standalone: Standalone, environment: Mapping[str, str], days: int, rows: int) -> str:
-    """The metadata database, the pools, the admin's password and the demo lake (written only
-    when there is none yet); returns what was done with the lake."""
+def prepare(
+    standalone: Standalone, environment: Mapping[str, str], days: int, rows: int
+) -> tuple[str, list[str], bool]:
+    """The metadata database, the pools, the admin's password, the JWT key and the demo lake
+    (written only when there is none yet); returns what was done with the lake, the days it
+    holds, and whether it is new."""
     standalone.home.mkdir(parents=True, exist_ok=True)
     admin_password(standalone.home)
+    make_signing_key(standalone.home)
     write_local_settings(standalone.home)
     pools_path = standalone.path("pools.json")
     pools_path.write_text(json.dumps(pools(environment), indent=2) + "\n")
@@ -247,10 +267,25 @@ def prepare(standalone: Standalone, environment: Mapping[str, str], days: int, r
         airflow_cli(command, environment, timeout=180)
     raw = standalone.lake / "raw"
     if raw.exists():
-        return f"the lake already exists, kept as it is: {raw}"
+        return f"the lake already exists, kept as it is: {raw}", lake_days(raw), False
     scored_days = demo_days(days)
     write_sample_lake(raw, scored_days, rows)
-    return f"sample logs: {len(scored_days)} days x {rows} rows in {raw}"
+    return f"sample logs: {len(scored_days)} days x {rows} rows in {raw}", scored_days, True
+
+
+def lake_days(raw: Path) -> list[str]:
+    """The days of a local raw lake's `dt=YYYY-MM-DD` folders, oldest first."""
+    return sorted(path.name.removeprefix("dt=") for path in raw.glob("dt=????-??-??"))
+
+
+def backfill_command(days: list[str]) -> str:
+    """The backfill that scores every day of the lake in order, oldest first, yesterday last
+    again (after the scheduler's run of it), so that its regression check has the baseline of
+    the days before it."""
+    return (
+        f"airflow backfill create --dag-id {DAG_ID} --from-date {days[0]} --to-date {days[-1]} "
+        "--reprocess-behavior completed --max-active-runs 1"
+    )
 
 
 def write_local_settings(home: Path) -> None:
@@ -441,6 +476,9 @@ def write_env_file(standalone: Standalone, settings: Mapping[str, str]) -> Path:
     """env.sh: `source` it to talk to this Airflow with `airflow ...` commands."""
     path = standalone.path(ENV_FILE)
     lines = [f"export {name}={shlex.quote(value)}" for name, value in sorted(settings.items())]
+    # `airflow` itself: the venv that runs `up` (whose bin/ need not be on PATH: make airflow)
+    lines.append(f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"')
+    lines.append(f'export PYTHONPATH={shlex.quote(str(PROJECT))}:"${{PYTHONPATH:-}}"')
     path.write_text("# ragas-ops airflow up: source this file to use `airflow` here\n")
     with path.open("a") as handle:
         handle.write("\n".join(lines) + "\n")
@@ -475,7 +513,8 @@ def up(
     settings = airflow_environment(standalone, judge_environment(chosen, test_judge_url))
     environment = process_environment(settings)
     say(f"judge: {JUDGE_DESCRIPTIONS[chosen]}")
-    say(prepare(standalone, environment, days, rows))
+    said, held, new_lake = prepare(standalone, environment, days, rows)
+    say(said)
     write_env_file(standalone, settings)
     group = start(standalone, environment, test_judge_port)
     say(f"starting Airflow (log: {standalone.path(LOG_FILE)}) ...")
@@ -486,7 +525,7 @@ def up(
     except BaseException:
         stop(home)
         raise
-    print_ready(standalone)
+    print_ready(standalone, held, new_lake=new_lake)
     return 0
 
 
@@ -500,16 +539,22 @@ JUDGE_DESCRIPTIONS: dict[JudgeChoice, str] = {
 }
 
 
-def print_ready(standalone: Standalone) -> None:
-    """The URL and the login. The password goes to a terminal only; elsewhere (a CI log, a
-    file) only where to read it."""
+def print_ready(standalone: Standalone, days: list[str], *, new_lake: bool) -> None:
+    """The URL and the login, and the backfill that scores the lake's other days. The
+    password goes to a terminal only; elsewhere (a CI log, a file) only where to read it."""
     where = standalone.path(PASSWORDS_FILE)
     password = admin_password(standalone.home) if sys.stdout.isatty() else None
     say("")
-    say(f"Airflow is ready: {standalone.url}  (DAG {DAG_ID} unpaused: it scores yesterday)")
+    # Only a new lake gets yesterday scored now; on a kept one the scheduler goes on as it was.
+    started = ": it scores yesterday" if new_lake else ""
+    say(f"Airflow is ready: {standalone.url}  (DAG {DAG_ID} unpaused{started})")
     say(f"login: {ADMIN} / {password}" if password else f"login: {ADMIN}, password in {where}")
     say(f"lake: {standalone.lake}; reports under {standalone.lake / 'warehouse' / 'reports'}")
-    say(f"airflow commands: source {standalone.path(ENV_FILE)}  (e.g. airflow backfill create ...)")
+    say(f"airflow commands: source {standalone.path(ENV_FILE)}")
+    if len(days) > 1:
+        say(f"lake days: {days[0]} to {days[-1]}; to score them all (the quality page then shows")
+        say("  the last day's regression against the days before it):")
+        say(f"  source {standalone.path(ENV_FILE)} && {backfill_command(days)}")
     say("stop it: make airflow-down  (or ragas-ops airflow down)")
 
 

@@ -30,6 +30,7 @@ from ragas_ops.airflow.standalone import (
     ENV_FILE,
     LOG_FILE,
     PASSWORDS_FILE,
+    SIGNING_KEY_FILE,
     STATE_FILE,
     AirflowApi,
     admin_password,
@@ -178,20 +179,28 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
         method="POST",
         body={"logical_date": None, "conf": {"day": days[0]}},
     )
+    # `airflow` as the docs type it: env.sh puts the venv that ran `up` on PATH (it was not:
+    # "airflow: command not found" after `make airflow`, whose venv is not activated)
+    venv = str(Path(sys.executable).parent)
+    without_venv = {
+        **airflow.environment,
+        "PATH": ":".join(p for p in airflow.environment["PATH"].split(":") if p != venv),
+    }
     backfill = subprocess.run(
         [
             "bash",
             "-c",
-            f'source "{airflow.home / ENV_FILE}" && exec "{sys.executable}" -m airflow '
+            f'source "{airflow.home / ENV_FILE}" && airflow '
             f"backfill create --dag-id {DAG_ID} --from-date {days[1]} --to-date {days[2]}",
         ],
-        env=airflow.environment,
+        env=without_venv,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert backfill.returncode == 0, backfill.stdout + backfill.stderr
+    assert "InsecureKeyLengthWarning" not in backfill.stderr
 
     runs = runs_when_done(airflow.api, count=4)
 
@@ -215,6 +224,18 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
         assert (warehouse / "reports" / f"dt={day}" / "report.html").exists()
     for written in (airflow.home / LOG_FILE, airflow.home / ENV_FILE):
         assert password not in written.read_text(errors="replace"), written
+    # a 64-byte JWT key, from a file env.sh names but does not hold (Airflow's default of 24
+    # bytes made PyJWT warn ten times a start)
+    key = (airflow.home / SIGNING_KEY_FILE).read_text().strip()
+    assert len(key) == 64
+    assert (airflow.home / SIGNING_KEY_FILE).stat().st_mode & 0o077 == 0
+    assert key not in (airflow.home / ENV_FILE).read_text()
+    assert "InsecureKeyLengthWarning" not in (airflow.home / LOG_FILE).read_text(errors="replace")
+    # the backfill that scores the whole sample, printed with the lake's own days
+    assert f"lake days: {days[0]} to {days[-1]}" in airflow.output
+    assert f"--from-date {days[0]} --to-date {days[-1]} --reprocess-behavior completed" in (
+        airflow.output
+    )
     stats = server_stats(airflow.state["test_judge_url"])
     assert stats["requests_by_endpoint"]["chat"] > 0, "scored by the test judge, over HTTP"
     assert stats["rate_limited"] == 0
