@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +64,13 @@ def rows_table(count: int, data: Path) -> pa.Table:
 
 
 def score_processes(
-    work: Path, url: str, parts: list[Path], client: tuple[int, int] | None, code: Path
+    work: Path, url: str, parts: list[Path], client: tuple[int, int] | None, options: Any
 ) -> float:
-    """Run one `score` process per part at once (one cache folder: one local coordinator);
-    returns the seconds until the last one finished."""
-    env = {**os.environ, "PYTHONPATH": str(code), "OPENAI_API_KEY": "sk-bench"}
+    """Run one `score` process per part at once (one cache folder: one local coordinator),
+    told how the server counts tokens; returns the seconds until the last one finished."""
+    env = {**os.environ, "PYTHONPATH": str(options.code), "OPENAI_API_KEY": "sk-bench"}
+    if options.admission != "max_tokens":  # a client from before the setting knows only that
+        env["RAGAS_OPS_JUDGE_PROVIDER_COUNTS"] = options.admission
     budget = [] if client is None else ["--rpm", str(client[0]), "--tpm", str(client[1])]
     started = time.monotonic()
     running = []
@@ -109,7 +112,7 @@ def run(
         server += ["--latency-ms", "400", "--burst-seconds", "1", "--retry-after", "1"]
         server += ["--admission", options.admission]
         with test_judge_process(*server) as url:
-            seconds = score_processes(work, url, parts, client, options.code)
+            seconds = score_processes(work, url, parts, client, options)
             stats = server_stats(url)
         scored = [
             row
@@ -127,12 +130,20 @@ def figures(
     attempts = stats["requests"]
     limited = stats["rate_limited"] + stats["injected"]["429"]
     complete = sum(all(row[f"{m}_status"] == "ok" for m in METRICS) for row in scored)
+    # A row is lost when the judge gave up on it; other statuses are the row's own answer
+    # (a refusal, no statements to check) and come the same in every scenario.
+    not_ok = Counter(
+        row[f"{m}_status"] for row in scored for m in METRICS if row[f"{m}_status"] != "ok"
+    )
+    lost = sum(any(row[f"{m}_status"] == "judge_unavailable" for m in METRICS) for row in scored)
     rpm, tpm = limits
     bound = min(rpm / (answered / rows), tpm / (stats["limiter_tokens"] / rows))
     achieved = rows / seconds * 60
     return {
         "rows": rows,
         "rows_all_metrics_ok": complete,
+        "rows_lost": lost,
+        "other_statuses": dict(not_ok),
         "attempts": attempts,
         "answered_429_by_limit": stats["rate_limited"],
         "answered_429_injected": stats["injected"]["429"],
