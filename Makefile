@@ -15,12 +15,6 @@ install: $(BIN)/ragas-ops  ## create .venv with the package and its development 
 
 .PHONY: airflow airflow-down cluster cluster-down cluster-test
 
-airflow: install  ## a real Airflow on this machine with the nightly DAG, its pools and a demo lake (docs/airflow-local.md)
-	$(BIN)/ragas-ops airflow up
-
-airflow-down:  ## stop the Airflow of `make airflow`
-	$(BIN)/ragas-ops airflow down
-
 cluster: install  ## the compose topology as processes: PostgreSQL, Redis, S3 (moto), Airflow with 2 Celery workers, the test judge (docs/deploy.md)
 	$(BIN)/python -m ragas_ops.airflow.cluster up
 
@@ -73,6 +67,15 @@ $(DEMO_STAMP): pyproject.toml .ci/venv
 
 demo: $(DEMO_STAMP)  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)
 	$(DEMO_VENV)/bin/ragas-ops demo
+
+# The local Airflow needs what the demo needs (Airflow, the local judge), so it runs from the
+# demo's venv too: not .venv, whose development tools and PyTorch it never imports.
+airflow: $(DEMO_STAMP)  ## a real Airflow on this machine with the nightly DAG, its pools and a demo lake (docs/airflow-local.md)
+	$(DEMO_VENV)/bin/ragas-ops airflow up
+
+# From whichever venv there is (one that started it before this Makefile moved to .venv-demo).
+airflow-down:  ## stop the Airflow of `make airflow`
+	$(firstword $(wildcard $(DEMO_VENV)/bin/ragas-ops $(BIN)/ragas-ops) ragas-ops) airflow down
 
 bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_scoring.py

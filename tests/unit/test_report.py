@@ -147,6 +147,13 @@ def test_one_chart_per_metric_with_line_band_and_axes(report: Report) -> None:
         assert ">Nov 29<" in svg  # the day itself is labelled
 
 
+def test_the_trend_axis_starts_at_the_first_day_with_data(report: Report) -> None:
+    """A 9-day history was drawn on a 30-day axis, squeezed into its right-hand part."""
+    for svg in re.findall(r"<svg.*?</svg>", report.html, flags=re.S):
+        assert "daily mean over 9 days" in svg
+        assert "<title>2026-11-21:" in svg  # the history's first day, drawn
+
+
 def test_a_day_without_data_breaks_the_line() -> None:
     report, _ = build(gap="2026-11-25")
     svg = re.findall(r"<svg.*?</svg>", report.html, flags=re.S)[0]

@@ -196,6 +196,15 @@ class HtmlReport:
             )
         return f'<div class="cards">{"".join(cards)}</div>'
 
+    def chart_days(self) -> list[str]:
+        """The trend's days from the first with a mean of any metric (a 7-day history drawn
+        on 30 days filled only the axis's right-hand fifth), the same axis for every chart."""
+        days, overall = list(self.data.days), self.data.overall
+        for index, day in enumerate(days):
+            if any((overall[m].get(day) or {}).get("mean") is not None for m in overall):
+                return days[index:]
+        return days
+
     def _chart(self, metric: str) -> str:
         finding = self.data.finding(ALL, ALL, metric)
         # A baseline the check could not use (too few days) is not drawn as one.
@@ -203,7 +212,7 @@ class HtmlReport:
         baseline = finding.baseline if finding and checked else None
         changes = (self.data.changes or {}).get(metric, [])
         svg = trend_svg(
-            metric_title(metric), self.data.days, self.data.overall[metric], baseline, changes
+            metric_title(metric), self.chart_days(), self.data.overall[metric], baseline, changes
         )
         return f'<div class="card chart"><h3>{escape(metric_title(metric))}</h3>{svg}</div>'
 
