@@ -512,7 +512,7 @@ tr.sel td{background:#fffbea}
 border:1px dashed #7b8794}
 td.regression,td.improved{font-weight:600}
 td.skipped{color:#7b8794;font-style:italic}
-td.run{white-space:normal;max-width:290px;overflow-wrap:anywhere;font-size:12px}
+td.run{white-space:normal;max-width:290px;overflow-wrap:normal;font-size:12px}
 td.change{box-shadow:inset 3px 0 0 #8250df}
 .change-mark{color:#8250df;font-weight:700}
 .banner{border-radius:6px;padding:10px 14px;margin:10px 0}
@@ -520,6 +520,14 @@ td.change{box-shadow:inset 3px 0 0 #8250df}
 .example p{margin:3px 0;white-space:normal}.example ul{margin:3px 0 0 18px;padding:0}
 a{color:#0b5394}
 """
+
+
+def run_id_html(run_id: str) -> str:
+    """A run id that wraps only between its parts: after the run type's `__` and before the
+    time (`backfill__|2026-11-26|T00:00:00+00:00`), never inside a word or a number (the
+    column broke `scheduled` and the time mid-word)."""
+    escaped = _esc(run_id)
+    return escaped.replace("__", "__<wbr>", 1).replace("T", "<wbr>T", 1)
 
 
 def _esc(value: Any) -> str:
@@ -649,7 +657,7 @@ def _runs_cell(runs: Sequence[DayRun]) -> str:
     latest = runs[0]
     earlier = f" <span class='muted small'>(+{len(runs) - 1} earlier)</span>" if runs[1:] else ""
     return (
-        f"<code>{_esc(latest.run_id)}</code><br><span class='muted small'>scored "
+        f"<code>{run_id_html(latest.run_id)}</code><br><span class='muted small'>scored "
         f"{_esc(latest.day)}</span>{earlier}"
     )
 

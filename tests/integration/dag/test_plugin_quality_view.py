@@ -124,10 +124,12 @@ def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
     assert "Regression on 2026-11-28" in page
     assert "<th class='l'>judge</th>" in page
     assert f"<code>{overview.verdicts[LAST].report.findings[0].scored_with.judge}</code>" in page
+    # the run id wraps only between its parts (the column broke it mid-word at 1400 px)
     assert (
-        f"<code>scheduled__{LAST}T00:00:00+00:00</code><br><span class='muted small'>scored {LAST}"
-        in page
+        f"<code>scheduled__<wbr>{LAST}<wbr>T00:00:00+00:00</code><br>"
+        f"<span class='muted small'>scored {LAST}" in page
     )
+    assert "overflow-wrap:anywhere" not in page
     assert "/rag-quality/reports/dt=2026-11-28/report.html" in page
     assert "/rag-quality/?day=2026-11-24&amp;days=5" in page
     assert DAYS[0] not in page, "only the latest 5 days"
@@ -191,7 +193,8 @@ def test_a_judge_change_shows_as_not_checked_with_the_judge_and_the_change_marke
     assert "<code>openai:gpt-4o-mini@api.openai.com</code>" in page
     assert "<code>local:bge-small</code>" in page
     assert page.count(f"title='{change}") >= len(METRICS)
-    assert f"<code>{backfill}</code><br><span class='muted small'>scored {LAST}</span>" in page
+    wrapped = "backfill__<wbr>2026-11-29<wbr>T00:00:00+00:00"
+    assert f"<code>{wrapped}</code><br><span class='muted small'>scored {LAST}</span>" in page
 
 
 def test_an_older_day_can_be_selected(local_warehouse: tuple[Settings, Path]) -> None:
