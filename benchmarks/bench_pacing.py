@@ -15,6 +15,8 @@ Scenarios (`--scenario`):
   with `Retry-After: 1` whatever the rate; print the time against a no-fault run of the same rows.
 - `processes`: `--processes N` score processes share the account (the local coordinator, one
   cache folder), each told the account's limits; their rows add up.
+- `cpu`: no limits anywhere, 20 ms latency: the client's CPU per attempt and per row (printed
+  by every scenario; the bound here is meaningless).
 
 Rows are WikiEval-sized (15-sentence contexts in three passages, 3-5 sentence answers) built
 from BEGIN's dev files (`--data`; about 4 requests and 4,900 tokens a row); without them, the
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -65,14 +68,17 @@ def rows_table(count: int, data: Path) -> pa.Table:
 
 def score_processes(
     work: Path, url: str, parts: list[Path], client: tuple[int, int] | None, options: Any
-) -> float:
+) -> tuple[float, float]:
     """Run one `score` process per part at once (one cache folder: one local coordinator),
-    told how the server counts tokens; returns the seconds until the last one finished."""
+    told how the server counts tokens; returns the seconds until the last one finished and
+    the CPU seconds they used (the server, a child too, is still running: not counted)."""
     env = {**os.environ, "PYTHONPATH": str(options.code), "OPENAI_API_KEY": "sk-bench"}
     if options.admission != "max_tokens":  # a client from before the setting knows only that
         env["RAGAS_OPS_JUDGE_PROVIDER_COUNTS"] = options.admission
     budget = [] if client is None else ["--rpm", str(client[0]), "--tpm", str(client[1])]
-    started = time.monotonic()
+    if options.scenario == "cpu":
+        budget = ["--rpm", "none", "--tpm", "none"]
+    started, cpu_before = time.monotonic(), _children_cpu_seconds()
     running = []
     for index, source in enumerate(parts):
         command = [sys.executable, "-m", "ragas_ops.cli", "score", str(source)]
@@ -88,7 +94,12 @@ def score_processes(
         _, stderr = process.communicate()
         if process.returncode != 0:
             raise SystemExit(f"score failed ({process.returncode}): {stderr.decode()[-2000:]}")
-    return time.monotonic() - started
+    return time.monotonic() - started, _children_cpu_seconds() - cpu_before
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run(
@@ -109,17 +120,21 @@ def run(
             part = work / f"logs-{index}.parquet"
             pq.write_table(table.slice(index * per_process, per_process), part)
             parts.append(part)
-        server += ["--latency-ms", "400", "--burst-seconds", "1", "--retry-after", "1"]
+        latency = "20" if options.scenario == "cpu" else "400"
+        server += ["--latency-ms", latency, "--burst-seconds", "1", "--retry-after", "1"]
         server += ["--admission", options.admission]
         with test_judge_process(*server) as url:
-            seconds = score_processes(work, url, parts, client, options)
+            seconds, cpu_seconds = score_processes(work, url, parts, client, options)
             stats = server_stats(url)
         scored = [
             row
             for index in range(processes)
             for row in pq.read_table(work / f"scored-{index}.parquet").to_pylist()
         ]
-    return figures(stats, scored, seconds, bound_limits)
+    result = figures(stats, scored, seconds, bound_limits)
+    result["client_cpu_ms_per_attempt"] = round(cpu_seconds * 1000 / stats["requests"], 2)
+    result["client_cpu_ms_per_row"] = round(cpu_seconds * 1000 / len(scored), 2)
+    return result
 
 
 def figures(
@@ -162,7 +177,9 @@ def figures(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
-        "--scenario", choices=("limits", "default", "random-429", "processes"), default="limits"
+        "--scenario",
+        choices=("limits", "default", "random-429", "processes", "cpu"),
+        default="limits",
     )
     parser.add_argument("--code", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--rows", type=int, default=200)
@@ -175,7 +192,9 @@ def main() -> None:
     limits = ["--rpm", str(RPM), "--tpm", str(TPM)]
     result: dict[str, Any] = {"scenario": options.scenario, "code": str(options.code)}
     result["admission"] = options.admission
-    if options.scenario == "limits":
+    if options.scenario == "cpu":
+        result |= run(options, table, server=[], client=None, bound_limits=(RPM, TPM))
+    elif options.scenario == "limits":
         result |= run(options, table, server=limits, client=(RPM, TPM), bound_limits=(RPM, TPM))
     elif options.scenario == "processes":
         result["processes"] = options.processes

@@ -102,5 +102,7 @@ def estimate_tokens(text: str) -> int:
     """
     if not text:
         return 0
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    return math.ceil((len(text) - non_ascii) / 4) + non_ascii
+    # Counted in C (encoding drops what is not ASCII): a Python loop over the characters was
+    # 4% of the client's CPU per request.
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return math.ceil(ascii_chars / 4) + len(text) - ascii_chars
