@@ -1,4 +1,4 @@
-"""Every shell, Python and SQL example of README.md and docs/*.md runs as written, against the
+"""Every shell, Python, SQL and TOML example of README.md and docs/*.md runs as written, against the
 demo's lake, or says in the doc why it cannot run here.
 
 The module builds the demo's lake twice, once per warehouse format (`ragas-ops demo` with 20
@@ -11,6 +11,7 @@ working directory), and runs every fenced `bash`, `python` and `sql` block of th
 - in shell blocks `make TARGET` is a dry run in the project (`make -n`: the target exists and
   its recipe expands) and `pip install -e ".[EXTRAS]"` checks the extras against
   pyproject.toml: what they would install is what this test's own venv already holds;
+- a TOML block is a config file ragas-ops must load (`load_settings`);
 - a shell block must exit 0 (`set -euo pipefail`), a Python block must not raise, and each SQL
   statement runs in a plain DuckDB (no extension downloads: offline they fail, as a reader's
   would) and must return at least one row, so that a path or a date the demo's lake does not
@@ -32,7 +33,14 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[3]
 DOCS = [PROJECT / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
-LANGUAGES = {"bash": "shell", "sh": "shell", "shell": "shell", "python": "python", "sql": "sql"}
+LANGUAGES = {
+    "bash": "shell",
+    "sh": "shell",
+    "shell": "shell",
+    "python": "python",
+    "sql": "sql",
+    "toml": "toml",
+}
 NOT_RUNNABLE = "not runnable here:"
 ICEBERG_DEMO = "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT=iceberg make demo"
 DEMO_DAYS, DEMO_ROWS = 7, 20
@@ -52,7 +60,7 @@ class Example:
         return f"{self.doc.relative_to(PROJECT)}:{self.line}"
 
     def leading_comments(self) -> list[str]:
-        prefix = "--" if self.language == "sql" else "#"
+        prefix = "--" if self.language == "sql" else "#"  # TOML's comments are shell's
         comments = []
         for line in self.code.splitlines():
             if not line.strip().startswith(prefix):
@@ -269,7 +277,31 @@ def run_sql(example: Example, cwd: Path, environment: dict[str, str]) -> None:
     assert not empty, f"{example.name}: no rows from the demo's lake for {empty}"
 
 
-RUNNERS = {"shell": run_shell, "python": run_python, "sql": run_sql}
+TOML_LOADER = """
+import sys
+from ragas_ops.config import load_settings
+from pathlib import Path
+load_settings(Path(sys.argv[1]), environ={})
+"""
+
+
+def run_toml(example: Example, cwd: Path, environment: dict[str, str]) -> None:
+    """A TOML block is a config file (or a part of one) that ragas-ops loads as it is."""
+    config = cwd.parent / f"example-{cwd.name}.toml"
+    config.write_text(example.code)
+    finished = subprocess.run(
+        [sys.executable, "-c", TOML_LOADER, str(config)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 0, f"{example.name}:\n{example.code}\n{finished.stderr[-3000:]}"
+
+
+RUNNERS = {"shell": run_shell, "python": run_python, "sql": run_sql, "toml": run_toml}
 
 
 @pytest.mark.slow
