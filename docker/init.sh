@@ -43,14 +43,13 @@ connections = [
         ),
         description="ragas-ops: the lake and the warehouse",
     ),
-    # For visibility in the UI: the workers read OPENAI_API_KEY and RAGAS_OPS_JUDGE_BASE_URL
-    # from their environment, not from this connection.
+    # The judge's endpoint and key for the scoring tasks and the batch trigger (judge.conn_id).
     Connection(
         conn_id="ragas_ops_judge",
         conn_type="openai",
         host=os.environ.get("RAGAS_OPS_JUDGE_BASE_URL") or "https://api.openai.com/v1",
         password=os.environ.get("OPENAI_API_KEY") or None,
-        description="ragas-ops judge (workers use their OPENAI_API_KEY environment variable)",
+        description="ragas-ops judge: the endpoint (host) and key (password) the tasks use",
     ),
 ]
 with create_session() as session:

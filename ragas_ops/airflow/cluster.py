@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
+from ragas_ops.airflow.demo import DAG_ID
 from ragas_ops.airflow.standalone import PROJECT, free_port, get_json, group_alive, pools, reap
 
 COMPOSE_FILE = PROJECT / "docker" / "docker-compose.yaml"
@@ -117,7 +118,7 @@ def localised(environment: Mapping[str, str], ports: Ports) -> dict[str, str]:
 def host_name() -> str:
     """The host a component says it runs on (`hostname_callable`): a worker's name, as two
     machines would give two names (both workers share this machine's own)."""
-    return os.environ.get("RAGAS_OPS_CLUSTER_HOST") or socket.getfqdn()
+    return os.environ.get("CLUSTER_HOST_NAME") or socket.getfqdn()
 
 
 def cluster_environment(home: Path, ports: Ports, judge_url: str) -> dict[str, str]:
@@ -376,6 +377,10 @@ def up(
         spawn(home, "dag-processor", [*python, "dag-processor"], environment)
         for worker in WORKERS:
             start_worker(home, worker, environment)
+        # The DAG is paused at creation (as in the compose file) until it is parsed: only
+        # then can it be unpaused.
+        api = f"http://127.0.0.1:{ports.api}/api/v2/dags/{DAG_ID}"
+        wait_for("the DAG to be parsed", lambda: get_json(api) is not None, 300)
     except BaseException:
         down(home)
         raise
@@ -394,7 +399,7 @@ def start_worker(home: Path, name: str, environment: Mapping[str, str], cache: s
     worker_environment = {
         **environment,
         "RAGAS_OPS_JUDGE_CACHE_PATH": str(path),
-        "RAGAS_OPS_CLUSTER_HOST": name,
+        "CLUSTER_HOST_NAME": name,
     }
     command = [sys.executable, "-m", "airflow", "celery", "worker", "--skip-serve-logs"]
     spawn(home, name, [*command, "-H", name], worker_environment)
@@ -407,6 +412,9 @@ def environment_of(home: Path) -> dict[str, str]:
 
 
 def running(home: Path) -> list[str]:
+    """The components still running (a killed one's exited leader reaped first: as a zombie,
+    it would still count as alive)."""
+    reap()
     return [name for name, group in load_state(home)["groups"].items() if group_alive(group)]
 
 
