@@ -238,40 +238,18 @@ def start_postgres(home: Path, port: int, password: str) -> None:
     log = home / "postgres.log"
     checked([*run, "pg_ctl", "-D", str(data), "-o", options, "-l", str(log), "-w", "start"])
     environment = {**os.environ, "PGPASSWORD": password}
+    psql = ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "airflow", "-d", "postgres"]
     for database in ("airflow", "ragas_ops_catalog"):
         exists = checked(
             [
-                "psql",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "airflow",
-                "-d",
-                "postgres",
+                *psql,
                 "-tAc",
                 f"SELECT 1 FROM pg_database WHERE datname = '{database}'",  # noqa: S608 (constants)
             ],
             environment,
         )
         if not exists.strip():
-            checked(
-                [
-                    "psql",
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "-U",
-                    "airflow",
-                    "-d",
-                    "postgres",
-                    "-c",
-                    f"CREATE DATABASE {database}",
-                ],
-                environment,
-            )
+            checked([*psql, "-c", f"CREATE DATABASE {database}"], environment)
 
 
 def checked(command: list[str], environment: Mapping[str, str] | None = None) -> str:

@@ -567,13 +567,13 @@ class OpenAIJudge:
         call: _Call,
     ) -> list[str]:
         max_completion = int(params["max_tokens"]) * int(params.get("n", 1))
-        admitted = admission_tokens(messages, params, self.settings.admission_margin)
-        prompt_tokens = admitted - max_completion
+        most_tokens = admission_tokens(messages, params, self.settings.admission_margin)
+        prompt_tokens = most_tokens - max_completion
         expected = Spend(
             0.0
             if self._chat_price is None
             else self._chat_price.cost(prompt_tokens, max_completion),
-            admitted,
+            most_tokens,
         )
         # What the provider counts at admission (max_tokens) or will count (usage).
         admitted = prompt_tokens + self._counting.at_admission(prompt.id, max_completion)

@@ -11,6 +11,7 @@ import pytest
 from ragas_ops.cli.main import EXIT_UNREACHABLE, EXIT_USAGE, main
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_server import JudgeServer
+from tests.integration.e2e.test_score_e2e import score_args
 from tests.support import TEST_KEY
 
 
@@ -24,23 +25,7 @@ def logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def score(server: JudgeServer, source: Path | str, target: Path | str, *extra: str) -> int:
     cache = Path(str(source)).parent / "cache" / "judge.sqlite"
-    return main(
-        [
-            "score",
-            str(source),
-            str(target),
-            "--base-url",
-            server.base_url,
-            "--model",
-            "test-judge",
-            "--embedding-model",
-            "test-embedding",
-            "--cache",
-            str(cache),
-            "--no-progress",
-            *extra,
-        ]
-    )
+    return main(score_args(server, source, target, cache, *extra))
 
 
 def only_error_line(capsys: pytest.CaptureFixture[str]) -> str:

@@ -209,35 +209,38 @@ def run_shell(example: Example, cwd: Path, environment: dict[str, str]) -> None:
         "DOC_PYTHON": sys.executable,
         "DOC_PIP_CHECK": str(checker),
     }
+    run_example(example, ["bash", "-c", SHELL_PRELUDE + example.code], cwd, environment)
+
+
+def run_python(example: Example, cwd: Path, environment: dict[str, str]) -> None:
+    run_example(example, [sys.executable, "-c", example.code], cwd, environment)
+
+
+def run_example(
+    example: Example,
+    command: list[str],
+    cwd: Path,
+    environment: dict[str, str],
+    *,
+    timeout: float = 300,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `command` for `example`; it must exit 0 (else its output tells why)."""
     finished = subprocess.run(
-        ["bash", "-c", SHELL_PRELUDE + example.code],
+        command,
+        input=stdin,
         cwd=cwd,
         env=environment,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
     assert finished.returncode == 0, (
         f"{example.name} failed ({finished.returncode}):\n{example.code}\n"
         f"{finished.stdout[-3000:]}\n{finished.stderr[-3000:]}"
     )
-
-
-def run_python(example: Example, cwd: Path, environment: dict[str, str]) -> None:
-    finished = subprocess.run(
-        [sys.executable, "-c", example.code],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert finished.returncode == 0, (
-        f"{example.name} failed:\n{example.code}\n{finished.stdout[-3000:]}\n"
-        f"{finished.stderr[-3000:]}"
-    )
+    return finished
 
 
 SQL_RUNNER = """
@@ -261,17 +264,14 @@ def run_sql(example: Example, cwd: Path, environment: dict[str, str]) -> None:
     import json
 
     statements = sql_statements(example.code)
-    finished = subprocess.run(
+    finished = run_example(
+        example,
         [sys.executable, "-c", SQL_RUNNER],
-        input=json.dumps(statements),
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
+        cwd,
+        environment,
         timeout=120,
-        check=False,
+        stdin=json.dumps(statements),
     )
-    assert finished.returncode == 0, f"{example.name}:\n{example.code}\n{finished.stderr[-3000:]}"
     counts = json.loads(finished.stdout.strip().splitlines()[-1])
     empty = [statement for statement, count in zip(statements, counts, strict=True) if not count]
     assert not empty, f"{example.name}: no rows from the demo's lake for {empty}"
@@ -289,16 +289,9 @@ def run_toml(example: Example, cwd: Path, environment: dict[str, str]) -> None:
     """A TOML block is a config file (or a part of one) that ragas-ops loads as it is."""
     config = cwd.parent / f"example-{cwd.name}.toml"
     config.write_text(example.code)
-    finished = subprocess.run(
-        [sys.executable, "-c", TOML_LOADER, str(config)],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    run_example(
+        example, [sys.executable, "-c", TOML_LOADER, str(config)], cwd, environment, timeout=120
     )
-    assert finished.returncode == 0, f"{example.name}:\n{example.code}\n{finished.stderr[-3000:]}"
 
 
 RUNNERS = {"shell": run_shell, "python": run_python, "sql": run_sql, "toml": run_toml}

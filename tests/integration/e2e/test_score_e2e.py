@@ -30,7 +30,7 @@ def write_sample(path: Path, rows: int, seed: int = 1) -> pa.Table:
 
 
 def score_args(
-    server: JudgeServer, source: Path, target: Path, cache: Path, *extra: str
+    server: JudgeServer, source: Path | str, target: Path | str, cache: Path, *extra: str
 ) -> list[str]:
     return [
         "score",
