@@ -40,6 +40,7 @@ from ragas_ops.judge.local.evidence import (
 from ragas_ops.judge.local.generator import QUESTION_SENTENCES, generated_questions
 from ragas_ops.judge.local.judge import LocalJudge
 from ragas_ops.judge.local.questions import QUESTION_FORM_WEIGHT, question_similarity
+from ragas_ops.metrics.answer_relevance.local import measure as answer_relevance_measure
 from ragas_ops.text import split_sentences
 
 SAMPLE = next(
@@ -125,9 +126,9 @@ async def measure(rows: list[dict[str, Any]]) -> dict[str, dict[Any, list[float]
     for weight in FORM_WEIGHTS:
         measured = [
             (
-                await judge.answer_relevance_explained(q, str(r["answer"]), form_weight=weight),
-                await judge.answer_relevance_explained(
-                    q, str(r["poor_answer"]), form_weight=weight
+                await answer_relevance_measure(judge, q, str(r["answer"]), [], form_weight=weight),
+                await answer_relevance_measure(
+                    judge, q, str(r["poor_answer"]), [], form_weight=weight
                 ),
             )
             for r in rows

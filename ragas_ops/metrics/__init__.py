@@ -1,5 +1,7 @@
-"""The metrics: the paper's three, and its two baselines. One module per metric; each registers
-itself (see `registry`), and this package imports every module in it."""
+"""The metrics: the paper's three, and its two baselines. One package per metric, which owns
+everything about it (formula, prompts, options, evidence, cost figures, the local judge's rules,
+the test judge's answers) and registers it (see `registry`); this package imports every package
+in it. `base`, `registry` and `lexical` (the test judge's toolkit) are shared by them."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ragas_ops.metrics.registry import (
 )
 from ragas_ops.prompts import Prompt
 
-_NOT_METRICS = frozenset({"base", "registry"})
+_NOT_METRICS = frozenset({"base", "registry", "lexical"})
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in _NOT_METRICS:

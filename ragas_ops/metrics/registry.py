@@ -33,8 +33,13 @@ class Registration:
     factory: MetricFactory
 
 
+DoubleAnswer = Callable[[Mapping[str, Any], int], dict[str, Any]]
+"""The test judge's answer to a prompt: (the prompt's data, the sample's index when `n` > 1) ->
+the output as an LLM would write it, computed with `lexical`'s deterministic measures."""
+
 _METRICS: dict[str, Registration] = {}
 _PROMPTS: dict[str, Prompt[Any]] = {}
+_DOUBLE_ANSWERS: dict[str, DoubleAnswer] = {}
 
 
 def register_metric(name: str, kind: type[Metric], factory: MetricFactory | None = None) -> None:
@@ -51,9 +56,32 @@ def unregister_metric(name: str) -> None:
 
 
 def register_prompts(*prompts: Prompt[Any]) -> None:
-    """Make prompts known to the judges that recognise prompts (the project's test judge)."""
+    """Make prompts known to the judges that recognise prompts by their text (the project's
+    test judge)."""
     for prompt in prompts:
         _PROMPTS.setdefault(prompt.id, prompt)
+
+
+def forget_prompts(*prompts: Prompt[Any]) -> None:
+    """Forget prompts and their test-double answers (the counterpart of `register_prompts`)."""
+    for prompt in prompts:
+        _PROMPTS.pop(prompt.id, None)
+        _DOUBLE_ANSWERS.pop(prompt.name, None)
+
+
+def double_answer(prompt: Prompt[Any]) -> Callable[[DoubleAnswer], DoubleAnswer]:
+    """Register the decorated function as the test judge's answer to `prompt` (the project's
+    test double recognises a registered prompt by its system message and answers with it)."""
+
+    def register(answer: DoubleAnswer) -> DoubleAnswer:
+        _DOUBLE_ANSWERS[prompt.name] = answer
+        return answer
+
+    return register
+
+
+def double_answer_for(prompt: Prompt[Any]) -> DoubleAnswer | None:
+    return _DOUBLE_ANSWERS.get(prompt.name)
 
 
 def registered_metrics() -> Mapping[str, Registration]:

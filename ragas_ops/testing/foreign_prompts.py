@@ -26,16 +26,12 @@ from typing import Any
 from pydantic import BaseModel, RootModel
 
 from ragas_ops.contract.inputs import ANSWER, CONTEXTS
-from ragas_ops.prompts import Prompt
 
-# The double's heuristics, shared on purpose: one rule set judges both libraries.
-from ragas_ops.testing.heuristics import (
-    generated_questions,
-    is_noncommittal,
-    relevant_sentences,
-    statements,
-    verdicts,
-)
+# The metrics' test-double answers, shared on purpose: one rule set judges both libraries.
+from ragas_ops.metrics.context_relevance.double import relevant_sentences
+from ragas_ops.metrics.faithfulness.double import statements, verdicts
+from ragas_ops.metrics.lexical import generated_questions, is_noncommittal
+from ragas_ops.prompts import Prompt
 
 __all__ = ["FOREIGN_PROMPTS", "RAGAS_VERSION", "ForeignPrompt", "answer_foreign_prompt"]
 

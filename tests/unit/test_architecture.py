@@ -136,10 +136,3 @@ def test_no_private_name_is_imported_across_modules() -> None:
 )
 def test_floors_are_read_from_the_room(module: str, expected: int) -> None:
     assert floor(module) == expected
-
-
-def test_the_local_judge_answers_with_the_context_relevance_prompts_own_phrase() -> None:
-    from ragas_ops.judge.local import judge
-    from ragas_ops.metrics import context_relevance
-
-    assert judge.INSUFFICIENT_INFORMATION == context_relevance.INSUFFICIENT_INFORMATION

