@@ -31,7 +31,7 @@ from ragas_ops.contract.inputs import (
     validate_row,
 )
 from ragas_ops.contract.layout import Lake, parse_day
-from ragas_ops.judge.openai.judge import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
+from ragas_ops.judge.tokens import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
 from ragas_ops.metrics import build_metrics, metric_kind
 from ragas_ops.metrics.answer_relevance import GENERATED_QUESTION_TOKENS
 from ragas_ops.metrics.base import Metric

@@ -33,6 +33,7 @@ from ragas_ops.contract.layout import Lake
 from ragas_ops.judge.base import JudgeFatalError, JudgeRowError
 from ragas_ops.judge.cache import open_cache
 from ragas_ops.judge.limits.budget import BudgetExhaustedError
+from ragas_ops.judge.openai.accounting import budget_for
 from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
 from ragas_ops.judge.openai.batch_judge import (
     AnswerBook,
@@ -42,7 +43,7 @@ from ragas_ops.judge.openai.batch_judge import (
     SyncRetry,
     Unanswered,
 )
-from ragas_ops.judge.openai.judge import OpenAIJudge, budget_for
+from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.pipeline import steps
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.pricing import price_for

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from ragas_ops.config import JudgeSettings
-from ragas_ops.judge.openai.judge import chat_messages
+from ragas_ops.judge.openai.chat_request import chat_messages
 from ragas_ops.metrics import ALL_PROMPTS
 from ragas_ops.metrics.answer_relevance import QUESTIONS_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT, VERDICTS_PROMPT

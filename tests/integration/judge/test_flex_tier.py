@@ -20,12 +20,8 @@ from ragas_ops.config import JudgeSettings
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import JudgeUnavailableError
 from ragas_ops.judge.cache import open_cache
-from ragas_ops.judge.openai.judge import (
-    OpenAIJudge,
-    chat_cache_key,
-    chat_messages,
-    chat_params,
-)
+from ragas_ops.judge.openai.chat_request import chat_cache_key, chat_messages, chat_params
+from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.pricing import Price
@@ -165,7 +161,7 @@ def test_capacity_429s_do_not_cut_the_limiters_rate_but_rate_limit_429s_do(
     score_rows(judge, 8)
     assert judge.events["retry_flex_capacity"] > 0
     assert judge.rate_limit_slowdowns == 0
-    assert judge._limiter.current_rates()[0] == pytest.approx(60_000 * 0.95)  # less rate_margin
+    assert judge.current_rates[0] == pytest.approx(60_000 * 0.95)  # less rate_margin
 
     # The same share of rate-limit 429s (the account's pace) does slow it down.
     control = start_judge_server(rate_429=0.5, seed=3)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ragas_ops.judge.openai.judge import (
-    OpenAIJudge,
+from ragas_ops.judge.openai.chat_request import (
     admission_tokens,
     chat_messages,
     chat_params,
     output_tokens_for,
 )
+from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.metrics.answer_relevance import QUESTION_SAMPLE_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.secrets import Secret

@@ -13,7 +13,8 @@ import openai
 import pytest
 
 from ragas_ops.judge.base import JudgeOutputError, JudgeUnavailableError, Usage
-from ragas_ops.judge.openai.judge import OpenAIJudge, never_sent
+from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.transport import never_sent
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.secrets import Secret
 from ragas_ops.testing.judge_server import JudgeServer

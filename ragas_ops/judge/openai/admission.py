@@ -1,0 +1,110 @@
+"""The admission: when a request may go, paced to the provider's account.
+
+It holds the rate limiter (this process's share of the account's RPM/TPM, in buckets no larger
+than the provider's burst), the shared budget that keeps that share up to date with the other
+processes on the account, how the provider counts completion tokens (`limits.provider`),
+which 429s slow the judge down (`limits.congestion`), and the concurrency slots. It counts
+each request as the provider does, before (admission) and after (its answer's usage)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+from ragas_ops.config import JudgeSettings
+from ragas_ops.judge.base import Usage
+from ragas_ops.judge.limits.congestion import CongestionControl
+from ragas_ops.judge.limits.provider import TokenCounting, cause_of_429, rate_limit_headers
+from ragas_ops.judge.limits.rate_limit import Admitted, PrioritySlots, RateLimiter
+from ragas_ops.judge.limits.shared_budget import SharedBudget, shared_budget_for, static_rates
+from ragas_ops.judge.openai.request import Attempt, Request
+
+log = logging.getLogger(__name__)
+
+
+class Admission:
+    """Admits requests at the account's pace; learns from every answer and every 429."""
+
+    def __init__(self, settings: JudgeSettings, endpoint: str, events: Counter[str]) -> None:
+        static = static_rates(settings)
+        self.limiter = RateLimiter(
+            static.rpm, static.tpm, burst_seconds=settings.provider_burst_seconds
+        )
+        self._counting = TokenCounting(settings.provider_counts)
+        self.shared_budget: SharedBudget | None = shared_budget_for(
+            settings, endpoint, self.limiter
+        )
+        """This process's share of the account, kept up to date with the others (or None)."""
+        self._congestion = CongestionControl()
+        self._slots = PrioritySlots(settings.max_concurrency)
+        self._events = events
+
+    def tokens_at_admission(self, prompt_id: str, prompt_tokens: int, max_completion: int) -> int:
+        """What the provider counts for a chat request when it admits it (`max_tokens`
+        counting) or will count once answered (`usage`: the completion this prompt uses)."""
+        return prompt_tokens + self._counting.at_admission(prompt_id, max_completion)
+
+    @asynccontextmanager
+    async def slot(self, priority: int) -> AsyncIterator[None]:
+        """One of `max_concurrency` requests in flight; the rows started first go first."""
+        async with self._slots.slot(priority):
+            yield
+
+    async def admit(self, request: Request) -> Admitted:
+        """Wait until the account's pace lets `request` go; what was admitted before it."""
+        if self.shared_budget is not None:
+            await self.shared_budget.start()  # the first request joins the others
+        await self.limiter.acquire(request.tokens)
+        return self.limiter.admitted
+
+    def answered(
+        self, request: Request, usage: Usage, headers: Mapping[str, str], since: Admitted
+    ) -> None:
+        """An answer: settle its tokens as the provider counted them, let the rate-limit
+        headers correct the buckets, and tell the congestion control it was no 429."""
+        completion = usage.completion_tokens
+        if request.chat:
+            self._counting.learn(request.what, request.max_completion, completion)
+        counted = (
+            usage.prompt_tokens
+            + usage.embedding_tokens
+            + request.counted_besides_usage
+            + self._counting.counted(request.max_completion, completion)
+        )
+        self.limiter.settle(request.tokens, counted)
+        said = rate_limit_headers(headers)
+        self.limiter.observe_remaining(said.remaining_requests, said.remaining_tokens, since)
+        restore = self._congestion.answered()
+        if restore is not None:
+            self.limiter.restore_pace(restore)
+
+    def refund(self, request: Request) -> None:
+        """A request refused before any work (a 429): its tokens were not spent."""
+        self.limiter.refund(request.tokens)
+
+    def rate_limited(
+        self, request: Request, headers: Mapping[str, str], outcome: Attempt
+    ) -> Attempt:
+        """A 429: it slows every request down only when this judge's pace caused it (the
+        headers say the budget is spent, or the share of 429s follows the pace); otherwise
+        only this request waits its Retry-After, and the others go on."""
+        wait = outcome.retry_after or 0.0
+        cause = cause_of_429(rate_limit_headers(headers), request.tokens)
+        reaction, restore = self._congestion.refused(cause, self.limiter.pace)
+        if restore is not None:
+            self.limiter.restore_pace(restore)
+        if reaction == "keep_pace":
+            self._events["retry_429_not_ours"] += 1
+            log.debug("%s: 429 not caused by our pace, retried in %.2f s", request.what, wait)
+            return outcome
+        log.debug("%s: 429, every request waits %.2f s", request.what, wait)
+        self.limiter.pause_for(wait)
+        self.limiter.slow_down()  # AIMD: sustained 429s lower the pace
+        return replace(outcome, retry_after=None)  # every request waits, in the limiter
+
+    async def aclose(self) -> None:
+        if self.shared_budget is not None:
+            await self.shared_budget.stop()

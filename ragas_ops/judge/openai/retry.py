@@ -1,0 +1,252 @@
+"""The retry policy: what a failed attempt means, and whether, when and how often a request is
+asked again.
+
+401/403 (bad key, no permission), 404 (unknown model) and a 429 saying the quota is exhausted
+end the run (`JudgeFatalError`): nothing else can succeed; so does an endpoint that never
+answers (`JudgeUnreachableError`, after `judge.unreachable_after` failed attempts). 400/422
+reject one request (`JudgeRejectedError`): the row gets a status. 5xx errors, timeouts, dropped
+connections and status-200 replies that are no API reply (an HTML page, a cut body, missing
+fields) are retried with jittered exponential backoff, up to `max_attempts`, then
+`JudgeUnavailableError`. A 429 is the account's pace, not a failure: it is retried after its
+Retry-After without using an attempt, for `judge.rate_limit_patience_seconds` (what it does to
+the pace is the admission's). On the flex tier a capacity 429 waits alone and falls back to
+the standard tier (see `tiers`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import openai
+
+from ragas_ops.config import JudgeSettings
+from ragas_ops.judge.base import (
+    JudgeFatalError,
+    JudgeRejectedError,
+    JudgeUnavailableError,
+    JudgeUnreachableError,
+)
+from ragas_ops.judge.openai.replies import BadReplyError, retry_after
+from ragas_ops.judge.openai.request import Attempt, Request
+from ragas_ops.judge.openai.tiers import TierPolicy, TierState, is_capacity_error, may_lack_capacity
+from ragas_ops.judge.openai.transport import connection_problem, error_message
+from ragas_ops.secrets import Secret, redact
+
+log = logging.getLogger(__name__)
+
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 30.0
+
+AttemptOnce = Callable[[Request, int], Awaitable[Attempt]]
+"""Sends one attempt of a request (the request with this attempt's tier, its number)."""
+
+
+class RetryPolicy:
+    """Asks a request again for as long as it may succeed; remembers a verdict that no request
+    of the run can succeed, so that none is sent after it."""
+
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        api_key: Secret,
+        endpoint: str,
+        events: Counter[str],
+        rng: random.Random,
+    ) -> None:
+        self.settings = settings
+        self._api_key = api_key
+        self._endpoint = endpoint
+        self._events = events
+        self._rng = rng
+        self.tiers = TierPolicy(settings, rng, events)
+        self.fatal: JudgeFatalError | None = None
+        """Set once a failure says no request can succeed (raised for every later attempt)."""
+        self._answered = False
+        self._failures_before_any_answer = 0
+
+    async def send(self, request: Request, attempt_once: AttemptOnce) -> Any:
+        """Send `request` until an attempt succeeds; returns its read reply."""
+        last_problem = ""
+        attempt, sent = 0, 0
+        first_429_at: float | None = None
+        tiers = TierState()
+        while attempt < self.settings.max_attempts:
+            attempt += 1
+            sent += 1
+            outcome = await attempt_once(self._on_tier(request, tiers), sent)
+            if outcome.capacity:
+                last_problem = outcome.problem
+                if not await self._wait_for_capacity(tiers, attempt, outcome.retry_after):
+                    attempt -= 1
+                continue
+            if outcome.rate_limited:
+                # A 429 is the account's pace (or another's use of it), not this request
+                # failing: it uses no attempt, and the request is asked again for as long as
+                # `rate_limit_patience_seconds` since its first 429 allows.
+                last_problem = outcome.problem
+                now = time.monotonic()
+                first_429_at = now if first_429_at is None else first_429_at
+                if now - first_429_at >= self.settings.rate_limit_patience_seconds:
+                    break
+                attempt -= 1
+                if outcome.retry_after is not None:
+                    await asyncio.sleep(outcome.retry_after)  # outside its slot
+                continue
+            if not outcome.problem:
+                return outcome.reply
+            last_problem = outcome.problem
+            self._count_failure_before_any_answer(last_problem)
+            log.debug(
+                "%s: %s (attempt %d of %d)",
+                request.what,
+                last_problem,
+                attempt,
+                self.settings.max_attempts,
+            )
+            if attempt < self.settings.max_attempts:
+                await asyncio.sleep(self.backoff(attempt))
+        raise JudgeUnavailableError(
+            f"{request.what}: gave up after {sent} attempts; last: {last_problem}"
+        )
+
+    def raise_if_fatal(self) -> None:
+        """Another request found the judge unusable: this one is not sent."""
+        if self.fatal is not None:
+            raise self.fatal
+
+    def answered(self) -> None:
+        """An API reply came back (an answer or an API error): the endpoint is reachable."""
+        self._answered = True
+
+    def failed(self, error: Exception, request: Request, attempt: int) -> Attempt:
+        """What a failed attempt means (counted in the events); raise if no attempt can
+        succeed. A 429's `retry_after` is its wait; the admission decides who waits it."""
+        what = request.what
+        if (
+            isinstance(error, openai.RateLimitError)
+            and may_lack_capacity(request.tier)
+            and is_capacity_error(error)
+        ):
+            self.answered()
+            self._events["retry_flex_capacity"] += 1
+            log.debug("%s: flex capacity 429 on tier %s (attempt %d)", what, request.tier, attempt)
+            return Attempt(
+                problem="flex capacity unavailable (429)",
+                capacity=True,
+                retry_after=retry_after(error.response.headers),
+            )
+        if isinstance(error, openai.RateLimitError):
+            self.answered()
+            self._stop_if_fatal(self._raise_if_quota_exhausted, error)
+            self._events["retry_429"] += 1
+            wait = self._retry_after(error.response.headers, attempt)
+            return Attempt(problem="rate limited (429)", rate_limited=True, retry_after=wait)
+        if isinstance(error, openai.APIStatusError):
+            self._stop_if_fatal(self._classify_status_error, error, what)
+            self._events[f"retry_{error.status_code}"] += 1
+            return Attempt(problem=f"server error ({error.status_code})")
+        if isinstance(error, openai.APITimeoutError):
+            self._events["retry_timeout"] += 1
+            timeout = self.tiers.timeout_of(request.tier)
+            return Attempt(problem=f"timed out after {timeout:g}s")
+        if isinstance(error, BadReplyError):
+            self._events["retry_bad_reply"] += 1
+            self._events[f"bad_reply_{error.kind}"] += 1
+            return Attempt(problem=f"not an API reply ({self._safe(str(error))})")
+        self._events["retry_connection"] += 1  # refused, reset, DNS, TLS
+        return Attempt(problem=f"connection failed ({self._safe(connection_problem(error))})")
+
+    def backoff(self, attempt: int) -> float:
+        """Equal jitter: half the exponential delay for sure, the other half at random."""
+        delay = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+        return float(delay / 2 + self._rng.uniform(0, delay / 2))
+
+    def _on_tier(self, request: Request, tiers: TierState) -> Request:
+        """The next attempt of a chat request, with its service tier and timeout."""
+        if not request.chat or not self.tiers.flexible:
+            return request
+        tier = self.tiers.tier_to_send(tiers)
+        return replace(request, tier=tier, options=self.tiers.options(tier))
+
+    async def _wait_for_capacity(
+        self, tiers: TierState, attempt: int, retry_after: float | None
+    ) -> bool:
+        """After a flex capacity 429, only this request waits (jittered exponential backoff,
+        outside its slot; the limiter keeps its pace) and tries again, on flex or, once it
+        waited `flex_fallback_after_seconds`, on the standard tier. Returns whether the 429
+        used an attempt: only past the cap when there is no fall-back."""
+        wait = self.tiers.after_capacity_429(tiers, retry_after)
+        counted = self.tiers.gives_up(tiers)
+        if not counted or attempt < self.settings.max_attempts:
+            await asyncio.sleep(wait)
+        return counted
+
+    def _count_failure_before_any_answer(self, problem: str) -> None:
+        """Stop the run when the endpoint has never answered and enough attempts failed: a
+        wrong URL, DNS, TLS or a dead server would otherwise give every row a status."""
+        limit = self.settings.unreachable_after
+        if self._answered or limit == 0:
+            return
+        self._failures_before_any_answer += 1
+        if self._failures_before_any_answer >= limit and self.fatal is None:
+            self.fatal = JudgeUnreachableError(
+                f"the judge endpoint {self._endpoint} did not answer: {limit} attempts failed "
+                f"and none succeeded (last: {problem}). Check judge.base_url (--base-url), "
+                "the network and the server; judge.unreachable_after sets how many failures "
+                "stop a run."
+            )
+        self.raise_if_fatal()
+
+    def _stop_if_fatal(self, check: Any, *arguments: Any) -> None:
+        """Run an error check; a fatal verdict is remembered, so that no other request of this
+        run is sent after it (the run stops at once, not after the requests in flight)."""
+        try:
+            check(*arguments)
+        except JudgeFatalError as fatal:
+            self.fatal = fatal
+            raise
+
+    def _classify_status_error(self, error: openai.APIStatusError, what: str) -> None:
+        """Raise for errors that retrying cannot fix; return for those worth another try."""
+        status = error.status_code
+        if status < 500:
+            self.answered()
+        detail = self._safe(error_message(error))
+        if status in (401, 403):
+            raise JudgeFatalError(
+                f"the judge endpoint refused the credentials (HTTP {status}): {detail}. Check the "
+                f"key in ${self.settings.api_key_env} and that it may use model "
+                f"{self.settings.model!r}."
+            ) from None
+        if status == 404:
+            raise JudgeFatalError(
+                f"the judge endpoint does not know this model or path (HTTP 404): {detail}. "
+                f"Check the model name and the base URL."
+            ) from None
+        if status < 500 and status != 408:
+            raise JudgeRejectedError(
+                f"{what}: request rejected (HTTP {status}): {detail}"
+            ) from None
+
+    def _raise_if_quota_exhausted(self, error: openai.RateLimitError) -> None:
+        body = error.body if isinstance(error.body, dict) else {}
+        if body.get("code") == "insufficient_quota" or body.get("type") == "insufficient_quota":
+            raise JudgeFatalError(
+                "the judge account has no quota left (HTTP 429 insufficient_quota): "
+                + self._safe(error_message(error))
+            ) from None
+
+    def _retry_after(self, headers: Mapping[str, str], attempt: int) -> float:
+        """The reply's Retry-After, else our own backoff (also for an HTTP date)."""
+        told = retry_after(headers)
+        return self.backoff(attempt) if told is None else told
+
+    def _safe(self, text: str) -> str:
+        return redact(text, self._api_key)
