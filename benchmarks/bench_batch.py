@@ -27,7 +27,8 @@ from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
 from ragas_ops.pipeline.batch_chunk import Waiting, advance
 from ragas_ops.pipeline.plan import plan_day
-from ragas_ops.pipeline.steps import publish_day, run_score_chunk
+from ragas_ops.pipeline.publish import publish_day
+from ragas_ops.pipeline.score import run_score_chunk
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_process import server_stats, test_judge_process
 

@@ -369,8 +369,8 @@ def child_read(which: str) -> dict[str, Any]:
 
     from ragas_ops.config import settings_from_environment
     from ragas_ops.contract.layout import Lake
+    from ragas_ops.pipeline.chunks import read_slices
     from ragas_ops.pipeline.plan import plan_day
-    from ragas_ops.pipeline.steps import read_slices
 
     settings = settings_from_environment()
     lake = Lake(settings.pipeline)

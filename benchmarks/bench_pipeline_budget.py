@@ -40,8 +40,9 @@ from bench_shared_budget import METRICS, bound_shares
 
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline.plan import chunk_from_dict, plan_day
-from ragas_ops.pipeline.steps import chunk_settings, plan_result, run_score_chunk
+from ragas_ops.pipeline.plan import chunk_from_dict, plan_day, plan_result
+from ragas_ops.pipeline.score import run_score_chunk
+from ragas_ops.pipeline.share import chunk_settings
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_process import server_stats, test_judge_process
 

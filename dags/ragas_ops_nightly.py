@@ -40,8 +40,7 @@ DAILY_METRICS = Asset("ragas_ops_daily_metrics")
 def plan() -> dict[str, Any]:
     """List and check the day's input files and cut them into chunks."""
     from ragas_ops.airflow import task_context
-    from ragas_ops.pipeline import steps
-    from ragas_ops.pipeline.plan import plan_day
+    from ragas_ops.pipeline.plan import plan_day, plan_result
 
     context = get_current_context()
     task_context.check_conf(context)
@@ -49,7 +48,7 @@ def plan() -> dict[str, Any]:
     settings = task_context.pipeline_settings()
     lake = task_context.lake_for(settings)
     day_plan = plan_day(lake, day, settings, allow_shrink=task_context.allow_shrink(context))
-    return steps.plan_result(day_plan, backfill=task_context.is_backfill(context))
+    return plan_result(day_plan, backfill=task_context.is_backfill(context))
 
 
 @task
@@ -74,7 +73,8 @@ def publish(
 ) -> dict[str, Any]:
     """Check rows in = rows out, publish the day's scored table whole, write the manifest."""
     from ragas_ops.airflow import task_context
-    from ragas_ops.pipeline import steps
+    from ragas_ops.pipeline.manifest import run_manifest, write_manifest
+    from ragas_ops.pipeline.publish import publish_day
 
     context = get_current_context()
     settings = task_context.pipeline_settings()
@@ -82,7 +82,7 @@ def publish(
     day, summary = day_plan["day"], day_plan["summary"]
     # Indexing (not iterating) the mapped results: iteration probes one past the end.
     chunk_results = [part[i] for part in (scored, backfilled) if part for i in range(len(part))]
-    published = steps.publish_day(
+    published = publish_day(
         lake,
         day,
         context["run_id"],
@@ -91,7 +91,7 @@ def publish(
         settings=settings,
         allow_shrink=task_context.allow_shrink(context),
     )
-    manifest = steps.run_manifest(
+    manifest = run_manifest(
         day,
         context["run_id"],
         settings,
@@ -104,7 +104,7 @@ def publish(
     return {
         "day": day,
         "publish_id": published["publish_id"],
-        "manifest": steps.write_manifest(lake, day, context["run_id"], manifest, settings),
+        "manifest": write_manifest(lake, day, context["run_id"], manifest, settings),
     }
 
 
@@ -112,12 +112,12 @@ def publish(
 def aggregate(published: dict[str, Any]) -> dict[str, Any]:
     """Daily metrics per segment and metric, and the regression check against the baseline."""
     from ragas_ops.airflow import task_context
-    from ragas_ops.pipeline import steps
+    from ragas_ops.pipeline.aggregate import aggregate_day
 
     context = get_current_context()
     settings = task_context.pipeline_settings()
     with task_context.skipped_when_superseded():
-        aggregated = steps.aggregate_day(
+        aggregated = aggregate_day(
             task_context.lake_for(settings),
             published["day"],
             settings,
@@ -135,15 +135,13 @@ def aggregate(published: dict[str, Any]) -> dict[str, Any]:
 def report(published: dict[str, Any]) -> dict[str, Any]:
     """The day's report (HTML and Markdown); fails the run when configured to."""
     from ragas_ops.airflow import task_context
-    from ragas_ops.pipeline import steps
+    from ragas_ops.pipeline.report import report_day
 
     context = get_current_context()
     settings = task_context.pipeline_settings()
     lake = task_context.lake_for(settings)
     with task_context.skipped_when_superseded():
-        return steps.report_day(
-            lake, published["day"], context["run_id"], settings, published=published
-        )
+        return report_day(lake, published["day"], context["run_id"], settings, published=published)
 
 
 @dag(

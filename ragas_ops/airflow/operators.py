@@ -37,7 +37,7 @@ class ScoreChunkOperator(BaseOperator):
         from ragas_ops.config import ConfigError
         from ragas_ops.judge.factory import build_judge
         from ragas_ops.pipeline.plan import chunk_from_dict
-        from ragas_ops.pipeline.steps import run_score_chunk
+        from ragas_ops.pipeline.score import run_score_chunk
 
         piece = chunk_from_dict(self.chunk)
         self._label(context)
@@ -114,7 +114,7 @@ class ScoreChunkOperator(BaseOperator):
 
     def _settings(self) -> Any:
         from ragas_ops.airflow import task_context
-        from ragas_ops.pipeline.steps import chunk_settings
+        from ragas_ops.pipeline.share import chunk_settings
 
         settings = task_context.pipeline_settings()
         piece_rows = sum(int(piece["rows"]) for piece in self.chunk["slices"])

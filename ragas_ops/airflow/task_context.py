@@ -58,7 +58,7 @@ def skipped_when_superseded() -> Iterator[None]:
     later run's own steps describe the day."""
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from ragas_ops.pipeline.steps import Superseded
+    from ragas_ops.pipeline.lake_safety import Superseded
 
     try:
         yield

@@ -44,8 +44,9 @@ from ragas_ops.judge.openai.batch_judge import (
     Unanswered,
 )
 from ragas_ops.judge.openai.judge import OpenAIJudge
-from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.chunks import chunk_output_schema, chunk_tables
 from ragas_ops.pipeline.plan import Chunk
+from ragas_ops.pipeline.score import chunk_mismatch, chunk_result, chunk_scorer, new_attempt_id
 from ragas_ops.pricing import price_for
 from ragas_ops.scoring.run import score_into
 from ragas_ops.secrets import Secret
@@ -328,23 +329,21 @@ async def _scoring_pass(
         return judge
 
     judge = BatchPassJudge(settings.judge, price, book, sync_judge)
-    scorer = steps.chunk_scorer(settings, judge)
+    scorer = chunk_scorer(settings, judge)
     # The scored tables go to the chunk's staging file as they come (the pass used to keep
     # them all in memory); a pass still waiting for answers discards it.
     finished = await score_into(
         scorer,
-        steps.chunk_tables(lake, chunk, settings),
+        chunk_tables(lake, chunk, settings),
         lake.chunk_file(day, run_id, chunk.index),
-        steps.chunk_output_schema(lake, chunk, scorer),
+        chunk_output_schema(lake, chunk, scorer),
         expected_rows=chunk.rows,
-        mismatch=steps.chunk_mismatch(chunk),
+        mismatch=chunk_mismatch(chunk),
         complete=lambda: not judge.waiting,
     )
     if not finished:
         return judge
     events = judge.events + judge.sync_events()
-    result = steps.chunk_result(
-        chunk, scorer, judge, started, mode="batch", attempt=steps.new_attempt_id()
-    )
+    result = chunk_result(chunk, scorer, judge, started, mode="batch", attempt=new_attempt_id())
     result["events"] = dict(events)
     return result

@@ -296,3 +296,18 @@ def cut_chunks(files: list[InputFile], chunk_rows: int) -> list[Chunk]:
     if current:
         chunks.append(Chunk(len(chunks), current))
     return chunks
+
+
+def plan_result(day_plan: DayPlan, *, backfill: bool) -> dict[str, Any]:
+    """What the plan task hands on through XCom: the day, the plan's summary (for the
+    manifest), its chunks as plain dicts that carry the day and its rows (a chunk's share
+    of the judge's budget), and whether the run is a backfill (which pool scores it)."""
+    return {
+        "day": day_plan.day,
+        "summary": day_plan.summary(),
+        "chunks": [
+            {**chunk_to_dict(chunk), "day": day_plan.day, "day_rows": day_plan.rows}
+            for chunk in day_plan.chunks
+        ],
+        "backfill": backfill,
+    }

@@ -4,7 +4,7 @@ With the iceberg table format a republished day keeps its earlier snapshots
 (`tables.format.DayTables.rerun`); the report and the quality page compare the two: rows
 before and after, and each metric's mean (over its `ok` rows) and scored rows before and
 after. The Parquet layout keeps no earlier version, so there are no means to compare; the
-manifests still say what a publish replaced (`pipeline.steps.replaced_publish`).
+manifests still say what a publish replaced (`pipeline.manifest.replaced_publish`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The one scoring loop: tables in, one Parquet file out, published whole or not at all.
 
-The CLI's file job (`scoring.jobs.score_file`) and the pipeline's chunks (`pipeline.steps.
+The CLI's file job (`scoring.jobs.score_file`) and the pipeline's chunks (`pipeline.score.
 score_chunk`, and each pass of `pipeline.batch_chunk`) all score through `score_into`.
 """
 

@@ -1,5 +1,5 @@
 """What the pipeline's publish writes in the run's manifest, and what the plan hands on:
-built in `pipeline.steps`, so that the DAG file only wires tasks."""
+built in `pipeline.manifest` and `pipeline.plan`, so that the DAG file only wires tasks."""
 
 from __future__ import annotations
 
@@ -9,8 +9,17 @@ from typing import Any
 import pyarrow as pa
 
 from ragas_ops.config import Settings
-from ragas_ops.pipeline import steps
-from ragas_ops.pipeline.plan import Chunk, DayPlan, InputFile, RejectedFile, Slice, chunk_from_dict
+from ragas_ops.pipeline.manifest import day_spend, manifest_base, run_manifest, run_totals
+from ragas_ops.pipeline.plan import (
+    Chunk,
+    DayPlan,
+    InputFile,
+    RejectedFile,
+    Slice,
+    chunk_from_dict,
+    plan_result,
+)
+from ragas_ops.pipeline.report import dated_elsewhere, repeated_ids
 
 DAY = "2026-03-04"
 
@@ -47,7 +56,7 @@ def plan(rows: int, rejected: bool = False) -> dict[str, Any]:
 
 
 def manifest(summary: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
-    return steps.run_manifest(
+    return run_manifest(
         DAY,
         "manual__1",
         Settings(),
@@ -70,13 +79,13 @@ def test_the_manifest_sums_the_chunks_in_index_order_whatever_order_they_came_in
     assert scoring["batches"] == ["b2"]
     assert list(scoring["spend_by_attempt"]) == ["attempt-0", "attempt-1"]
     assert scoring["scoring_seconds"] == 3.0
-    assert scoring == steps.run_totals(sorted(results, key=lambda result: result["index"]))
+    assert scoring == run_totals(sorted(results, key=lambda result: result["index"]))
 
 
 def test_the_manifest_records_the_run_the_plan_and_the_publish() -> None:
     settings = Settings()
     made = manifest(plan(4), [chunk_result(0, 4, 0.1)])
-    base = steps.manifest_base(DAY, "manual__1", settings)
+    base = manifest_base(DAY, "manual__1", settings)
     assert {key: made[key] for key in base if key != "created_at"} == {
         key: value for key, value in base.items() if key != "created_at"
     }
@@ -107,7 +116,7 @@ def test_the_plan_hands_on_its_chunks_with_the_day_and_its_rows() -> None:
         Chunk(1, [Slice("raw/a.parquet", 60, 40)], schema),
     ]
     day_plan = DayPlan(DAY, files=[InputFile("raw/a.parquet", 100, 100)], chunks=chunks)
-    result = steps.plan_result(day_plan, backfill=True)
+    result = plan_result(day_plan, backfill=True)
     assert result["day"] == DAY
     assert result["backfill"] is True
     assert result["summary"] == day_plan.summary()
@@ -124,13 +133,13 @@ def test_repeated_ids_are_counted_copies_and_conflicts_apart_and_null_ids_never(
             "answer": ["a1", "a1", "a2", "other", "a3", "a4", "a5"],
         }
     )
-    assert steps.repeated_ids(table, Settings()) == {
+    assert repeated_ids(table, Settings()) == {
         "rows": 4,
         "ids": 2,
         "ids_with_different_content": 1,
     }
-    assert steps.repeated_ids(table.drop_columns(["id"]), Settings())["rows"] == 0
-    assert steps.repeated_ids(table.slice(4), Settings())["rows"] == 0
+    assert repeated_ids(table.drop_columns(["id"]), Settings())["rows"] == 0
+    assert repeated_ids(table.slice(4), Settings())["rows"] == 0
 
 
 def test_rows_timestamped_on_another_day_are_counted_in_utc() -> None:
@@ -144,7 +153,7 @@ def test_rows_timestamped_on_another_day_are_counted_in_utc() -> None:
         datetime(2026, 11, 2, 0, 0),
     ]
     naive = pa.table({"timestamp": pa.array(stamps, pa.timestamp("us"))})
-    assert steps.dated_elsewhere(naive, "2026-11-01") == {
+    assert dated_elsewhere(naive, "2026-11-01") == {
         "rows": 3,
         "first": "2026-10-01",
         "last": "2026-11-02",
@@ -152,8 +161,8 @@ def test_rows_timestamped_on_another_day_are_counted_in_utc() -> None:
     paris = pa.array(
         [datetime(2026, 11, 1, 22, 30, tzinfo=UTC)], pa.timestamp("us", tz="Europe/Paris")
     )  # 23:30 in Paris, still 1 November in UTC
-    assert steps.dated_elsewhere(pa.table({"timestamp": paris}), "2026-11-01")["rows"] == 0
-    assert steps.dated_elsewhere(pa.table({"other": [1]}), "2026-11-01")["rows"] == 0
+    assert dated_elsewhere(pa.table({"timestamp": paris}), "2026-11-01")["rows"] == 0
+    assert dated_elsewhere(pa.table({"other": [1]}), "2026-11-01")["rows"] == 0
 
 
 def test_the_other_runs_spend_is_known_when_theirs_is_whatever_this_runs_is(tmp_path) -> None:
@@ -175,10 +184,10 @@ def test_the_other_runs_spend_is_known_when_theirs_is_whatever_this_runs_is(tmp_
         }
         target.write_text(json.dumps(manifest))
 
-    spend = steps.day_spend(lake, DAY, "p-unpriced")
+    spend = day_spend(lake, DAY, "p-unpriced")
 
     assert spend["run_spend_usd"] is None
     assert spend["other_runs_spend_usd"] == 0.0195
     assert spend["day_spend_usd"] is None, "never a partial sum"
     assert spend["day_runs"] == 2
-    assert steps.day_spend(lake, DAY, "p-priced")["other_runs_spend_usd"] is None
+    assert day_spend(lake, DAY, "p-priced")["other_runs_spend_usd"] is None

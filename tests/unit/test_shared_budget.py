@@ -382,7 +382,7 @@ def test_shared_budget_for_follows_the_settings(tmp_path):
 
 def test_a_chunk_keeps_the_account_under_the_shared_budget_and_falls_back_to_its_slot():
     from ragas_ops.config import Settings
-    from ragas_ops.pipeline.steps import chunk_settings
+    from ragas_ops.pipeline.share import chunk_settings
 
     settings = Settings()
     settings.judge.rpm, settings.judge.tpm = 600, 400_000

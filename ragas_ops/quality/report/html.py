@@ -432,7 +432,7 @@ def _delta_html(finding: RegressionFinding | None) -> str:
 
 
 def replaced_sentence(replaced: Mapping[str, Any]) -> str:
-    """What a rerun's publish replaced, in one line (see `pipeline.steps.replaced_publish`)."""
+    """What a rerun's publish replaced, in one line (see `pipeline.manifest.replaced_publish`)."""
     parts = [
         f"the publish of run {replaced.get('run_id')} at {replaced.get('published_at')}: "
         f"rows {replaced.get('rows_before')} -> {replaced.get('rows_after')}"

@@ -201,8 +201,11 @@ def test_two_publishers_of_one_day_end_with_one_whole_day(
     the day holds one run's rows, all of them; the other run's aggregate is superseded."""
     from ragas_ops.config import settings_from_environment
     from ragas_ops.contract.layout import Lake
-    from ragas_ops.pipeline import steps
+    from ragas_ops.pipeline.aggregate import aggregate_day
+    from ragas_ops.pipeline.lake_safety import Superseded
     from ragas_ops.pipeline.plan import plan_day
+    from ragas_ops.pipeline.publish import publish_day
+    from ragas_ops.pipeline.score import run_score_chunk
 
     write_logs(iceberg_lake, DAY, sample_interactions(50, seed=7, day=DAY))
     settings = settings_from_environment()
@@ -212,7 +215,7 @@ def test_two_publishers_of_one_day_end_with_one_whole_day(
     scored_at: dict[str, set[Any]] = {}
     for run_id in runs:
         for chunk in day_plan.chunks:
-            steps.run_score_chunk(lake_, DAY, run_id, chunk=chunk, settings=settings)
+            run_score_chunk(lake_, DAY, run_id, chunk=chunk, settings=settings)
         scored_at[run_id] = {
             value
             for index in range(len(day_plan.chunks))
@@ -226,7 +229,7 @@ def test_two_publishers_of_one_day_end_with_one_whole_day(
     def publish(run_id: str) -> None:
         try:
             barrier.wait()
-            results[run_id] = steps.publish_day(
+            results[run_id] = publish_day(
                 lake_,
                 DAY,
                 run_id,
@@ -250,9 +253,9 @@ def test_two_publishers_of_one_day_end_with_one_whole_day(
     stamps = set(day.column("scored_at").to_pylist())
     (winner,) = [run_id for run_id in runs if stamps <= scored_at[run_id]]
     (loser,) = set(runs) - {winner}
-    with pytest.raises(steps.Superseded):
-        steps.aggregate_day(lake_, DAY, settings, published=results[loser], run_id=loser)
-    aggregated = steps.aggregate_day(lake_, DAY, settings, published=results[winner], run_id=winner)
+    with pytest.raises(Superseded):
+        aggregate_day(lake_, DAY, settings, published=results[loser], run_id=loser)
+    aggregated = aggregate_day(lake_, DAY, settings, published=results[winner], run_id=winner)
     assert "daily_metrics" in aggregated["daily_metrics"]
 
 

@@ -172,14 +172,16 @@ KILLED_PUBLISH = """
 import sys, time
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline import plan, steps
+from ragas_ops.pipeline import plan
+from ragas_ops.pipeline.publish import publish_day
+from ragas_ops.pipeline.score import run_score_chunk
 from ragas_ops.storage import ParquetOutput
 
 settings = settings_from_environment()
 lake = Lake(settings.pipeline)
 day_plan = plan.plan_day(lake, sys.argv[1], settings)
 for chunk in day_plan.chunks:
-    steps.run_score_chunk(lake, sys.argv[1], "killed-run", chunk=chunk, settings=settings)
+    run_score_chunk(lake, sys.argv[1], "killed-run", chunk=chunk, settings=settings)
 write = ParquetOutput.write
 
 def write_then_hang(self, table):
@@ -189,7 +191,7 @@ def write_then_hang(self, table):
         time.sleep(600)  # killed here, halfway through writing the day's table
 
 ParquetOutput.write = write_then_hang
-steps.publish_day(
+publish_day(
     lake, sys.argv[1], "killed-run", planned_rows=day_plan.rows,
     chunk_count=len(day_plan.chunks), settings=settings,
 )
@@ -288,7 +290,10 @@ def publish_run(run_id: str, metrics: str, cache: Path, barrier: Any = None) -> 
     """Plan, score and publish a run of the day through the functions the DAG's tasks call."""
     from ragas_ops.config import settings_from_environment
     from ragas_ops.contract.layout import Lake
-    from ragas_ops.pipeline import plan, steps
+    from ragas_ops.pipeline import plan
+    from ragas_ops.pipeline.manifest import manifest_base, run_totals, write_manifest
+    from ragas_ops.pipeline.publish import publish_day
+    from ragas_ops.pipeline.score import run_score_chunk
 
     settings = settings_from_environment()
     settings.metrics.names = tuple(metrics.split(","))
@@ -298,10 +303,10 @@ def publish_run(run_id: str, metrics: str, cache: Path, barrier: Any = None) -> 
         barrier.wait()
     day_plan = plan.plan_day(where, DAY, settings)
     results = [
-        steps.run_score_chunk(where, DAY, run_id, chunk=chunk, settings=settings)
+        run_score_chunk(where, DAY, run_id, chunk=chunk, settings=settings)
         for chunk in day_plan.chunks
     ]
-    published = steps.publish_day(
+    published = publish_day(
         where,
         DAY,
         run_id,
@@ -310,23 +315,25 @@ def publish_run(run_id: str, metrics: str, cache: Path, barrier: Any = None) -> 
         settings=settings,
     )
     manifest = {
-        **steps.manifest_base(DAY, run_id, settings),
+        **manifest_base(DAY, run_id, settings),
         "plan": day_plan.summary(),
-        "scoring": steps.run_totals(results),
+        "scoring": run_totals(results),
         "published": published,
     }
-    steps.write_manifest(where, DAY, run_id, manifest)
+    write_manifest(where, DAY, run_id, manifest)
     return where, settings, published
 
 
 def finish_run(run_id: str, where: Any, settings: Any, published: Any) -> str:
     """Aggregate and report, as the DAG does: "reported", or "superseded" (a skipped step)."""
-    from ragas_ops.pipeline import steps
+    from ragas_ops.pipeline.aggregate import aggregate_day
+    from ragas_ops.pipeline.lake_safety import Superseded
+    from ragas_ops.pipeline.report import report_day
 
     try:
-        steps.aggregate_day(where, DAY, settings, published, run_id)
-        steps.report_day(where, DAY, run_id, settings, published)
-    except steps.Superseded:
+        aggregate_day(where, DAY, settings, published, run_id)
+        report_day(where, DAY, run_id, settings, published)
+    except Superseded:
         return "superseded"
     return "reported"
 
@@ -356,14 +363,16 @@ def day_is_consistent(root: Path) -> str:
 def test_a_run_superseded_by_a_later_publish_does_not_overwrite_its_aggregates(
     lake: Path, tmp_path: Path
 ) -> None:
-    from ragas_ops.pipeline import steps
+    from ragas_ops.pipeline.aggregate import aggregate_day
+    from ragas_ops.pipeline.lake_safety import Superseded
+    from ragas_ops.pipeline.report import report_day
 
     pq.write_table(sample_interactions(20, seed=8, day=DAY), raw_day(lake) / "part-0.parquet")
     early = publish_run("early", "faithfulness", tmp_path / "early.sqlite")
     late = publish_run("late", "context_relevance", tmp_path / "late.sqlite")
     where, settings, published = early
-    with pytest.raises(steps.Superseded, match="a later run of 2026-11-28 published it"):
-        steps.aggregate_day(where, DAY, settings, published, "early")
+    with pytest.raises(Superseded, match="a later run of 2026-11-28 published it"):
+        aggregate_day(where, DAY, settings, published, "early")
     assert not warehouse(lake, "_staging", f"dt={DAY}", "run=early").exists(), "nothing to read"
     assert finish_run("late", *late) == "reported"
     assert day_is_consistent(lake) == "late"
@@ -372,13 +381,13 @@ def test_a_run_superseded_by_a_later_publish_does_not_overwrite_its_aggregates(
     early = publish_run("early", "faithfulness", tmp_path / "early.sqlite")
     late = publish_run("late", "context_relevance", tmp_path / "late.sqlite")
     where, settings, published = late
-    steps.aggregate_day(where, DAY, settings, published, "late")
+    aggregate_day(where, DAY, settings, published, "late")
     daily = warehouse(lake, "daily_metrics", f"dt={DAY}", "daily_metrics.parquet")
     early_metrics = pq.read_table(daily).replace_schema_metadata(
         {"ragas_ops.publish_id": early[2]["publish_id"]}
     )
     pq.write_table(early_metrics.filter(pa.compute.equal(early_metrics["metric"], "x")), daily)
-    steps.report_day(where, DAY, "late", settings, published)
+    report_day(where, DAY, "late", settings, published)
     assert day_is_consistent(lake) == "late"
 
 

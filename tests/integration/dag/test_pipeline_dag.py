@@ -160,7 +160,7 @@ def test_the_dag_folder_imports_cleanly_without_heavy_imports() -> None:
 
 def test_the_manifest_names_the_model_that_ran_not_an_unused_setting() -> None:
     from ragas_ops.config import Settings
-    from ragas_ops.pipeline.steps import manifest_base
+    from ragas_ops.pipeline.manifest import manifest_base
 
     settings = Settings()
     assert manifest_base("2026-01-01", "r", settings)["judge_model"] == settings.judge.model
@@ -393,7 +393,8 @@ def test_a_retried_chunk_leaves_no_duplicate(lake: Path, tmp_path: Path) -> None
     from ragas_ops.config import settings_from_environment
     from ragas_ops.contract.layout import Lake
     from ragas_ops.pipeline.plan import plan_day
-    from ragas_ops.pipeline.steps import publish_day, run_score_chunk
+    from ragas_ops.pipeline.publish import publish_day
+    from ragas_ops.pipeline.score import run_score_chunk
 
     write_logs(lake, DAY, sample_interactions(50, seed=4, day=DAY))
     settings = settings_from_environment()
@@ -424,8 +425,8 @@ def test_a_retried_chunk_leaves_no_duplicate(lake: Path, tmp_path: Path) -> None
 def test_each_chunk_reads_only_its_slice(lake: Path) -> None:
     from ragas_ops.config import settings_from_environment
     from ragas_ops.contract.layout import Lake
+    from ragas_ops.pipeline.chunks import read_slices
     from ragas_ops.pipeline.plan import plan_day
-    from ragas_ops.pipeline.steps import read_slices
 
     table = sample_interactions(100, seed=5, day=DAY)
     write_logs(lake, DAY, table)

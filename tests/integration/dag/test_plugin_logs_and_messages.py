@@ -18,8 +18,9 @@ from ragas_ops.airflow.demo import day_verdict
 from ragas_ops.cli.main import EXIT_JUDGE, main
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.manifest import manifest_base, write_manifest
 from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.pipeline.score import HTTP_LOGGERS, score_chunk
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY, settings_for
@@ -34,7 +35,7 @@ def test_a_chunk_logs_one_summary_line_and_no_request_lines(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
-    for name in steps.HTTP_LOGGERS:  # as a fresh task process finds them
+    for name in HTTP_LOGGERS:  # as a fresh task process finds them
         monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
     settings = settings_for(judge_server, tmp_path, rpm=600.0)
     settings.pipeline.raw_uri = str(tmp_path / "raw")
@@ -47,11 +48,9 @@ def test_a_chunk_logs_one_summary_line_and_no_request_lines(
     chunk = plan_day(lake, DAY, settings).chunks[0]
 
     with caplog.at_level(logging.INFO):
-        result = asyncio.run(
-            steps.score_chunk(lake, DAY, "manual__x", chunk=chunk, settings=settings)
-        )
+        result = asyncio.run(score_chunk(lake, DAY, "manual__x", chunk=chunk, settings=settings))
 
-    summaries = [r for r in caplog.records if r.name == "ragas_ops.pipeline.steps"]
+    summaries = [r for r in caplog.records if r.name == "ragas_ops.pipeline.score"]
     assert len(summaries) == 1
     line = summaries[0].getMessage()
     usage = result["usage"]
@@ -92,13 +91,13 @@ def test_the_demo_says_each_days_verdict_beside_its_state(tmp_path: Path) -> Non
     settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
     lake = Lake(settings.pipeline)
     run_id = "manual__2026-12-01T09:03:55+00:00"
-    manifest = steps.manifest_base(DAY, run_id, settings)
-    steps.write_manifest(lake, DAY, run_id, manifest)
+    manifest = manifest_base(DAY, run_id, settings)
+    write_manifest(lake, DAY, run_id, manifest)
     assert day_verdict(tmp_path / "warehouse", DAY, run_id) == (
         "no verdict (the run stopped before the regression check)"
     )
     manifest["regression"] = {"verdict": "not_checked", "summary": "Not checked on ..."}
-    steps.write_manifest(lake, DAY, run_id, manifest)
+    write_manifest(lake, DAY, run_id, manifest)
 
     assert day_verdict(tmp_path / "warehouse", DAY, run_id) == (
         "verdict NOT CHECKED: Not checked on ..."
@@ -109,9 +108,9 @@ def test_the_demo_says_each_days_verdict_beside_its_state(tmp_path: Path) -> Non
 LOAD_LOCAL_JUDGE = """
 import asyncio, sys
 from ragas_ops.config import Settings
-from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.score import quiet_libraries
 if sys.argv[1] == "quiet":
-    steps.quiet_libraries()
+    quiet_libraries()
 from ragas_ops.judge.factory import build_judge
 settings = Settings()
 settings.judge.kind, settings.judge.cache_path = "local", None

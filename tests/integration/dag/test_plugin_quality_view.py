@@ -14,8 +14,12 @@ import pytest
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline import steps
+from ragas_ops.pipeline.aggregate import aggregate_day
+from ragas_ops.pipeline.manifest import manifest_base, run_totals, write_manifest
 from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.pipeline.publish import publish_day
+from ragas_ops.pipeline.report import report_day
+from ragas_ops.pipeline.score import score_chunk
 from ragas_ops.quality.aggregate import daily_metrics
 from ragas_ops.quality.view import (
     UnsafePath,
@@ -60,11 +64,11 @@ def build_warehouse(settings: Settings, days: list[str] = DAYS, rows: int = 24) 
         run_id = f"scheduled__{day}T00:00:00+00:00"
         plan = plan_day(lake, day, settings)
         results = [
-            asyncio.run(steps.score_chunk(lake, day, run_id, chunk=chunk, settings=settings))
+            asyncio.run(score_chunk(lake, day, run_id, chunk=chunk, settings=settings))
             for chunk in plan.chunks
         ]
         summary = plan.summary()
-        published = steps.publish_day(
+        published = publish_day(
             lake,
             day,
             run_id,
@@ -73,15 +77,15 @@ def build_warehouse(settings: Settings, days: list[str] = DAYS, rows: int = 24) 
             settings=settings,
         )
         manifest = {
-            **steps.manifest_base(day, run_id, settings),
+            **manifest_base(day, run_id, settings),
             "plan": summary,
-            "scoring": steps.run_totals(results),
+            "scoring": run_totals(results),
             "published": published,
             "no_traffic": False,
         }
-        steps.write_manifest(lake, day, run_id, manifest)
-        steps.aggregate_day(lake, day, settings)
-        steps.report_day(lake, day, run_id, settings)
+        write_manifest(lake, day, run_id, manifest)
+        aggregate_day(lake, day, settings)
+        report_day(lake, day, run_id, settings)
     return lake
 
 
@@ -164,7 +168,7 @@ def fake_warehouse(root: Path, judges: dict[str, str], run_ids: dict[str, str]) 
         target.filesystem.create_dir(target.path.rsplit("/", 1)[0], recursive=True)
         pq.write_table(table, target.path)
         run_id = run_ids.get(day, f"manual__{day}")
-        steps.write_manifest(lake, day, run_id, steps.manifest_base(day, run_id, settings))
+        write_manifest(lake, day, run_id, manifest_base(day, run_id, settings))
     return lake
 
 

@@ -21,7 +21,7 @@ from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Completion, Embeddings
 from ragas_ops.metrics import build_metrics
 from ragas_ops.pipeline.plan import plan_day
-from ragas_ops.pipeline.steps import score_chunk
+from ragas_ops.pipeline.score import score_chunk
 from ragas_ops.prompts import Prompt
 from ragas_ops.quality.aggregate import check_regression, daily_metrics
 from ragas_ops.quality.report import build_report

@@ -28,7 +28,9 @@ from ragas_ops.judge.openai.batch_judge import BatchRequest, Unanswered
 from ragas_ops.pipeline import batch_chunk
 from ragas_ops.pipeline.batch_chunk import Waiting, advance
 from ragas_ops.pipeline.plan import Chunk, plan_day
-from ragas_ops.pipeline.steps import chunk_settings, publish_day, run_score_chunk
+from ragas_ops.pipeline.publish import publish_day
+from ragas_ops.pipeline.score import run_score_chunk
+from ragas_ops.pipeline.share import chunk_settings
 from ragas_ops.pricing import Price
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_server import JudgeServer

@@ -13,8 +13,10 @@ import pytest
 
 from ragas_ops.config import DEFAULT_METRICS, Settings
 from ragas_ops.contract.layout import Lake
+from ragas_ops.pipeline.aggregate import aggregate_day
 from ragas_ops.pipeline.plan import plan_day
-from ragas_ops.pipeline.steps import aggregate_day, publish_day, run_score_chunk
+from ragas_ops.pipeline.publish import publish_day
+from ragas_ops.pipeline.score import run_score_chunk
 from ragas_ops.quality import bi
 from ragas_ops.samples import sample_interactions
 from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig

@@ -76,14 +76,16 @@ def hive_rows() -> int:
 def publish(run_id: str) -> dict[str, object]:
     from ragas_ops.config import settings_from_environment
     from ragas_ops.contract.layout import Lake
-    from ragas_ops.pipeline import plan, steps
+    from ragas_ops.pipeline import plan
+    from ragas_ops.pipeline.publish import publish_day
+    from ragas_ops.pipeline.score import run_score_chunk
 
     settings = settings_from_environment()
     lake = Lake(settings.pipeline)
     day_plan = plan.plan_day(lake, DAY, settings)
     for chunk in day_plan.chunks:
-        steps.run_score_chunk(lake, DAY, run_id, chunk=chunk, settings=settings)
-    return steps.publish_day(
+        run_score_chunk(lake, DAY, run_id, chunk=chunk, settings=settings)
+    return publish_day(
         lake,
         DAY,
         run_id,

@@ -1,0 +1,92 @@
+"""Reading a planned chunk's rows from the log lake: only the row groups each slice needs, in
+the day's schema, rebatched to the scorer's batch size."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ragas_ops.config import Settings
+from ragas_ops.contract.inputs import repair_utf8
+from ragas_ops.contract.layout import Lake
+from ragas_ops.contract.outputs import output_schema
+from ragas_ops.pipeline.plan import Chunk
+from ragas_ops.scoring.scorer import Scorer
+from ragas_ops.storage import conform
+
+READ_BATCH_ROWS = 1024
+
+
+def read_slices(lake: Lake, chunk: Chunk) -> Iterator[pa.Table]:
+    """The chunk's rows, a batch at a time, reading only the row groups each slice needs.
+
+    Every table has the day's schema (`chunk.schema`, from the plan; missing columns null),
+    and text that is not valid UTF-8 is repaired for `validate_row` to flag (`repair_utf8`).
+    """
+    filesystem = lake.raw.filesystem
+    schema = chunk.schema or chunk_schema(lake, chunk)
+    for piece in chunk.slices:
+        with filesystem.open_input_file(piece.path) as handle:
+            parquet = pq.ParquetFile(handle)
+            groups, first_row = _row_groups_for(parquet.metadata, piece.start, piece.rows)
+            position = first_row
+            end = piece.start + piece.rows
+            for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=groups):
+                lo, hi = max(piece.start, position), min(end, position + batch.num_rows)
+                if hi > lo:
+                    piece_rows = pa.Table.from_batches([batch.slice(lo - position, hi - lo)])
+                    yield repair_utf8(conform(piece_rows, schema))
+                position += batch.num_rows
+                if position >= end:
+                    break
+
+
+def chunk_schema(lake: Lake, chunk: Chunk) -> pa.Schema:
+    """The union of the chunk's files (a chunk planned before plans carried the schema)."""
+    schemas = []
+    for path in dict.fromkeys(piece.path for piece in chunk.slices):
+        with lake.raw.filesystem.open_input_file(path) as handle:
+            schemas.append(pq.ParquetFile(handle).schema_arrow)
+    return pa.unify_schemas(schemas, promote_options="permissive")
+
+
+def _row_groups_for(metadata: Any, start: int, rows: int) -> tuple[list[int], int]:
+    groups: list[int] = []
+    first_row = position = 0
+    for index in range(metadata.num_row_groups):
+        size = metadata.row_group(index).num_rows
+        if position + size > start and position < start + rows:
+            if not groups:
+                first_row = position
+            groups.append(index)
+        position += size
+    return groups, first_row
+
+
+def chunk_tables(lake: Lake, chunk: Chunk, settings: Settings) -> Iterator[pa.Table]:
+    """The chunk's rows in tables of `batch_rows` rows."""
+    return _rebatched(read_slices(lake, chunk), settings.batch_rows)
+
+
+def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """Tables of `rows` rows (the last may be smaller), whatever the sizes read."""
+    pending: list[pa.Table] = []
+    count = 0
+    for table in tables:
+        pending.append(table)
+        count += table.num_rows
+        while count >= rows:
+            merged = pa.concat_tables(pending, promote_options="default")
+            yield merged.slice(0, rows)
+            rest = merged.slice(rows)
+            pending, count = ([rest] if rest.num_rows else []), rest.num_rows
+    if count:
+        yield pa.concat_tables(pending, promote_options="default")
+
+
+def chunk_output_schema(lake: Lake, chunk: Chunk, scorer: Scorer) -> pa.Schema:
+    """The schema of the chunk's scored file: the day's columns and the scorer's."""
+    return output_schema(chunk.schema or chunk_schema(lake, chunk), scorer.metrics)
