@@ -28,7 +28,7 @@ def aggregate_day(
     published, and raises `Superseded` instead of writing when another run has published the
     day since; without, it reads the day's published table.
     """
-    from ragas_ops.quality.aggregate import TOKEN_COLUMNS, daily_metrics
+    from ragas_ops.quality.daily_metrics import TOKEN_COLUMNS, daily_metrics
 
     metrics, segments = settings.metrics.names, settings.pipeline.segments
     wanted = [
@@ -54,7 +54,7 @@ def aggregate_day(
 
 
 def day_regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None) -> Any:
-    from ragas_ops.quality.aggregate import check_regression
+    from ragas_ops.quality.regression import check_regression
 
     window = settings.pipeline.regression_window_days
     history = metrics_history(lake, day, window, today, settings=settings)
@@ -79,7 +79,7 @@ def metrics_history(
     else:
         found.extend(tables.read_daily_metrics([day]))
     if not found:
-        from ragas_ops.quality.aggregate import DAILY_METRICS_SCHEMA
+        from ragas_ops.quality.daily_metrics import DAILY_METRICS_SCHEMA
 
         return DAILY_METRICS_SCHEMA.empty_table()
     return pa.concat_tables(found, promote_options="permissive")

@@ -34,8 +34,8 @@ import pyarrow.parquet as pq
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.contract.status import Status
-from ragas_ops.quality.aggregate import (
-    ALL,
+from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.regression import (
     SKIPPED,
     Outcome,
     RegressionReport,

@@ -11,14 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ragas_ops.quality.aggregate import (
-    DAILY_METRICS_SCHEMA,
-    Outcome,
-    Verdict,
-    check_regression,
-    daily_metrics,
-    scoring_changes,
-)
+from ragas_ops.quality.daily_metrics import DAILY_METRICS_SCHEMA, daily_metrics
+from ragas_ops.quality.regression import Outcome, Verdict, check_regression, scoring_changes
 from tests.fixtures.scored_tables import fake_history_days
 
 DAY = "2026-11-29"

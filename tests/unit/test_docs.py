@@ -17,7 +17,7 @@ import pytest
 from ragas_ops.config import Settings, load_settings
 from ragas_ops.contract.outputs import METRIC_SUFFIXES, ROW_COLUMNS
 from ragas_ops.contract.status import Status
-from ragas_ops.quality.aggregate import DAILY_METRICS_SCHEMA
+from ragas_ops.quality.daily_metrics import DAILY_METRICS_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

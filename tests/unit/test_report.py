@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 import pyarrow as pa
 import pytest
 
-from ragas_ops.quality.aggregate import check_regression, daily_metrics
+from ragas_ops.quality.daily_metrics import daily_metrics
+from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import Report, build_report, sparkline
 from tests.fixtures.scored_tables import METRICS, fake_history_days, fake_scored_day
 

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 
-from ragas_ops.quality.aggregate import check_regression, daily_metrics
+from ragas_ops.quality.daily_metrics import daily_metrics
+from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import build_report
 from ragas_ops.quality.rerun import rerun_cells, rerun_change
 from ragas_ops.tables.format import Rerun

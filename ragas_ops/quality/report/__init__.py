@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ragas_ops.quality.aggregate import RegressionReport
+from ragas_ops.quality.regression import RegressionReport
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
     TEST_DOUBLE_PREFIXES,

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragas_ops.quality.aggregate import (
-    ScoringChange,
-)
+from ragas_ops.quality.regression import ScoringChange
 from ragas_ops.quality.report.data import escape, interval_text, short_date
 
 # --- the SVG trend chart ------------------------------------------------------------------------

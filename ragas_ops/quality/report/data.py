@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 
 from ragas_ops.contract.status import Status
 from ragas_ops.metrics import Metric, metric_kind
-from ragas_ops.quality.aggregate import (
-    ALL,
+from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.regression import (
     RegressionFinding,
     RegressionReport,
     ScoringChange,

@@ -10,12 +10,8 @@ from typing import Any
 
 from ragas_ops.contract.layout import EMPTY_DAY_FOLDER, NO_DAY_FOLDER, no_folder_sentence
 from ragas_ops.contract.status import Status
-from ragas_ops.quality.aggregate import (
-    ALL,
-    Outcome,
-    RegressionFinding,
-    RegressionReport,
-)
+from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
     ANSWER_CHARS,

@@ -9,10 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragas_ops.contract.status import Status
-from ragas_ops.quality.aggregate import (
-    ALL,
-    Outcome,
-)
+from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.regression import Outcome
 from ragas_ops.quality.report.data import (
     ANSWER_CHARS,
     QUESTION_CHARS,

@@ -20,7 +20,7 @@ from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pipeline.publish import publish_day
 from ragas_ops.pipeline.report import report_day
 from ragas_ops.pipeline.score import score_chunk
-from ragas_ops.quality.aggregate import daily_metrics
+from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.view import (
     UnsafePath,
     available_days,

@@ -23,7 +23,8 @@ from ragas_ops.metrics import build_metrics
 from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pipeline.score import score_chunk
 from ragas_ops.prompts import Prompt
-from ragas_ops.quality.aggregate import check_regression, daily_metrics
+from ragas_ops.quality.daily_metrics import daily_metrics
+from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import build_report
 from ragas_ops.samples import sample_interactions
 from ragas_ops.sampling import is_sampled, not_sampled_reason, row_id_text, sample_mask

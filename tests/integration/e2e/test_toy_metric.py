@@ -20,7 +20,8 @@ from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.metrics import build_metrics, register_metric
 from ragas_ops.metrics.base import Detail, ExpectedCall, Metric, MetricResult
 from ragas_ops.metrics.registry import unregister_metric
-from ragas_ops.quality.aggregate import ALL, check_regression, daily_metrics
+from ragas_ops.quality.daily_metrics import ALL, daily_metrics
+from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import build_report
 from ragas_ops.scoring.jobs import score_file
 from ragas_ops.testing.judge_server import JudgeServer
