@@ -13,6 +13,7 @@ import dataclasses
 import math
 import os
 import tomllib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,6 @@ from ragas_ops.pricing import DEFAULT_PRICES, Price
 # Airflow parses them.
 
 DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
-QuestionStrategy = Literal["list", "sample"]
 StructuredOutput = Literal["json_schema", "json_object", "none"]
 JudgeKind = Literal["openai", "local"]
 LocalBackend = Literal["auto", "onnx", "onnx-float", "torch"]
@@ -286,8 +286,64 @@ def check_metric_names(names: tuple[str, ...], source: str = "metrics.names") ->
 @dataclass
 class MetricSettings:
     names: tuple[str, ...] = field(default=DEFAULT_METRICS, metadata={"check": check_metric_names})
-    answer_relevance_questions: int = at_least_one(3)
-    question_strategy: QuestionStrategy = "list"
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each metric's options, `[metrics.<name>]` in the config file: as given here; the
+    metric's package declares, types and checks them when the metric is built
+    (`metrics.registry.build_metrics`), so this file lists no metric's options."""
+
+
+MOVED_METRIC_KEYS = {
+    "answer_relevance_questions": ("answer_relevance", "questions"),
+    "question_strategy": ("answer_relevance", "question_strategy"),
+}
+"""Keys of `[metrics]` that became a metric's options (`[metrics.<name>]`): still read, from a
+file with a deprecation message; as environment variables they stay the way to set them."""
+
+_METRIC_OPTIONS: dict[str, type[Any]] = {}
+
+
+def register_metric_options(metric: str, options: type[Any]) -> None:
+    """Check `[metrics.<metric>]` against `options` (a dataclass of settings) as it is read, so
+    a bad value names its file or variable; the metric's registration calls this. A table of a
+    metric not registered yet is checked when the metrics are built."""
+    _METRIC_OPTIONS[metric] = options
+
+
+def _metric_settings(
+    section: MetricSettings, values: Any, source: str, *, from_file: bool = True
+) -> MetricSettings:
+    """`[metrics]`: its own settings, each `[metrics.<name>]` table (a metric's options, merged
+    over the ones given before) and the keys that moved into such a table. `source` is the
+    file's name (or the environment variable's)."""
+    section_source = f"{source} [metrics]" if from_file else source
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{section_source}: expected a table of settings")
+    given: dict[str, dict[str, Any]] = {}
+    own: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in MOVED_METRIC_KEYS:
+            metric, option = MOVED_METRIC_KEYS[key]
+            if from_file:
+                warnings.warn(
+                    f"{section_source}: {key} is deprecated; write it as "
+                    f"[metrics.{metric}] {option}",
+                    FutureWarning,
+                    stacklevel=3,
+                )
+            given.setdefault(metric, {})[option] = value
+        elif isinstance(value, Mapping):
+            given.setdefault(key, {}).update(value)
+        else:
+            own[key] = value
+    for metric, table in given.items():
+        if metric in _METRIC_OPTIONS:
+            where = f"{source} [metrics.{metric}]" if from_file else source
+            updated_section(_METRIC_OPTIONS[metric](), table, where)
+    options = {name: dict(table) for name, table in section.options.items()}
+    for metric, table in given.items():
+        options.setdefault(metric, {}).update(table)
+    updated: MetricSettings = updated_section(section, own, section_source)
+    return dataclasses.replace(updated, options=options)
 
 
 OnProblem = Literal["warn", "fail"]
@@ -435,9 +491,11 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) -> None:
     """Apply a nested mapping shaped like the config file (sections, `prices`, `batch_rows`)."""
     for key, value in values.items():
-        if key in SECTIONS:
+        if key == "metrics":
+            settings.metrics = _metric_settings(settings.metrics, value, source)
+        elif key in SECTIONS:
             section = getattr(settings, key)
-            setattr(settings, key, _updated(section, value, f"{source} [{key}]"))
+            setattr(settings, key, updated_section(section, value, f"{source} [{key}]"))
         elif key == "prices":
             settings.prices.update(_prices(value, source))
         elif key == "batch_rows":
@@ -460,10 +518,12 @@ def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
         section_name = next((s for s in SECTIONS if key.startswith(s + "_")), None)
         if section_name is None:
             raise ConfigError(f"unknown environment setting {name}")
+        values = {key[len(section_name) + 1 :]: raw}
+        if section_name == "metrics":
+            settings.metrics = _metric_settings(settings.metrics, values, name, from_file=False)
+            continue
         section = getattr(settings, section_name)
-        setattr(
-            settings, section_name, _updated(section, {key[len(section_name) + 1 :]: raw}, name)
-        )
+        setattr(settings, section_name, updated_section(section, values, name))
 
 
 # Variables with the prefix that name where settings are, rather than being settings.
@@ -479,7 +539,10 @@ def settings_from_environment(environ: Mapping[str, str] | None = None) -> Setti
     return load_settings(Path(config_file) if config_file else None, environ)
 
 
-def _updated(section: Any, values: Any, source: str) -> Any:
+def updated_section(section: Any, values: Any, source: str) -> Any:
+    """A copy of the dataclass `section` with `values` (a table of the config file, or text
+    from the environment) coerced to its fields' types and checked against their ranges: the
+    one reader of a table of settings, also for the options a metric declares."""
     if not isinstance(values, Mapping):
         raise ConfigError(f"{source}: expected a table of settings")
     hints = get_type_hints(type(section))

@@ -32,13 +32,13 @@ from ragas_ops.contract.inputs import (
 )
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.judge.tokens import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
-from ragas_ops.metrics import build_metrics, metric_kind
-from ragas_ops.metrics.answer_relevance import GENERATED_QUESTION_TOKENS
+from ragas_ops.metrics import metric_kind
 from ragas_ops.metrics.base import Metric
 from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import Prompt
 from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
+from ragas_ops.scoring.run import configured_metrics
 from ragas_ops.storage import Location, StorageError, locate
 from ragas_ops.text import estimate_tokens
 
@@ -294,14 +294,15 @@ class _RowCounter:
                 tally.completion_tokens += call.n * estimate_tokens(call.reply.model_dump_json())
 
     def embedding_inputs(self, row: Interaction) -> list[tuple[str | None, int]]:
-        """The texts answer relevance would embed for the row, with their tokens: the row's
-        question (known, so a repeat in the same batch is not counted twice, as the judge
-        embeds each distinct text once) and the generated questions (None: not known yet)."""
+        """The texts the row's metrics would embed, with their tokens: known ones such as the
+        row's question (so a repeat in the same batch is not counted twice, as the judge embeds
+        each distinct text once), and ones the judge writes first, such as answer relevance's
+        generated questions (None: not known yet; each the metric's `written_text_tokens`)."""
         texts: list[tuple[str | None, int]] = []
         for metric in self.metrics:
             if row.problem_with(metric.requires):
                 continue
-            tokens = GENERATED_QUESTION_TOKENS  # an unknown text: a generated question
+            tokens = metric.written_text_tokens  # an unknown text: one the judge writes first
             texts += [
                 (text, tokens if text is None else estimate_tokens(text))
                 for text in metric.expected_embedding_inputs(row)
@@ -416,11 +417,7 @@ def _tally_rows(
     """Count every row of `files`, in order, cut into scoring batches as the run would cut
     them: the pipeline (`chunk_rows` given) rebatches each chunk to `batch_rows` rows;
     `ragas-ops score` reads batches of `batch_rows` that end with each Parquet row group."""
-    metrics = build_metrics(
-        settings.metrics.names,
-        settings.metrics.answer_relevance_questions,
-        settings.metrics.question_strategy,
-    )
+    metrics = configured_metrics(settings)
     counter = _RowCounter(metrics, schema_in_text=settings.judge.structured_output != "json_schema")
     tally = Tally()
     batches = _Batches(settings, tally)

@@ -1,24 +1,26 @@
-"""The command line's options that set a setting: one table, from which the parsers get their
-flags and `settings_from_options` its overrides (defaults < config file < environment < flags)."""
+"""The command line's options that set a setting: one table, and the flags each metric's options
+give (`metric_flags`), from which the parsers get their flags and `settings_from_options` its
+overrides (defaults < config file < environment < flags)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from ragas_ops.config import (
     ConfigError,
     JudgeKind,
-    QuestionStrategy,
     ServiceTier,
     Settings,
     StructuredOutput,
     apply_mapping,
     load_settings,
 )
+from ragas_ops.metrics import registered_metrics
 
 SCORE, ESTIMATE = "score", "estimate"
 BOTH = frozenset({SCORE, ESTIMATE})
@@ -26,7 +28,8 @@ BOTH = frozenset({SCORE, ESTIMATE})
 
 @dataclass(frozen=True)
 class SettingFlag:
-    """A flag that sets `setting` (`section.name`, or a top-level name such as `batch_rows`)."""
+    """A flag that sets `setting` (`section.name`, a metric's option `metrics.<metric>.name`, or
+    a top-level name such as `batch_rows`)."""
 
     flag: str
     setting: str
@@ -121,18 +124,6 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         frozenset({SCORE}),
     ),
     SettingFlag(
-        "--questions",
-        "metrics.answer_relevance_questions",
-        "questions generated for answer relevance",
-        type=int,
-    ),
-    SettingFlag(
-        "--question-strategy",
-        "metrics.question_strategy",
-        "one request for all questions, or n samples",
-        choices=get_args(QuestionStrategy),
-    ),
-    SettingFlag(
         "--retry-failed",
         "judge.retry_failed",
         "ask again the requests whose cached reply was unusable",
@@ -149,10 +140,36 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
 )
 
 
+def metric_flags() -> tuple[SettingFlag, ...]:
+    """A flag for every option of every registered metric (`Registration.options`): its own
+    `flag` and `help` if it names them, else `--<metric>-<option>`; typed as the option is."""
+    flags = []
+    for name, registration in registered_metrics().items():
+        hints = get_type_hints(registration.options)
+        for option in dataclasses.fields(registration.options):
+            kind = hints[option.name]
+            choices = get_args(kind) if get_origin(kind) is Literal else None
+            flags.append(
+                SettingFlag(
+                    option.metadata.get("flag", f"--{name}-{option.name}".replace("_", "-")),
+                    f"metrics.{name}.{option.name}",
+                    option.metadata.get("help", f"{name.replace('_', ' ')}: {option.name}"),
+                    type=None if choices or kind not in (int, float) else kind,
+                    choices=choices,
+                )
+            )
+    return tuple(flags)
+
+
+def setting_flags() -> tuple[SettingFlag, ...]:
+    """Every setting flag: the table's, then the registered metrics' options'."""
+    return SETTING_FLAGS + metric_flags()
+
+
 def add_setting_flags(parser: argparse.ArgumentParser, command: str) -> None:
     """The config file, the column mapping, and the table's flags that `command` takes."""
     parser.add_argument("--config", type=Path, help="TOML config file (see docs: configuration)")
-    for option in SETTING_FLAGS:
+    for option in setting_flags():
         if command in option.commands and option.switch:
             parser.add_argument(
                 option.flag,
@@ -184,15 +201,15 @@ def settings_from_options(options: argparse.Namespace) -> Settings:
     settings = load_settings(options.config)
     given = vars(options)
     overrides: dict[str, Any] = {"columns": dict(_column_pair(pair) for pair in options.column)}
-    for option in SETTING_FLAGS:
+    for option in setting_flags():
         value = given.get(option.dest)
         if value is None:
             continue
-        section, _, name = option.setting.rpartition(".")
-        if section:
-            overrides.setdefault(section, {})[name] = value
-        else:
-            overrides[name] = value
+        *tables, name = option.setting.split(".")
+        table = overrides
+        for key in tables:  # a metric's option is a table in [metrics]
+            table = table.setdefault(key, {})
+        table[name] = value
     apply_mapping(settings, overrides, source="command line")
     return settings
 

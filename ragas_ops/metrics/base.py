@@ -102,6 +102,9 @@ class Metric(ABC):
     """The report's heading over the lowest-scored rows (default: "Lowest <title>")."""
     estimate_assumption: ClassVar[str] = ""
     """What `expected_calls` assumes of the judge's replies, said with every cost estimate."""
+    written_text_tokens: ClassVar[int] = 0
+    """For the cost estimate: tokens of each text the judge writes that the metric then embeds
+    (a None of `expected_embedding_inputs`, e.g. a generated question)."""
 
     @classmethod
     def display_title(cls, name: str) -> str:
@@ -125,7 +128,7 @@ class Metric(ABC):
 
     def expected_embedding_inputs(self, row: Interaction) -> list[str | None]:
         """The texts scoring `row` would embed: known ones as text, ones the judge writes
-        first (generated questions) as None."""
+        first (generated questions) as None, each `written_text_tokens` long."""
         return []
 
     @property

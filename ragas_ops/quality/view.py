@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.contract.status import Status
+from ragas_ops.metrics import Metric, metric_kind
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.regression import (
     SKIPPED,
@@ -387,6 +388,7 @@ def worst_examples(
                 "id",
                 settings.columns.question,
                 settings.columns.answer,
+                settings.columns.contexts,  # what Metric.explain may quote
                 *segment_columns,
             )
             if c in names
@@ -460,31 +462,27 @@ def _example(
         question=str(row.get(settings.columns.question) or ""),
         answer=str(row.get(settings.columns.answer) or ""),
         reason=row.get(f"{metric}_reason"),
-        evidence=_evidence_lines(metric, row.get(f"{metric}_evidence")),
+        evidence=_evidence_lines(
+            metric, row.get(f"{metric}_evidence"), row.get(settings.columns.contexts)
+        ),
         repeats=repeats,
     )
 
 
-def _evidence_lines(metric: str, raw: Any, limit: int = 4) -> list[str]:
-    """What to read first in the evidence: the unsupported statements, the generated
-    questions, or the sentences extracted from the contexts."""
+def _evidence_lines(metric: str, raw: Any, contexts: Any, limit: int = 4) -> list[str]:
+    """What to read first in the evidence, as the metric explains it (`Metric.explain`: the
+    unsupported statements, the generated questions, the extracted sentences...)."""
     try:
         evidence = json.loads(raw) if isinstance(raw, str) else None
     except json.JSONDecodeError:
         return []
     if not isinstance(evidence, dict):
         return []
-    lines: list[str] = []
-    if metric.endswith("faithfulness") and isinstance(evidence.get("statements"), list):
-        lines = [
-            f"unsupported: {item.get('statement')}"
-            for item in evidence["statements"]
-            if isinstance(item, dict) and str(item.get("verdict")).lower() not in ("1", "yes")
-        ]
-    elif isinstance(evidence.get("questions"), list):
-        lines = [f"generated question: {q}" for q in evidence["questions"]]
-    elif isinstance(evidence.get("extracted"), list):
-        lines = [f"extracted: {s}" for s in evidence["extracted"]] or ["extracted: nothing"]
+    texts = [str(text) for text in contexts] if isinstance(contexts, list) else []
+    lines = [
+        f"{label.lower()}: {text}" + (f" ({note})" if note else "")
+        for label, text, note in (metric_kind(metric) or Metric).explain(evidence, texts)
+    ]
     return [_truncate(line, 300) for line in lines[:limit]]
 
 

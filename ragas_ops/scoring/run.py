@@ -27,11 +27,7 @@ class RowCountMismatch(RuntimeError):
 
 def configured_metrics(settings: Settings) -> list[Metric]:
     """The metrics the settings name, with their options."""
-    return build_metrics(
-        settings.metrics.names,
-        settings.metrics.answer_relevance_questions,
-        settings.metrics.question_strategy,
-    )
+    return build_metrics(settings.metrics.names, settings.metrics.options)
 
 
 def scorer_for(settings: Settings, judge: Judge, metrics: Sequence[Metric] | None = None) -> Scorer:

@@ -29,8 +29,7 @@ def test_defaults():
     assert settings.judge.tpm == 200_000
     assert settings.judge.structured_output == "json_schema"
     assert settings.metrics.names == DEFAULT_METRICS
-    assert settings.metrics.answer_relevance_questions == 3
-    assert settings.metrics.question_strategy == "list"
+    assert settings.metrics.options == {}
     assert settings.columns == ColumnMapping()
     assert settings.size_budget == SizeBudget()
     assert settings.prices == dict(DEFAULT_PRICES)
@@ -57,7 +56,9 @@ cache_path = "none"
 
 [metrics]
 names = ["faithfulness", "context_relevance"]
-answer_relevance_questions = 5
+
+[metrics.answer_relevance]
+questions = 5
 question_strategy = "sample"
 
 [columns]
@@ -78,8 +79,9 @@ answer_chars = 1000
     assert isinstance(settings.judge.timeout_seconds, float)
     assert settings.judge.cache_path is None
     assert settings.metrics.names == ("faithfulness", "context_relevance")
-    assert settings.metrics.answer_relevance_questions == 5
-    assert settings.metrics.question_strategy == "sample"
+    assert settings.metrics.options == {
+        "answer_relevance": {"questions": 5, "question_strategy": "sample"}
+    }
     assert settings.columns == ColumnMapping(question="query", contexts="retrieved_docs")
     assert settings.size_budget == SizeBudget(answer_chars=1000)
 
@@ -106,7 +108,7 @@ def test_environment_variables_override_the_file(tmp_path):
     assert settings.batch_rows == 32
     assert settings.columns.answer == "response"
     assert settings.size_budget.question_chars == 100
-    assert settings.metrics.question_strategy == "sample"
+    assert settings.metrics.options == {"answer_relevance": {"question_strategy": "sample"}}
 
 
 @pytest.mark.parametrize("value", ["none", "None", "NULL", ""])
@@ -163,7 +165,6 @@ def test_a_value_of_the_wrong_type_in_the_file_is_an_error(tmp_path):
     [
         {"RAGAS_OPS_JUDGE_STRUCTURED_OUTPUT": "xml"},
         {"RAGAS_OPS_JUDGE_STRUCTURED_OUTPUT": "JSON_SCHEMA"},
-        {"RAGAS_OPS_METRICS_QUESTION_STRATEGY": "random"},
     ],
 )
 def test_a_value_outside_a_literal_is_an_error_that_lists_the_choices(environ):
@@ -270,7 +271,6 @@ def test_a_price_that_is_not_a_number_is_an_error(tmp_path):
         "[judge]\nmax_attempts = 0\n",
         "[judge]\nrpm = 0\n",
         "[judge]\ntimeout_seconds = -1\n",
-        "[metrics]\nanswer_relevance_questions = 0\n",
         "batch_rows = 0\n",
     ],
 )

@@ -151,7 +151,9 @@ def test_build_metrics_builds_the_named_metrics_in_order():
 
 
 def test_build_metrics_passes_the_answer_relevance_settings():
-    (metric,) = build_metrics(["answer_relevance"], questions=5, question_strategy="sample")
+    (metric,) = build_metrics(
+        ["answer_relevance"], {"answer_relevance": {"questions": 5, "question_strategy": "sample"}}
+    )
     assert isinstance(metric, AnswerRelevance)
     assert (metric.questions, metric.strategy) == (5, "sample")
     assert metric.version_label == ("answer_relevance/v1 (answer_relevance.question/v2) n=5 sample")

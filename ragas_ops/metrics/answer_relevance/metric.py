@@ -23,12 +23,11 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 
-from ragas_ops.config import QuestionStrategy
 from ragas_ops.contract.inputs import ANSWER, QUESTION, Interaction
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, JudgeOutputError, JudgeRowError, RowTicket, Usage
@@ -43,6 +42,34 @@ from ragas_ops.metrics.base import (
 )
 from ragas_ops.metrics.registry import register_metric, register_prompts
 from ragas_ops.prompts import Demonstration, OutputModel, Prompt
+
+QuestionStrategy = Literal["list", "sample"]
+
+
+@dataclass(frozen=True)
+class AnswerRelevanceOptions:
+    """`[metrics.answer_relevance]` in the config file (flags `--questions`,
+    `--question-strategy`; before, `[metrics] answer_relevance_questions` and
+    `question_strategy`, still read with a deprecation message)."""
+
+    questions: int = field(
+        default=3,
+        metadata={
+            "minimum": 1,
+            "flag": "--questions",
+            "help": "questions generated for answer relevance",
+        },
+    )
+    """The paper's n: questions generated from each answer."""
+    question_strategy: QuestionStrategy = field(
+        default="list",
+        metadata={
+            "flag": "--question-strategy",
+            "help": "one request for all questions, or n samples",
+        },
+    )
+    """`list`: one request for the n questions; `sample`: one request with the API's n."""
+
 
 GENERATED_QUESTION_TOKENS = 10
 """Tokens of one generated question, for the cost estimate (its reply and its embedding):
@@ -170,6 +197,7 @@ class AnswerRelevance(Metric):
     requires = (QUESTION, ANSWER)
     title = "Answer relevance"
     worst_title = "Least relevant answers"
+    written_text_tokens = GENERATED_QUESTION_TOKENS
     estimate_assumption = (
         f"answer relevance: n generated questions of ~{GENERATED_QUESTION_TOKENS} tokens, each "
         "different from every other text; the generated questions and the row's question are "
@@ -386,9 +414,9 @@ def _shares(usage: Usage, weights: Sequence[int]) -> list[Usage]:
     ]
 
 
-register_metric(
-    "answer_relevance",
-    AnswerRelevance,
-    lambda options: AnswerRelevance(options.questions, options.question_strategy),
-)
+def _build(options: AnswerRelevanceOptions) -> AnswerRelevance:
+    return AnswerRelevance(options.questions, options.question_strategy)
+
+
+register_metric("answer_relevance", AnswerRelevance, _build, AnswerRelevanceOptions)
 register_prompts(QUESTIONS_PROMPT, QUESTION_SAMPLE_PROMPT)
