@@ -309,6 +309,11 @@ def register_metric_options(metric: str, options: type[Any]) -> None:
     _METRIC_OPTIONS[metric] = options
 
 
+def forget_metric_options(metric: str) -> None:
+    """The counterpart of `register_metric_options` (a metric registered for a while)."""
+    _METRIC_OPTIONS.pop(metric, None)
+
+
 def _metric_settings(
     section: MetricSettings, values: Any, source: str, *, from_file: bool = True
 ) -> MetricSettings:

@@ -9,7 +9,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragas_ops.config import ConfigError, register_metric_options, updated_section
+from ragas_ops.config import (
+    ConfigError,
+    forget_metric_options,
+    register_metric_options,
+    updated_section,
+)
 from ragas_ops.metrics.base import Metric
 from ragas_ops.prompts import Prompt
 
@@ -63,6 +68,7 @@ def register_metric(
 def unregister_metric(name: str) -> None:
     """Forget metric `name` (for tests and plug-ins that register a metric for a while)."""
     _METRICS.pop(name, None)
+    forget_metric_options(name)
 
 
 def register_prompts(*prompts: Prompt[Any]) -> None:

@@ -38,13 +38,13 @@ class _PromptsBySystem(Mapping[str, Prompt[Any]]):
 
     def _current(self) -> dict[str, Prompt[Any]]:
         prompts = registered_prompts()
-        if prompts != self._known:
-            self._known = prompts
-            self._by_system = {
+        if prompts != self._known:  # the map first: a thread seeing the new prompts uses it
+            by_system = {
                 system: prompt
                 for prompt in prompts
                 for system in (prompt.system, prompt.system_without_schema)
             }
+            self._by_system, self._known = by_system, prompts
         return self._by_system
 
     def __getitem__(self, system: str) -> Prompt[Any]:
