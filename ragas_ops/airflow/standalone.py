@@ -16,7 +16,6 @@ before typing `airflow ...` commands) and the state file `down` reads.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import secrets
@@ -36,6 +35,7 @@ from typing import Any, Literal
 from ragas_ops.airflow.demo import DAG_ID, demo_days, write_sample_lake
 from ragas_ops.airflow.sqlite import LOCAL_SETTINGS
 from ragas_ops.config import settings_from_environment
+from ragas_ops.judge.factory import local_judge_installed
 
 PROJECT = Path(__file__).resolve().parents[2]
 DEFAULT_HOME = Path(".airflow")
@@ -94,14 +94,6 @@ def choose_judge(requested: JudgeChoice, environ: Mapping[str, str]) -> JudgeCho
     if local_judge_installed():
         return "local"
     return "test"
-
-
-def local_judge_installed() -> bool:
-    """Whether the local judge can run: its ONNX build (the `[local]` extra) or
-    sentence-transformers (`[local-torch]`)."""
-    from ragas_ops.judge.local.onnx_embedder import onnx_available
-
-    return onnx_available() or importlib.util.find_spec("sentence_transformers") is not None
 
 
 def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:

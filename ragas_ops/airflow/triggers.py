@@ -74,32 +74,21 @@ class BatchesFinishedTrigger(BaseTrigger):
         return self.base_url, Secret(os.environ.get(self.api_key_env, ""))
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        import openai
-
-        from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES
-        from ragas_ops.secrets import redact
+        from ragas_ops.judge.base import JudgeFatalError
+        from ragas_ops.judge.batch import TERMINAL_STATUSES, BatchPollError
+        from ragas_ops.judge.factory import batch_watcher
 
         base_url, key = await self._endpoint()
-        client = openai.AsyncOpenAI(
-            api_key=key.reveal() or "no-key", base_url=base_url, max_retries=2
-        )
+        watcher = batch_watcher(base_url, key)
         try:
             while True:
                 try:
-                    statuses = {
-                        batch_id: (await client.batches.retrieve(batch_id)).status
-                        for batch_id in self.batch_ids
-                    }
-                except openai.APIStatusError as error:
-                    if error.status_code in (401, 403, 404):
-                        yield _event({"state": "error", "message": redact(error.message, key)})
-                        return
-                    log.warning(
-                        "checking batches failed (HTTP %d); will ask again", error.status_code
-                    )
-                    statuses = {}
-                except openai.APIConnectionError:
-                    log.warning("checking batches failed (connection); will ask again")
+                    statuses = await watcher.statuses(self.batch_ids)
+                except JudgeFatalError as error:  # a bad key, no Batch API: no retry helps
+                    yield _event({"state": "error", "message": str(error)})
+                    return
+                except BatchPollError as error:
+                    log.warning("%s; will ask again", error)
                     statuses = {}
                 if statuses and all(status in TERMINAL_STATUSES for status in statuses.values()):
                     yield _event({"state": "finished", "statuses": statuses})
@@ -110,4 +99,4 @@ class BatchesFinishedTrigger(BaseTrigger):
                 log.info("waiting for batches: %s", statuses)
                 await asyncio.sleep(self.poll_seconds)
         finally:
-            await client.close()
+            await watcher.aclose()

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from ragas_ops.config import Settings, apply_mapping, load_settings
 from ragas_ops.evaluation.results import RowResults
-from ragas_ops.judge.base import Judge, Usage
+from ragas_ops.judge.base import Judge, JudgeIdentity, Usage
 
 
 def add_benchmark_parser(commands: Any) -> None:
@@ -81,18 +81,17 @@ def benchmark_settings(options: argparse.Namespace) -> Settings:
     return settings
 
 
-def scoring_identity(judge: Judge) -> str:
+def scoring_identity(judge: Judge, identity: JudgeIdentity) -> str:
     """What a stored result depends on: the judge, its rules (local judge) and every metric and
     prompt version. A rerun reuses stored rows only when all of them are the same, so a new
     rule or prompt never reports an old score."""
-    from ragas_ops.judge.local.judge import LOCAL_JUDGE_VERSION, LocalJudge
     from ragas_ops.metrics import ALL_PROMPTS, build_metrics
 
     metrics = build_metrics(["faithfulness", "answer_relevance", "context_relevance"])
     versions = [f"{metric.name}/v{metric.version}" for metric in metrics]
     versions += [prompt.id for prompt in ALL_PROMPTS]
-    if isinstance(judge, LocalJudge):
-        versions.append(f"local-rules/v{LOCAL_JUDGE_VERSION}")
+    if identity.rules_version is not None:
+        versions.append(identity.rules_version)
     return f"{judge.description} [{', '.join(versions)}]"
 
 
@@ -171,10 +170,12 @@ def _run_benchmark(
 ) -> int:
     """Score `rows` with the judge the options describe (resuming from the per-row results),
     print the summary with the spend, and write it as JSON when asked."""
-    from ragas_ops.judge.factory import build_judge
+    from ragas_ops.judge.factory import build_judge, judge_identity
 
-    judge = build_judge(benchmark_settings(options))
-    results = RowResults(options.results or _default_results(name), scoring_identity(judge))
+    settings = benchmark_settings(options)
+    judge = build_judge(settings)
+    identity = scoring_identity(judge, judge_identity(settings.judge))
+    results = RowResults(options.results or _default_results(name), identity)
 
     async def run() -> list[dict[str, Any]]:
         with tqdm(total=len(rows), unit="row", disable=options.no_progress, file=sys.stderr) as bar:

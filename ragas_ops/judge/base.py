@@ -184,6 +184,20 @@ CURRENT_ROW: ContextVar[RowTicket | None] = ContextVar("ragas_ops_current_row", 
 embeddings for rows already under way)."""
 
 
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Who a judge is, as its results record it, and what a reader of its scores must know."""
+
+    kind: str
+    """`openai` or `local` (`judge.kind`)."""
+    chat_model: str
+    embedding_model: str
+    rules_version: str | None = None
+    """The version of a rule-based judge's rules: part of what a stored result depends on."""
+    caveats: tuple[str, ...] = ()
+    """Said where its scores are read (the `score` summary)."""
+
+
 class JudgeError(Exception):
     """Base of the judge's errors. Messages never contain credentials."""
 

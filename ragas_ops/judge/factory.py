@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ragas_ops.config import ConfigError, Settings
-from ragas_ops.judge.base import Judge, JudgeFatalError
+from ragas_ops.config import ConfigError, JudgeSettings, Settings
+from ragas_ops.judge.base import Judge, JudgeFatalError, JudgeIdentity
+from ragas_ops.judge.batch import BatchMode
 from ragas_ops.judge.cache import open_cache
 from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.secrets import Secret
 
 if TYPE_CHECKING:
     from ragas_ops.storage import S3Options
+
+BATCH_POLL_ATTEMPTS = 3
+"""A batch watcher's attempts per question (the SDK's own backoff between them): it asks again
+at its next poll anyway."""
 
 
 def build_judge(
@@ -42,3 +48,52 @@ def build_judge(
             "OpenAI-compatible endpoint (for a local test double: `ragas-ops test-judge`)"
         )
     return OpenAIJudge(settings.judge, key, settings.prices, cache=open_cache(settings.judge, s3))
+
+
+def batch_mode(
+    settings: Settings, environ: Mapping[str, str] | None = None, s3: S3Options | None = None
+) -> BatchMode:
+    """The judge's batch capability (`judge.mode = batch`), its key from the environment."""
+    from ragas_ops.judge.openai.batch_mode import OpenAIBatchMode
+
+    environ = os.environ if environ is None else environ
+    key = Secret(environ.get(settings.judge.api_key_env, ""))
+    if not key and settings.judge.base_url is None:
+        raise JudgeFatalError(f"batch mode needs an API key: set ${settings.judge.api_key_env}")
+    return OpenAIBatchMode(settings.judge, settings.prices, key, s3)
+
+
+def batch_watcher(base_url: str | None, api_key: Secret) -> BatchMode:
+    """A batch capability that only watches batches (a trigger's): endpoint and key given."""
+    from ragas_ops.judge.openai.batch_mode import OpenAIBatchMode
+
+    settings = JudgeSettings(base_url=base_url, max_attempts=BATCH_POLL_ATTEMPTS)
+    return OpenAIBatchMode(settings, {}, api_key)
+
+
+def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
+    """Who the judge the settings describe is, as its results should record it, and what a
+    reader of its scores must know; without building it (no model is loaded)."""
+    if settings.kind == "local":
+        from ragas_ops.judge.local.judge import LOCAL_JUDGE_VERSION, local_model_name
+        from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
+
+        # The local judge answers both kinds of call with its one model; the OpenAI model
+        # names in the settings then play no part and would mislead.
+        local = f"local:{local_model_name(settings.local_model, settings.local_backend)}"
+        return JudgeIdentity(
+            kind="local",
+            chat_model=local,
+            embedding_model=local,
+            rules_version=f"local-rules/v{LOCAL_JUDGE_VERSION}",
+            caveats=(LOCAL_JUDGE_LIMITS,),
+        )
+    return JudgeIdentity(settings.kind, settings.model, settings.embedding_model)
+
+
+def local_judge_installed() -> bool:
+    """Whether the local judge can run: its ONNX build (the `[local]` extra) or
+    sentence-transformers (`[local-torch]`)."""
+    from ragas_ops.judge.local.onnx_embedder import onnx_available
+
+    return onnx_available() or importlib.util.find_spec("sentence_transformers") is not None

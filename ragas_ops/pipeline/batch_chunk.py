@@ -19,10 +19,8 @@ published.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -30,26 +28,20 @@ from typing import Any
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.judge.base import JudgeFatalError, JudgeRowError
-from ragas_ops.judge.cache import open_cache
-from ragas_ops.judge.limits.budget import BudgetExhaustedError
-from ragas_ops.judge.openai.accounting import budget_for
-from ragas_ops.judge.openai.batch_client import TERMINAL_STATUSES, BatchClient, batch_files
-from ragas_ops.judge.openai.batch_judge import (
+from ragas_ops.judge.batch import (
+    TERMINAL_STATUSES,
     AnswerBook,
     BatchAnswer,
-    BatchPassJudge,
+    BatchMode,
+    BatchPass,
     BatchRequest,
-    SyncRetry,
     Unanswered,
 )
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.factory import batch_mode
 from ragas_ops.pipeline.chunks import chunk_output_schema, chunk_tables
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.pipeline.score import chunk_mismatch, chunk_result, chunk_scorer, new_attempt_id
-from ragas_ops.pricing import price_for
 from ragas_ops.scoring.run import score_into
-from ragas_ops.secrets import Secret
 from ragas_ops.storage import Location
 
 # Passes run back to back when a round sends nothing (everything over budget or too large);
@@ -177,62 +169,57 @@ async def advance(
     """Move the chunk on: collect finished batches, run a scoring pass, submit what it still
     needs. Returns what it waits for, or, when the last pass is done, what the manifest records
     of the chunk (its table is then in the run's staging folder, as in sync mode)."""
-    environ = os.environ if environ is None else environ
-    api_key = Secret(environ.get(settings.judge.api_key_env, ""))
-    if not api_key and settings.judge.base_url is None:
-        raise JudgeFatalError(f"batch mode needs an API key: set ${settings.judge.api_key_env}")
+    mode = batch_mode(settings, environ, lake.s3)
     work = BatchWork(lake, day, chunk, settings)
-    price = price_for(settings.judge.model, settings.prices)
-    client = BatchClient(settings.judge, api_key, price)
     try:
         for _ in range(_MAX_PASSES_WITHOUT_WAITING):
             state = work.load()
             open_round = state.open_round()
             if open_round is not None:
-                waiting = await _submit_and_check(work, state, open_round, client)
+                waiting = await _submit_and_check(work, state, open_round, mode)
                 if waiting is not None:
                     return waiting
                 continue
             book = work.answer_book(state)
             outcome = await _scoring_pass(
-                lake, day, run_id, chunk=chunk, settings=settings, book=book, api_key=api_key
+                lake, day, run_id, chunk=chunk, settings=settings, judge=mode.pass_judge(book)
             )
             if isinstance(outcome, dict):
                 batch_ids = [b for done in state.rounds for b in done.batch_ids]
                 return {**outcome, "batches": batch_ids, "rounds": len(state.rounds)}
             if outcome.sync_retries:
-                answered = await _send_in_sync(outcome.sync_retries, settings, api_key, book)
+                answered = await mode.send_in_sync(outcome.sync_retries, book)
                 state.rounds.append(Round(len(state.rounds) + 1, kind="sync", collected=True))
                 work.write_answers(state.rounds[-1].number, answered)
                 work.save(state)
             if outcome.pending:
                 number = len(state.rounds) + 1
                 state.rounds.append(
-                    _plan_round(work, number, list(outcome.pending.values()), book, settings)
+                    _plan_round(work, number, list(outcome.pending.values()), book, mode)
                 )
                 work.save(state)  # parts are recorded before any batch is created
         raise RuntimeError(f"chunk {chunk.index}: no progress after {_MAX_PASSES_WITHOUT_WAITING}")
     finally:
-        await client.aclose()
+        await mode.aclose()
 
 
 async def _submit_and_check(
-    work: BatchWork, state: BatchState, open_round: Round, client: BatchClient
+    work: BatchWork, state: BatchState, open_round: Round, mode: BatchMode
 ) -> Waiting | None:
     """Submit the round's parts not yet submitted, then collect the round if it is finished."""
     requests = work.folder.child(f"round-{open_round.number:04d}.requests")
     for index, part in enumerate(open_round.parts):
         if part.batch_id is None:
             content = requests.child(f"part-{index + 1:04d}.jsonl").read_text().encode()
-            part.batch_id = await client.submit(content, part.key)
+            part.batch_id = await mode.submit(content, part.key)
             work.save(state)
-    statuses = await client.statuses(open_round.batch_ids)
+    statuses = await mode.statuses(open_round.batch_ids)
     if not all(status in TERMINAL_STATUSES for status in statuses.values()):
         return Waiting(open_round.batch_ids)
     book = AnswerBook()
     for part in open_round.parts:
         assert part.batch_id is not None
-        results = await client.results(part.batch_id, part.custom_ids)
+        results = await mode.results(part.batch_id, part.custom_ids)
         book.answers.update(results.answers)
         book.unanswered.update(results.unanswered)
     book.unanswered.update(open_round.not_sent)
@@ -248,63 +235,20 @@ def _plan_round(
     number: int,
     requests: list[BatchRequest],
     book: AnswerBook,
-    settings: Settings,
+    mode: BatchMode,
 ) -> Round:
     """The next round: the requests the budget can pay for, cut into batch files (written to
     the record before anything is sent)."""
-    budget = budget_for(settings.judge, price_for(settings.judge.model, settings.prices))
-    budget.add_spent(book.spent())
-    sent: list[BatchRequest] = []
-    planned = Round(number)
-    for request in requests:
-        try:
-            budget.reserve(request.expected, "batch request")
-        except BudgetExhaustedError as refused:
-            planned.not_sent[request.custom_id] = Unanswered(str(refused), over_budget=True)
-            continue
-        sent.append(request)
-    files = batch_files(sent, settings.judge.batch_max_requests, settings.judge.batch_max_bytes)
-    for custom_id in files.too_large:
-        planned.not_sent[custom_id] = Unanswered(
-            "too large for a batch input file (judge.batch_max_bytes)", sync_tried=True
-        )
+    planned = mode.plan(requests, book)
+    round_ = Round(number, not_sent=dict(planned.not_sent))
     folder = work.folder.child(f"round-{number:04d}.requests")
-    for index, (content, custom_ids) in enumerate(
-        zip(files.files, files.custom_ids, strict=True), start=1
-    ):
+    for index, (content, custom_ids) in enumerate(planned.files, start=1):
         folder.child(f"part-{index:04d}.jsonl").write_text(content.decode())
-        planned.parts.append(Part(f"{work.key_prefix}/round-{number}/part-{index}", custom_ids))
-    if not planned.parts:  # nothing to send: the next pass reads `not_sent` as the answers
-        planned.collected = True
-        work.write_answers(number, AnswerBook(unanswered=dict(planned.not_sent)))
-    return planned
-
-
-async def _send_in_sync(
-    retries: Mapping[str, SyncRetry], settings: Settings, api_key: Secret, book: AnswerBook
-) -> AnswerBook:
-    """Send the requests the batches did not answer through the sync judge (rate-limited,
-    retried, within the budget that is left); those that fail again are marked so."""
-    judge = OpenAIJudge(settings.judge, api_key, settings.prices, open_cache(settings.judge))
-    judge.budget.add_spent(book.spent())
-    answered = AnswerBook()
-
-    async def send(custom_id: str, retry: SyncRetry) -> None:
-        try:
-            texts, usage = await judge.send_chat(retry.prompt, retry.messages, retry.params)
-        except BudgetExhaustedError as refused:
-            answered.unanswered[custom_id] = Unanswered(str(refused), over_budget=True)
-        except JudgeRowError as error:
-            reason = f"{book.unanswered[custom_id].reason}; then in sync mode: {error}"
-            answered.unanswered[custom_id] = Unanswered(reason, sync_tried=True)
-        else:
-            answered.answers[custom_id] = BatchAnswer(texts, usage)
-
-    try:
-        await asyncio.gather(*(send(custom_id, retry) for custom_id, retry in retries.items()))
-    finally:
-        await judge.aclose()
-    return answered
+        round_.parts.append(Part(f"{work.key_prefix}/round-{number}/part-{index}", custom_ids))
+    if not round_.parts:  # nothing to send: the next pass reads `not_sent` as the answers
+        round_.collected = True
+        work.write_answers(number, AnswerBook(unanswered=dict(round_.not_sent)))
+    return round_
 
 
 async def _scoring_pass(
@@ -314,21 +258,11 @@ async def _scoring_pass(
     *,
     chunk: Chunk,
     settings: Settings,
-    book: AnswerBook,
-    api_key: Secret,
-) -> dict[str, Any] | BatchPassJudge:
+    judge: BatchPass,
+) -> dict[str, Any] | BatchPass:
     """One pass over the chunk: its result if nothing is missing, else the pass's judge, which
     holds the requests still missing."""
     started = time.monotonic()
-    price = price_for(settings.judge.model, settings.prices)
-
-    def sync_judge() -> OpenAIJudge:
-        cache = open_cache(settings.judge, lake.s3)
-        judge = OpenAIJudge(settings.judge, api_key, settings.prices, cache)
-        judge.budget.add_spent(book.spent())  # the batches' spending counts against the budget
-        return judge
-
-    judge = BatchPassJudge(settings.judge, price, book, sync_judge)
     scorer = chunk_scorer(settings, judge)
     # The scored tables go to the chunk's staging file as they come (the pass used to keep
     # them all in memory); a pass still waiting for answers discards it.

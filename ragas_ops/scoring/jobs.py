@@ -23,8 +23,7 @@ from ragas_ops.contract.inputs import (
 from ragas_ops.contract.outputs import output_column_names, output_schema
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.judge.factory import build_judge
-from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
+from ragas_ops.judge.factory import build_judge, judge_identity
 from ragas_ops.scoring.run import configured_metrics, score_into, scorer_for
 from ragas_ops.scoring.scorer import RunSummary
 from ragas_ops.storage import (
@@ -53,6 +52,8 @@ class ScoreOutcome:
     sample_fraction: float = 1.0
     ignored: list[str] = field(default_factory=list)
     """Files below the input that are not Parquet names: not read."""
+    caveats: tuple[str, ...] = ()
+    """What a reader of these scores must know of the judge (`JudgeIdentity.caveats`)."""
 
     def summary_lines(self) -> list[str]:
         rate = self.summary.rows / self.seconds if self.seconds else 0.0
@@ -100,8 +101,7 @@ class ScoreOutcome:
         ]
         if set(total.requests_by_tier) - {"default"}:
             lines.append(self._tiers_line())
-        if self.judge.startswith("local:"):
-            lines.append(LOCAL_JUDGE_LIMITS)
+        lines += self.caveats
         return lines
 
     def _tiers_line(self) -> str:
@@ -234,4 +234,5 @@ async def score_file(
         seconds=time.monotonic() - started,
         sample_fraction=settings.pipeline.sample_fraction,
         ignored=inputs.ignored,
+        caveats=judge_identity(settings.judge).caveats,
     )

@@ -533,19 +533,23 @@ def test_generic_praise_asks_what_kind_of_thing_the_subject_is() -> None:
 def test_the_score_summary_says_the_local_judges_limits() -> None:
     from collections import Counter
 
+    from ragas_ops.config import JudgeSettings
     from ragas_ops.judge.base import Usage
+    from ragas_ops.judge.factory import judge_identity
     from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
     from ragas_ops.scoring.jobs import ScoreOutcome
     from ragas_ops.scoring.scorer import RunSummary
 
-    def lines(judge: str) -> list[str]:
-        outcome = ScoreOutcome("out", ["answer_relevance"], RunSummary(rows=3), judge, Usage(),
-                               Counter(), 1.0)  # fmt: skip
+    def lines(settings: JudgeSettings) -> list[str]:
+        identity = judge_identity(settings)
+        outcome = ScoreOutcome("out", ["answer_relevance"], RunSummary(rows=3),
+                               identity.chat_model, Usage(), Counter(), 1.0,
+                               caveats=identity.caveats)  # fmt: skip
         return outcome.summary_lines()
 
-    assert LOCAL_JUDGE_LIMITS in lines("local:all-MiniLM-L6-v2-onnx-int8")
+    assert LOCAL_JUDGE_LIMITS in lines(JudgeSettings(kind="local"))
     assert "not an LLM" in LOCAL_JUDGE_LIMITS
-    assert LOCAL_JUDGE_LIMITS not in lines("openai:gpt-4o-mini")
+    assert LOCAL_JUDGE_LIMITS not in lines(JudgeSettings(kind="openai"))
 
 
 def test_an_object_with_a_name_in_apposition_is_the_answer_as_a_whole() -> None:

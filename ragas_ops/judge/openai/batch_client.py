@@ -20,7 +20,7 @@ import openai
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import JudgeFatalError, Usage
-from ragas_ops.judge.openai.batch_judge import BatchAnswer, BatchRequest, Unanswered
+from ragas_ops.judge.batch import AnswerBook, BatchAnswer, BatchRequest, Unanswered
 from ragas_ops.judge.openai.tiers import BATCH_TIER
 from ragas_ops.judge.openai.transport import openai_client
 from ragas_ops.pricing import Price
@@ -28,7 +28,6 @@ from ragas_ops.secrets import Secret, redact, without_secret
 
 log = logging.getLogger(__name__)
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 PART_METADATA_KEY = "ragas_ops_part"
 # How far back to look for a batch created under a part's key (the completion window is 24 h).
 _FIND_HORIZON_SECONDS = 3 * 24 * 3600
@@ -72,14 +71,6 @@ def batch_files(requests: Sequence[BatchRequest], max_requests: int, max_bytes: 
         result.files.append(b"".join(current))
         result.custom_ids.append(ids)
     return result
-
-
-@dataclass
-class BatchResults:
-    """What one finished batch said about each of its requests."""
-
-    answers: dict[str, BatchAnswer] = field(default_factory=dict)
-    unanswered: dict[str, Unanswered] = field(default_factory=dict)
 
 
 class BatchClient:
@@ -133,12 +124,12 @@ class BatchClient:
                 for batch_id in batch_ids
             }
 
-    async def results(self, batch_id: str, custom_ids: Sequence[str]) -> BatchResults:
+    async def results(self, batch_id: str, custom_ids: Sequence[str]) -> AnswerBook:
         """The answers of a finished batch; every request in `custom_ids` it did not answer is
         in `unanswered` with the reason."""
         with self._fatal_errors("reading batch results"):
             batch = await self._client.batches.retrieve(batch_id)
-            results = BatchResults()
+            results = AnswerBook()
             if batch.output_file_id:
                 for record in await self._lines(batch.output_file_id):
                     self._read_record(record, results)
@@ -156,7 +147,7 @@ class BatchClient:
         content = await self._client.files.content(file_id)
         return [json.loads(line) for line in content.text.splitlines() if line.strip()]
 
-    def _read_record(self, record: dict[str, Any], into: BatchResults) -> None:
+    def _read_record(self, record: dict[str, Any], into: AnswerBook) -> None:
         custom_id = str(record.get("custom_id"))
         response = record.get("response") or {}
         error = record.get("error")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ragas_ops.config import JudgeSettings
@@ -35,6 +34,7 @@ from ragas_ops.judge.base import (
     JudgeUnavailableError,
     Usage,
 )
+from ragas_ops.judge.batch import AnswerBook, BatchRequest, SyncRetry
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
 from ragas_ops.judge.limits.budget import BudgetExhaustedError, Spend
 from ragas_ops.judge.openai.chat_request import (
@@ -46,68 +46,6 @@ from ragas_ops.judge.openai.chat_request import (
 from ragas_ops.judge.tokens import estimate_chat_tokens
 from ragas_ops.pricing import Price
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt
-
-CHAT_URL = "/v1/chat/completions"
-
-
-@dataclass
-class BatchAnswer:
-    """The reply texts to one batch request and what it cost."""
-
-    texts: list[str]
-    usage: Usage
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"texts": self.texts, "usage": asdict(self.usage)}
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> BatchAnswer:
-        return cls(list(values["texts"]), Usage(**values["usage"]))
-
-
-@dataclass
-class Unanswered:
-    """A request no batch answered, and why; `over_budget` ones were never sent;
-    `sync_tried` ones were not answered in sync mode either."""
-
-    reason: str
-    over_budget: bool = False
-    sync_tried: bool = False
-
-
-@dataclass
-class AnswerBook:
-    """Everything the batches of a chunk have answered, or failed to answer, by custom_id."""
-
-    answers: dict[str, BatchAnswer] = field(default_factory=dict)
-    unanswered: dict[str, Unanswered] = field(default_factory=dict)
-
-    def spent(self) -> Spend:
-        usage = Usage()
-        for answer in self.answers.values():
-            usage.add(answer.usage)
-        return Spend.of(usage)
-
-
-@dataclass
-class BatchRequest:
-    """One line of a batch input file, with what it is expected to cost."""
-
-    custom_id: str
-    body: dict[str, Any]
-    expected: Spend
-
-    def line(self) -> dict[str, Any]:
-        return {"custom_id": self.custom_id, "method": "POST", "url": CHAT_URL, "body": self.body}
-
-
-@dataclass
-class SyncRetry:
-    """A request a batch did not answer, to send again in sync mode before the next pass."""
-
-    prompt: Prompt[Any]
-    messages: list[dict[str, str]]
-    params: dict[str, Any]
 
 
 class AwaitingBatch(JudgeRowError):
