@@ -22,7 +22,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, dag, get_current_context, task
-
 from ragas_ops.airflow.operators import JUDGE_MODES, ScoreChunkOperator
 from ragas_ops.config import settings_from_environment
 

@@ -138,22 +138,17 @@ def with_spend(table: pa.Table, spend: dict[str, Any]) -> pa.Table:
 
 
 def manifest_base(day: str, run_id: str, settings: Settings) -> dict[str, Any]:
-    judge = settings.judge
-    # The local judge answers both kinds of call with its one model; the OpenAI model names
-    # in the settings then played no part and would mislead.
-    local = None
-    if judge.kind == "local":
-        from ragas_ops.judge.local.judge import local_model_name
+    from ragas_ops.judge.factory import judge_identity  # the SDK: not at DAG parse time
 
-        local = f"local:{local_model_name(judge.local_model, judge.local_backend)}"
+    identity = judge_identity(settings.judge)
     return {
         "day": day,
         "run_id": run_id,
         "ragas_ops_version": package_version(),
         "metrics": list(settings.metrics.names),
-        "judge_kind": judge.kind,
-        "judge_model": local or judge.model,
-        "embedding_model": local or judge.embedding_model,
+        "judge_kind": identity.kind,
+        "judge_model": identity.chat_model,
+        "embedding_model": identity.embedding_model,
         "created_at": now_utc(),
     }
 

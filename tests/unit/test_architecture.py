@@ -12,19 +12,34 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ragas_ops"
 
-# Rooms from the bottom up; a room may import its own floor and the floors below it.
+# Rooms from the bottom up; a room may import its own floor and the floors below it. The judge
+# is four rooms and its doors: its interface (base, batch, tokens, endpoint) with its pacing
+# and its cache, then the two providers, then the factory that builds them.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"contract", "text", "secrets", "sampling", "samples", "pricing", "storage"}),
     frozenset({"prompts", "config", "tables"}),
-    frozenset({"judge"}),
+    frozenset({"judge", "judge.limits", "judge.cache"}),
+    frozenset({"judge.openai", "judge.local"}),
+    frozenset({"judge.factory"}),
     frozenset({"metrics"}),
     frozenset({"scoring", "quality", "capture"}),
     frozenset({"pipeline", "estimate", "evaluation", "testing"}),
     frozenset({"airflow"}),
     frozenset({"cli"}),
 )
-# Re-exports kept for names that others store (a deferred trigger's class path).
-COMPATIBILITY_SHIMS = {"ragas_ops.pipeline.batch_trigger"}
+SUBROOMS = {"judge.openai", "judge.local", "judge.limits", "judge.cache", "judge.factory"}
+# What another room may import of a room of the judge. The providers are built by the factory
+# alone; the local judge's toolkit is what the metrics' local rules (and the benchmarks'
+# perturbations) are written with.
+DOORS: dict[str, frozenset[str]] = {
+    "judge.openai": frozenset(),
+    "judge.local": frozenset(
+        f"ragas_ops.judge.local.{name}" for name in ("rules", "evidence", "questions", "generator")
+    ),
+    "judge.limits": frozenset(),
+    "judge.cache": frozenset({"ragas_ops.judge.cache"}),
+    "judge.factory": frozenset({"ragas_ops.judge.factory"}),
+}
 
 
 def module_name(path: Path) -> str:
@@ -53,6 +68,8 @@ def imports(tree: ast.Module) -> Iterator[tuple[str, list[str], bool]]:
 
 def room(module: str) -> str:
     parts = module.split(".")
+    if ".".join(parts[1:3]) in SUBROOMS:
+        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else ""
 
 
@@ -82,7 +99,7 @@ def test_no_arrow_runs_from_a_lower_floor_to_a_higher_one() -> None:
     upward = [
         f"{module} (floor {floor(module)}) imports {target} (floor {floor(target)})"
         for module, tree in known.items()
-        if module != "ragas_ops" and module not in COMPATIBILITY_SHIMS
+        if module != "ragas_ops"
         for imported, names, _ in imports(tree)
         for target in resolve(imported, names, known)
         if target != "ragas_ops" and floor(target) > floor(module)
@@ -119,6 +136,19 @@ def test_no_import_circle() -> None:
     assert circles == []
 
 
+def test_the_judges_rooms_are_entered_by_their_doors() -> None:
+    known = modules()
+    entered = [
+        f"{module} imports {target}"
+        for module, tree in known.items()
+        if not module.startswith("ragas_ops.judge")
+        for imported, names, _ in imports(tree)
+        for target in resolve(imported, names, known)
+        if room(target) in DOORS and target not in DOORS[room(target)]
+    ]
+    assert entered == []
+
+
 def test_no_private_name_is_imported_across_modules() -> None:
     taken = [
         f"{module} takes {name} from {imported}"
@@ -132,7 +162,13 @@ def test_no_private_name_is_imported_across_modules() -> None:
 
 @pytest.mark.parametrize(
     ("module", "expected"),
-    [("ragas_ops.contract.inputs", 0), ("ragas_ops.judge.openai.judge", 2), ("ragas_ops.cli", 7)],
+    [
+        ("ragas_ops.contract.inputs", 0),
+        ("ragas_ops.judge.base", 2),
+        ("ragas_ops.judge.openai.judge", 3),
+        ("ragas_ops.judge.factory", 4),
+        ("ragas_ops.cli", 9),
+    ],
 )
 def test_floors_are_read_from_the_room(module: str, expected: int) -> None:
     assert floor(module) == expected

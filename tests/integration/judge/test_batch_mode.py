@@ -22,9 +22,9 @@ import pytest
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
+from ragas_ops.judge.batch import BatchRequest, Unanswered
 from ragas_ops.judge.limits.budget import Spend
 from ragas_ops.judge.openai.batch_client import BatchClient, batch_files
-from ragas_ops.judge.batch import BatchRequest, Unanswered
 from ragas_ops.pipeline import batch_chunk
 from ragas_ops.pipeline.batch_chunk import Waiting, advance
 from ragas_ops.pipeline.plan import Chunk, plan_day
