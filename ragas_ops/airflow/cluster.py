@@ -125,8 +125,9 @@ def cluster_environment(home: Path, ports: Ports, judge_url: str) -> dict[str, s
     """Every Airflow process's settings: the compose file's, on this machine's ports, then
     the overrides given to `up` (kept in the state file)."""
     state = load_state(home)
-    # Two workers on one machine: fewer task processes each than the compose default of 8.
-    variables = {"AIRFLOW_WORKER_CONCURRENCY": "3", **os.environ, **state["secrets"]}
+    # The compose default of 8 task slots per worker: either worker alone holds both pools'
+    # slots (4 + 2) and the other tasks, so a dead worker's share of the work finds a slot.
+    variables = {**os.environ, **state["secrets"]}
     compose = localised(compose_environment(variables), ports)
     airflow_home = home / "airflow"
     connections = {

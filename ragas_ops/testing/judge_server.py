@@ -15,7 +15,9 @@ Endpoints: `POST /v1/chat/completions`, `POST /v1/embeddings`, `GET /v1/models`;
 Files API (`POST /v1/files`, `GET /v1/files/{id}`, `GET /v1/files/{id}/content`,
 `DELETE /v1/files/{id}`) and Batch API (`POST /v1/batches`, `GET /v1/batches`,
 `GET /v1/batches/{id}`, `POST /v1/batches/{id}/cancel`), see `batch_api`; and for tests
-`GET /stats` and `POST /stats/reset`. It listens on the loopback interface only.
+`GET /stats` and `POST /stats/reset`, and with `request_log` `GET /requests` (every chat and
+embeddings request: when it came and ended, its status and body). It listens on the loopback
+interface only.
 
     with JudgeServer(JudgeServerConfig(rpm=600, rate_5xx=0.1)) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -134,6 +136,9 @@ class JudgeServerConfig:
     flex_latency_ms: float = 0.0  # added to each flex request, on top of latency_ms
     rate_flex_unavailable: float = 0.0  # fraction of flex requests answered 429 (no capacity)
     auto_tier: str = "default"  # the tier `service_tier: "auto"` is served on (the project's)
+    # Keep every chat and embeddings request for `GET /requests` (arrival, end, status, body):
+    # which rows were asked how often, and when, across all the clients (kept in memory).
+    request_log: bool = False
 
 
 # The kinds of replies that are not API replies, by the setting that makes them (one draw
@@ -713,6 +718,7 @@ class _App:
         self._flex_rng = _flex_rng(config.seed)
         self._buckets = _buckets(config, time.monotonic())
         self._stats = _Stats()
+        self._request_log: list[dict[str, Any]] = []
         self._replies = itertools.count(1)
         self._cached_prefixes: set[str] = set()
         self._batch_api = BatchApi(self._answer_batch_line)
@@ -753,6 +759,7 @@ class _App:
         with self._lock:
             in_flight = self._stats.in_flight  # requests being served still finish and count
             self._stats = _Stats(in_flight=in_flight, max_in_flight=in_flight)
+            self._request_log = []
         self._batch_api.reset_stats()
 
     # -- serving -----------------------------------------------------------------------------
@@ -767,8 +774,12 @@ class _App:
         if route == "/stats/reset" and method == "POST":
             self.reset_stats()
             return _Reply(200, {"reset": True})
+        if route == "/requests" and method == "GET":
+            with self._lock:
+                return _Reply(200, {"requests": list(self._request_log)})
         endpoint = _ENDPOINTS.get((method, route)) or api_of(route)
         self._begin(endpoint or "other")
+        started_at = time.time()
         reply: _Reply | None = None
         try:
             if endpoint in ("files", "batches"):
@@ -777,7 +788,22 @@ class _App:
                 reply = self._serve(endpoint, f"{method} {route}", authorization, body)
         finally:
             self._end(reply)
+            if endpoint in ("chat", "embeddings") and self.settings().request_log:
+                self._log_request(endpoint, started_at, reply, body)
         return reply
+
+    def _log_request(
+        self, endpoint: str, started_at: float, reply: _Reply | None, body: bytes
+    ) -> None:
+        entry = {
+            "endpoint": endpoint,
+            "started_at": started_at,
+            "ended_at": time.time(),
+            "status": None if reply is None else reply.status,  # None: dropped at a stop
+            "body": body.decode("utf-8", "replace"),
+        }
+        with self._lock:
+            self._request_log.append(entry)
 
     def _serve(
         self, endpoint: str | None, what: str, authorization: str | None, body: bytes
@@ -1360,6 +1386,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--ignore-n", action="store_true", help="answer one choice whatever `n` asks")
     add(
+        "--request-log",
+        action="store_true",
+        help="keep every chat and embeddings request (times, status, body) for GET /requests",
+    )
+    add(
         "--prompt-cache-min-tokens",
         type=_positive_int,
         help="report cached prompt tokens for first messages this long, seen before (OpenAI: 1024)",
@@ -1417,6 +1448,7 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         retry_after_seconds=args.retry_after,
         api_key=api_key,
         ignore_n=args.ignore_n,
+        request_log=args.request_log,
         prompt_cache_min_tokens=args.prompt_cache_min_tokens,
         seed=args.seed,
         batch_seconds=args.batch_seconds,

@@ -10,22 +10,29 @@ with -s) for docs/deploy.md: no timed assertion here.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import re
 import shutil
 import signal
 import time
 import urllib.request
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 from ragas_ops.airflow import cluster
 from ragas_ops.samples import sample_interactions
+from ragas_ops.secrets import Secret
+from ragas_ops.storage import S3Options
+from ragas_ops.tables.iceberg import IcebergTables
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1200)]
 
@@ -37,8 +44,11 @@ CHUNK_ROWS = 20
 RPM, TPM = 1200, 1_000_000
 JUDGE_ARGS = (
     *("--rpm", str(RPM), "--tpm", str(TPM), "--burst-seconds", "1", "--latency-ms", "300"),
+    "--request-log",
 )
 OVERRIDES = {
+    # The compose file's Iceberg option: the catalog is a database of its PostgreSQL server.
+    "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT": "iceberg",
     "RAGAS_OPS_PIPELINE_CHUNK_ROWS": str(CHUNK_ROWS),
     "RAGAS_OPS_JUDGE_RPM": str(RPM),
     "RAGAS_OPS_JUDGE_TPM": str(TPM),
@@ -46,7 +56,20 @@ OVERRIDES = {
     # A killed worker's task is failed (then retried) once its heartbeat is this old.
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
     "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
+    # A task the killed worker had received but not started stays queued (in Redis, unacked)
+    # until this timeout (600 s by default): then it is queued again, for the other worker.
+    "AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": "40",
+    "AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT_CHECK_INTERVAL": "5",
 }
+
+
+ROW_LABEL = re.compile(r"KB-(\d+)-(\d{5})")
+KILL_AFTER = 10  # answered requests of a nightly chunk's rows before its worker is killed
+
+
+def seed_of(day: str) -> int:
+    """The sample seed of the day's rows: it names their documents (`KB-<seed>-<row>`)."""
+    return sorted(ROWS).index(day)
 
 
 @pytest.fixture(scope="module")
@@ -83,20 +106,51 @@ def s3_client(home: Path) -> Any:
 
 def write_day(home: Path, day: str, rows: int) -> None:
     buffer = io.BytesIO()
-    pq.write_table(sample_interactions(rows, seed=hash(day) % 1000, day=day), buffer)
+    pq.write_table(sample_interactions(rows, seed=seed_of(day), day=day), buffer)
     key = f"raw/dt={day}/part-0.parquet"
     s3_client(home).put_object(Bucket=cluster.BUCKET, Key=key, Body=buffer.getvalue())
 
 
+def s3_endpoint(home: Path) -> str:
+    return f"http://127.0.0.1:{cluster.load_state(home)['ports']['s3']}"
+
+
+def iceberg_tables(home: Path) -> IcebergTables:
+    """The warehouse's tables, through the catalog the workers commit to (PostgreSQL)."""
+    environment = cluster.environment_of(home)
+    s3 = S3Options(
+        endpoint_url=s3_endpoint(home), access_key=Secret("test"), secret_key=Secret("test")
+    )
+    return IcebergTables(
+        environment["RAGAS_OPS_PIPELINE_WAREHOUSE_URI"],
+        environment["RAGAS_OPS_WAREHOUSE_CATALOG_URI"],
+        s3,
+    )
+
+
 def scored(home: Path, day: str) -> pa.Table:
-    client = s3_client(home)
-    listed = client.list_objects_v2(Bucket=cluster.BUCKET, Prefix=f"warehouse/scored/dt={day}/")
-    tables = []
-    for item in listed.get("Contents", []):
-        if item["Key"].endswith(".parquet"):
-            body = client.get_object(Bucket=cluster.BUCKET, Key=item["Key"])["Body"].read()
-            tables.append(pq.read_table(io.BytesIO(body)))
-    return pa.concat_tables(tables).sort_by("id")
+    table = iceberg_tables(home).read_day("scored", day)
+    assert table is not None, f"no scored rows for {day}"
+    return table.sort_by("id")
+
+
+def duckdb_day(home: Path, day: str) -> tuple[int, float]:
+    """The day's rows and mean faithfulness, as DuckDB reads them from the object store."""
+    import duckdb
+
+    from ragas_ops.quality.bi import connect, duckdb_s3_setup_sql, load_extension_sql
+
+    connection = connect(s3=True)
+    for extension in ("avro", "iceberg"):
+        connection.execute(load_extension_sql(extension, duckdb.__version__))
+    connection.execute(duckdb_s3_setup_sql(s3_endpoint(home), chain="env"))
+    location = iceberg_tables(home).metadata_location("scored")
+    found = connection.execute(
+        "SELECT count(*), avg(faithfulness_score) FROM iceberg_scan(?) WHERE dt = ?",
+        [location, day],
+    ).fetchone()
+    assert found is not None
+    return int(found[0]), float(found[1])
 
 
 def judge(home: Path, path: str = "stats", method: str = "GET") -> dict[str, Any]:
@@ -151,8 +205,29 @@ def finished(home: Path, run_ids: list[str]) -> bool:
     return all(states.get(run, ("",))[0] in ("success", "failed") for run in run_ids)
 
 
+def answers_by_request(log: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The answered (paid) requests of the test judge's log, by request body: the same body
+    asked twice is the same answer paid twice."""
+    answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entry in log:
+        if entry["status"] == 200:
+            answers[hashlib.sha256(entry["body"].encode()).hexdigest()].append(entry)
+    return answers
+
+
+def rows_of(entry: dict[str, Any]) -> set[tuple[int, int]]:
+    """The rows a request is about, (day's seed, row), by the documents its text names."""
+    return {(int(seed), int(row)) for seed, row in ROW_LABEL.findall(entry["body"])}
+
+
+def timeline(log: list[dict[str, Any]], start: float) -> str:
+    """Answered requests per second from `start`, e.g. `0:14 1:19 2:20 ...`."""
+    seconds = Counter(int(e["started_at"] - start) for e in log if e["status"] == 200)
+    return " ".join(f"{second}:{seconds.get(second, 0)}" for second in range(max(seconds) + 1))
+
+
 def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for_free(
-    home: Path,
+    home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started = time.monotonic()
     environment = cluster.environment_of(home)
@@ -169,18 +244,26 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
     conf = json.dumps({"day": NIGHTLY_DAY})
     cluster.airflow(["dags", "trigger", DAG_ID, "-r", "nightly", "-c", conf], environment)
 
-    # Kill the worker running a nightly chunk once that chunk has been asking the judge.
+    # Kill the worker running a nightly chunk once the judge has answered some of its rows.
     def running_chunk() -> tuple[str, int] | None:
-        rows = query(
+        running = query(
             home,
             "SELECT hostname, map_index FROM task_instance WHERE run_id = 'nightly' "
-            "AND task_id = 'score_chunk' AND state = 'running' "
-            "AND start_date < now() - interval '3 seconds'",
+            "AND task_id = 'score_chunk' AND state = 'running'",
         )
-        return (rows[0][0], rows[0][1]) if rows else None
+        answered = Counter(
+            row // CHUNK_ROWS
+            for entry in judge(home, "requests")["requests"]
+            if entry["status"] == 200
+            for seed, row in rows_of(entry)
+            if seed == seed_of(NIGHTLY_DAY)
+        )
+        asking = [(host, index) for host, index in running if answered[index] >= KILL_AFTER]
+        return asking[0] if asking else None
 
-    victim, map_index = wait_until("a nightly chunk running", running_chunk, 300)
+    victim, map_index = wait_until("a nightly chunk asking the judge", running_chunk, 300)
     requests_before_kill = judge(home)["requests"]
+    killed_at = time.time()
     cluster.kill(home, victim, signal.SIGKILL)
     survivor = next(worker for worker in cluster.WORKERS if worker != victim)
 
@@ -189,6 +272,7 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
     busy_seconds = time.monotonic() - started
     states = run_states(home)
     stats = judge(home)
+    log = judge(home, "requests")["requests"]
 
     assert {state for state, _, _ in states.values()} == {"success"}, states
     retried = query(
@@ -197,6 +281,8 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
         f"AND task_id = 'score_chunk' AND map_index = {map_index}",
     )
     assert retried == [(survivor, 2)]
+    killed = killed_chunks(home, victim)
+    assert ("nightly", map_index) in killed
     nightly_end = states["nightly"][2]
     backfill_ends = [end for run, (_, _, end) in states.items() if run != "nightly"]
     rows_out = {day: scored(home, day).num_rows for day in ROWS}
@@ -220,6 +306,12 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
     )
     assert rate_limited <= 0.02 * attempts
     assert nightly_end <= max(backfill_ends)
+    assert_only_the_killed_chunks_repaid(log, killed_rows(home, killed), killed_at)
+    first_request = log[0]["started_at"]
+    print(f"answered per second from the first request: {timeline(log, first_request)}")
+    print(f"chunks (seconds from the first request): {chunk_spans(log, first_request)}")
+    print(f"killed at {killed_at - first_request:.0f} s: {sorted(killed)}")
+    print(f"scoring tries (seconds from the first request): {tries(home, first_request)}")
 
     # The same day again, on the killed worker come back with an empty local cache, alone.
     before = scored(home, NIGHTLY_DAY)
@@ -237,5 +329,110 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
     metrics = ("faithfulness", "answer_relevance", "context_relevance")
     score_columns = ["id", *(name for name in before.column_names if name.startswith(metrics))]
     assert after.select(score_columns).equals(before.select(score_columns))
+
+    # One snapshot per publish in the PostgreSQL catalog, and DuckDB reads the day from S3.
+    tables = iceberg_tables(home)
+    versions = {day: [v.run_id for v in tables.day_versions("scored", day)] for day in ROWS}
+    assert versions[NIGHTLY_DAY] == ["nightly", "rerun"]
+    assert all(len(versions[day]) == 1 for day in BACKFILL_DAYS), versions
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    mean = pc.mean(after["faithfulness_score"]).as_py()
+    assert duckdb_day(home, NIGHTLY_DAY) == (ROWS[NIGHTLY_DAY], pytest.approx(mean))
     total = time.monotonic() - started
-    print(f"rerun on {victim} (empty local cache): 0 judge requests; total {total:.0f} s")
+    print(
+        f"rerun on {victim} (empty local cache): 0 judge requests; publishes per day in the "
+        f"catalog: {versions}; DuckDB read the day's {ROWS[NIGHTLY_DAY]} rows; total {total:.0f} s"
+    )
+
+
+def killed_chunks(home: Path, victim: str) -> set[tuple[str, int]]:
+    """The scoring tasks (run, map index) whose first try died with the victim's host."""
+    rows = query(
+        home,
+        "SELECT run_id, map_index FROM task_instance_history "
+        f"WHERE hostname = '{victim}' AND try_number = 1 AND state <> 'success' "
+        "AND task_id IN ('score_chunk', 'score_backfill_chunk')",
+    )
+    return {(run_id, map_index) for run_id, map_index in rows}
+
+
+def killed_rows(home: Path, chunks: set[tuple[str, int]]) -> set[tuple[int, int]]:
+    """The rows of those chunks, (day's seed, row): a chunk is CHUNK_ROWS rows of the day's
+    one file, in order."""
+    days = {
+        run_id: NIGHTLY_DAY if run_id == "nightly" else start.date().isoformat()
+        for run_id, start in query(home, "SELECT run_id, data_interval_start FROM dag_run")
+    }
+    return {
+        (seed_of(days[run_id]), row)
+        for run_id, index in chunks
+        for row in range(index * CHUNK_ROWS, (index + 1) * CHUNK_ROWS)
+    }
+
+
+def tries(home: Path, start: float) -> str:
+    """Each scoring try's host and time span, in seconds from `start`."""
+    rows = query(
+        home,
+        "SELECT run_id, map_index, try_number, hostname, start_date, end_date FROM ("
+        "SELECT run_id, task_id, map_index, try_number, hostname, start_date, end_date "
+        "FROM task_instance UNION SELECT run_id, task_id, map_index, try_number, hostname, "
+        "start_date, end_date FROM task_instance_history) AS t "
+        "WHERE task_id IN ('score_chunk', 'score_backfill_chunk') AND start_date IS NOT NULL "
+        "ORDER BY start_date",
+    )
+
+    def at(moment: Any) -> str:
+        return "?" if moment is None else f"{moment.timestamp() - start:.0f}"
+
+    return ", ".join(
+        f"{run.split('T')[0].removeprefix('backfill__')}/{index} try {number} {host} "
+        f"{at(begun)}-{at(ended)}"
+        for run, index, number, host, begun, ended in rows
+    )
+
+
+def assert_only_the_killed_chunks_repaid(
+    log: list[dict[str, Any]], killed: set[tuple[int, int]], killed_at: float
+) -> None:
+    """Every row's requests were paid once across the whole run (both workers, all tasks),
+    but those of the chunks that died with their worker: what they had asked before it died
+    (answers not yet stored) at most once more, by their retries."""
+    asked_rows: set[tuple[int, int]] = set()
+    repaid: list[list[dict[str, Any]]] = []
+    shared: Counter[int] = Counter()  # requests naming no row (a question's embedding): times paid
+    for answers in answers_by_request(log).values():
+        rows = rows_of(answers[0])
+        asked_rows |= rows
+        if not rows:
+            shared[len(answers)] += 1
+        elif len(answers) > 1:
+            assert rows <= killed, f"{sorted(rows)} paid {len(answers)} times"
+            repaid.append(sorted(answers, key=lambda entry: entry["started_at"]))
+    every_row = {(seed_of(day), row) for day, count in ROWS.items() for row in range(count)}
+    assert asked_rows == every_row
+    for answers in repaid:
+        assert len(answers) == 2, f"{len(answers)} times"
+        assert answers[0]["started_at"] < killed_at < answers[1]["started_at"]
+    before_kill = sum(
+        1
+        for entry in log
+        if entry["status"] == 200 and rows_of(entry) & killed and entry["started_at"] < killed_at
+    )
+    print(
+        f"killed chunks: {before_kill} requests answered before the kill, {len(repaid)} of "
+        f"them paid again by the retries; every other row's requests paid once; requests "
+        f"naming no row, by times paid: {dict(shared)}"
+    )
+
+
+def chunk_spans(log: list[dict[str, Any]], start: float) -> str:
+    """When each chunk asked the judge, in seconds from `start`: `d<day>c<chunk> first-last`,
+    by its first request (a request names the rows of one chunk)."""
+    spans: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for entry in log:
+        for seed, row in rows_of(entry):
+            spans[(seed, row // CHUNK_ROWS)].append(entry["started_at"] - start)
+    ordered = sorted(spans.items(), key=lambda item: min(item[1]))
+    return ", ".join(f"d{d}c{c} {min(t):.0f}-{max(t):.0f}" for (d, c), t in ordered)

@@ -662,6 +662,35 @@ def test_stats_count_requests_concurrency_and_reset(
     assert server.stats()["first_request_at"] is None
 
 
+def test_the_request_log_keeps_each_chat_and_embeddings_request_until_a_reset(
+    start_server: Callable[..., JudgeServer],
+) -> None:
+    server = start_server(request_log=True, rpm=1, burst_seconds=60.0)
+    url = f"{server.base_url}/embeddings"
+    started = time.time()
+    http("POST", url, {"model": "e", "input": "first"})
+    http("POST", url, {"model": "e", "input": "second"})  # over the limit: 429
+    http("GET", f"{server.base_url}/models")  # not a request of the judge's work: not kept
+
+    status, _, log = http("GET", f"http://127.0.0.1:{server.port}/requests")
+
+    assert status == 200
+    requests = log["requests"]
+    assert [(r["endpoint"], r["status"]) for r in requests] == [
+        ("embeddings", 200),
+        ("embeddings", 429),
+    ]
+    assert [json.loads(r["body"])["input"] for r in requests] == ["first", "second"]
+    assert started <= requests[0]["started_at"] <= requests[0]["ended_at"] <= time.time()
+    http("POST", f"http://127.0.0.1:{server.port}/stats/reset", {})
+    assert http("GET", f"http://127.0.0.1:{server.port}/requests")[2] == {"requests": []}
+
+
+def test_without_the_request_log_nothing_is_kept(server: JudgeServer) -> None:
+    http("POST", f"{server.base_url}/embeddings", {"model": "e", "input": "x"})
+    assert http("GET", f"http://127.0.0.1:{server.port}/requests")[2] == {"requests": []}
+
+
 def test_models_lists_a_chat_and_an_embedding_model(server: JudgeServer) -> None:
     with client_for(server) as client:
         models = [model.id for model in client.models.list()]
