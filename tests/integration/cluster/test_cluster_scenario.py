@@ -312,6 +312,12 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
     print(f"chunks (seconds from the first request): {chunk_spans(log, first_request)}")
     print(f"killed at {killed_at - first_request:.0f} s: {sorted(killed)}")
     print(f"scoring tries (seconds from the first request): {tries(home, first_request)}")
+    runs = ", ".join(
+        f"{run.removeprefix('backfill__').split('T')[0]} "
+        f"{begun.timestamp() - first_request:.0f}-{ended.timestamp() - first_request:.0f}"
+        for run, (_, begun, ended) in sorted(states.items(), key=lambda item: item[1][1])
+    )
+    print(f"runs (seconds from the first request): {runs}")
 
     # The same day again, on the killed worker come back with an empty local cache, alone.
     before = scored(home, NIGHTLY_DAY)
