@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ragas_ops.contract.layout import run_folder_name
+from ragas_ops.config import ENV_PREFIX, settings_from_environment
+from ragas_ops.contract.layout import (
+    Lake,
+    day_folder,
+    every_day_folder,
+    every_day_glob,
+    run_folder_name,
+)
 from ragas_ops.samples import sample_interactions
 
 DAG_ID = "ragas_ops_nightly"
@@ -54,7 +61,7 @@ def demo_environment(folder: Path, key_set: bool) -> dict[str, str]:
 def write_sample_lake(raw: Path, days: list[str], rows: int) -> None:
     """One Parquet file of `rows` interactions per day; the last day answers worse."""
     for index, day in enumerate(days):
-        folder = raw / f"dt={day}"
+        folder = raw / day_folder(day)
         folder.mkdir(parents=True, exist_ok=True)
         bad_day = index == len(days) - 1
         table = sample_interactions(
@@ -74,14 +81,17 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
         else "judge: the LOCAL judge (no OPENAI_API_KEY set): sentence embeddings and lexical "
         "evidence on this machine, no LLM, no network"
     )
-    table_format = os.environ.get(TABLE_FORMAT_ENV, "parquet")
+    # The settings the DAG reads, from the same environment (a bad value fails here).
+    settings = settings_from_environment()
+    table_format = settings.warehouse.table_format
     if table_format == "iceberg" and importlib.util.find_spec("pyiceberg") is None:
         from ragas_ops.tables.iceberg import INSTALL_HINT
 
         say(f"{TABLE_FORMAT_ENV}=iceberg: {INSTALL_HINT}")
         return 2
     say(f"warehouse: {table_format} tables ({TABLE_FORMAT_ENV})")
-    warehouse = folder / "lake" / "warehouse"
+    lake = Lake(settings.pipeline)
+    warehouse = Path(lake.warehouse.path)
     moved = set_aside_other_format(warehouse, table_format)
     if moved is not None:
         say(
@@ -89,8 +99,8 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
             f"(one table format per warehouse: their query would read that run's rows)"
         )
     scored_days = demo_days(days)
-    write_sample_lake(folder / "lake" / "raw", scored_days, rows)
-    say(f"sample logs: {len(scored_days)} days x {rows} rows in {folder / 'lake' / 'raw'}")
+    write_sample_lake(Path(lake.raw.path), scored_days, rows)
+    say(f"sample logs: {len(scored_days)} days x {rows} rows in {lake.raw.path}")
     subprocess.run(
         [sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True
     )
@@ -101,19 +111,20 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
     for day in scored_days:
         run = dag.test(run_conf={"day": day})
         outcome = str(getattr(run.state, "value", run.state))
-        say(f"  {DAG_ID} {day}: {outcome} · {day_verdict(warehouse, day, run.run_id)}")
+        say(f"  {DAG_ID} {day}: {outcome} · {day_verdict(lake, day, run.run_id)}")
         if outcome != "success":
             failed.append(day)
     for line in warehouse_lines(warehouse, table_format):
         say(line)
-    say(f"latest report:  {warehouse / 'reports' / f'dt={scored_days[-1]}' / 'report.html'}")
+    say(f"latest report:  {lake.report(scored_days[-1], 'html').path}")
     if failed:
         say(f"runs that failed: {failed} (see the Airflow logs under {folder / 'airflow'})")
         return 1
     return 0
 
 
-TABLE_FORMAT_ENV = "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT"
+TABLE_FORMAT_ENV = f"{ENV_PREFIX}WAREHOUSE_TABLE_FORMAT"
+"""The variable of `warehouse.table_format`, named in the demo's output."""
 
 
 def warehouse_formats(warehouse: Path) -> set[str]:
@@ -153,19 +164,19 @@ def warehouse_lines(warehouse: Path, table_format: str) -> list[str]:
             f"(catalog {catalog}, files under {warehouse / 'ragas_ops'})",
             "  read them:     IcebergTables(...).metadata_location(name) -> DuckDB "
             "iceberg_scan (docs/iceberg.md)",
-            f"run manifests:  {warehouse / 'runs'}/dt=*/ (and the runs table)",
+            f"run manifests:  {every_day_folder(str(warehouse), 'runs')} (and the runs table)",
         ]
     return [
-        f"scored tables:  {warehouse / 'scored'}/dt=*/scored.parquet",
-        f"daily metrics:  {warehouse / 'daily_metrics'}/dt=*/daily_metrics.parquet",
-        f"run manifests:  {warehouse / 'runs'}/dt=*/",
+        f"scored tables:  {every_day_glob(str(warehouse), 'scored')}",
+        f"daily metrics:  {every_day_glob(str(warehouse), 'daily_metrics')}",
+        f"run manifests:  {every_day_folder(str(warehouse), 'runs')}",
     ]
 
 
-def day_verdict(warehouse: Path, day: str, run_id: str) -> str:
+def day_verdict(lake: Lake, day: str, run_id: str) -> str:
     """The verdict the run stored in its manifest, with its headline: a run's state says only
     that the pipeline worked, not whether the day's scores held."""
-    folder = warehouse / "runs" / f"dt={day}"
+    folder = Path(lake.manifests(day).path)  # the demo's lake is a local folder
     # One manifest per publish of the run (`<run>.<publish id>.json`); the newest has the verdict.
     manifests = sorted(
         folder.glob(f"{run_folder_name(run_id)}.*.json"), key=lambda path: path.stat().st_mtime

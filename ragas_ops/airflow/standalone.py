@@ -35,6 +35,7 @@ from typing import Any, Literal
 from ragas_ops.airflow.demo import DAG_ID, demo_days, write_sample_lake
 from ragas_ops.airflow.sqlite import LOCAL_SETTINGS
 from ragas_ops.config import settings_from_environment
+from ragas_ops.contract.layout import day_of_folder
 from ragas_ops.judge.factory import local_judge_installed
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -267,7 +268,9 @@ def prepare(
 
 def lake_days(raw: Path) -> list[str]:
     """The days of a local raw lake's `dt=YYYY-MM-DD` folders, oldest first."""
-    return sorted(path.name.removeprefix("dt=") for path in raw.glob("dt=????-??-??"))
+    return sorted(
+        day for path in raw.iterdir() if path.is_dir() and (day := day_of_folder(path.name))
+    )
 
 
 def backfill_command(days: list[str]) -> str:

@@ -416,6 +416,7 @@ def import_traces(
     metadata: Mapping[str, Any] | None = None,
 ) -> ImportOutcome:
     """Convert the JSON-lines exports at `paths` into `<raw_uri>/dt=DAY/` Parquet files."""
+    from ragas_ops.contract.layout import day_folder
     from ragas_ops.storage import locate
 
     outcome = ImportOutcome()
@@ -437,7 +438,7 @@ def import_traces(
     location = locate(raw_uri, s3)
     name = f"import-openinference-{digest.hexdigest()[:16]}.parquet"
     for day, day_rows in sorted(by_day.items()):
-        target = location.child(f"dt={day}", name)
+        target = location.child(day_folder(day), name)
         write_rows(target, day_rows, metadata)
         outcome.days[day] = len(day_rows)
         outcome.files.append(target.uri)

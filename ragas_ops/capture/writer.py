@@ -342,13 +342,14 @@ class LogWriter:
             self._written_files += 1
 
     def _write_file(self, day: str, rows: list[Row]) -> None:
+        from ragas_ops.contract.layout import day_folder
         from ragas_ops.storage import locate
 
         if self._location is None:
             self._location = locate(self.uri, self._s3)
         now = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         name = f"part-{now}-{self._suffix}-{uuid.uuid4().hex[:12]}.parquet"
-        write_rows(self._location.child(f"dt={day}", name), rows, self.defaults)
+        write_rows(self._location.child(day_folder(day), name), rows, self.defaults)
 
     # -- warnings ----------------------------------------------------------------------------
 

@@ -30,6 +30,11 @@ from ragas_ops.storage import Location, S3Options, locate
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_DAY_FOLDER = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
+
+DAY_TABLES = ("scored", "daily_metrics")
+"""The tables kept as one Parquet file a day, `<table>/dt=D/<table>.parquet`."""
+REPORT_EXTENSIONS = ("html", "md")
 
 
 def parse_day(value: object) -> str:
@@ -42,6 +47,81 @@ def parse_day(value: object) -> str:
     except ValueError:
         raise ValueError(f"the day must be a real date, got {text!r}") from None
     return text
+
+
+def day_folder(day: str) -> str:
+    """The name of a day's partition folder, `dt=YYYY-MM-DD`."""
+    return f"dt={parse_day(day)}"
+
+
+def day_of_folder(name: str) -> str | None:
+    """The day a partition folder's name stands for, or None when `name` is no such folder."""
+    match = _DAY_FOLDER.fullmatch(name)
+    if match is None:
+        return None
+    try:
+        return parse_day(match.group(1))
+    except ValueError:
+        return None  # dt=2026-02-30: shaped like a day, but none
+
+
+def table_file(table: str) -> str:
+    """The file name of a day of `table` (one of `DAY_TABLES`)."""
+    if table not in DAY_TABLES:
+        raise ValueError(f"table must be one of {', '.join(DAY_TABLES)}, got {table!r}")
+    return f"{table}.parquet"
+
+
+def every_day_glob(root: str, table: str) -> str:
+    """`<root>/<table>/dt=*/<table>.parquet`: every day of a table, as a glob (DuckDB's,
+    the shell's)."""
+    return every_day_folder(root, table) + table_file(table)
+
+
+def every_day_folder(root: str, folder: str) -> str:
+    """`<root>/<folder>/dt=*/`: every day's partition folder below `folder`, as a glob."""
+    return f"{root.rstrip('/')}/{folder}/dt=*/"
+
+
+def day_in_path_regex(table: str) -> str:
+    """A regular expression whose group 1 is the day of a path to one day of `table`."""
+    return rf"{_DAY_FOLDER.pattern}/{re.escape(table_file(table))}$"
+
+
+def report_path(day: str, extension: str) -> tuple[str, str, str]:
+    """The parts of a day's report below the warehouse: `reports`, `dt=D`, `report.<ext>`."""
+    if extension not in REPORT_EXTENSIONS:
+        raise ValueError(f"a report is {' or '.join(REPORT_EXTENSIONS)}, got {extension!r}")
+    return "reports", day_folder(day), f"report.{extension}"
+
+
+def report_of_path(relative: str) -> tuple[str, str] | None:
+    """(day, extension) of `dt=D/report.<ext>` (a report's path below `reports/`), or None
+    for any other text: checked part by part, so nothing else can name a file."""
+    parts = relative.split("/")
+    if len(parts) != 2:
+        return None
+    day = day_of_folder(parts[0])
+    extension = parts[1].removeprefix("report.")
+    if day is None or extension not in REPORT_EXTENSIONS or parts[1] != f"report.{extension}":
+        return None
+    return day, extension
+
+
+def partition_days(folder: Location, *, missing_ok: bool = True) -> list[str]:
+    """The days of the `dt=<day>` folders right below `folder`, oldest first (one listing, not
+    recursive; folders not named so are not partitions). A missing `folder` has none, or,
+    without `missing_ok`, is a FileNotFoundError."""
+    import pyarrow.fs as pafs
+
+    selector = pafs.FileSelector(folder.path, allow_not_found=missing_ok)
+    days = [
+        day
+        for entry in folder.filesystem.get_file_info(selector)
+        if entry.type == pafs.FileType.Directory
+        and (day := day_of_folder(entry.base_name)) is not None
+    ]
+    return sorted(days)
 
 
 def run_folder_name(run_id: str) -> str:
@@ -82,46 +162,61 @@ class LakeSettings(Protocol):
 class Lake:
     """The locations of one deployment's logs and tables."""
 
-    def __init__(self, settings: LakeSettings, s3: S3Options | None = None) -> None:
+    def __init__(
+        self,
+        settings: LakeSettings,
+        s3: S3Options | None = None,
+        *,
+        warehouse: Location | None = None,
+    ) -> None:
         self.s3 = s3
         """How the lake reaches S3 (None: the AWS environment); the shared judge cache and an
         Iceberg catalog use the same options."""
         self.raw = locate(settings.raw_uri, s3)
-        self.warehouse = locate(settings.warehouse_uri, s3)
+        self.warehouse = warehouse or locate(settings.warehouse_uri, s3)
+        """`warehouse`, when given: a location its caller reached already (the quality page's,
+        with its own credentials)."""
 
     def raw_day(self, day: str) -> Location:
-        return self.raw.child(f"dt={parse_day(day)}")
+        return self.raw.child(day_folder(day))
 
     def scored(self, day: str) -> Location:
-        return self.warehouse.child("scored", f"dt={parse_day(day)}", "scored.parquet")
+        return self.day_file("scored", day)
 
     def daily_metrics(self, day: str) -> Location:
-        return self.warehouse.child(
-            "daily_metrics", f"dt={parse_day(day)}", "daily_metrics.parquet"
-        )
+        return self.day_file("daily_metrics", day)
+
+    def day_file(self, table: str, day: str) -> Location:
+        """The file of one day of `table` (one of `DAY_TABLES`)."""
+        return self.warehouse.child(table, day_folder(day), table_file(table))
+
+    def table_days(self, table: str) -> list[str]:
+        """The days that have a partition folder of `table` (`scored`, `daily_metrics`,
+        `runs`...), oldest first."""
+        return partition_days(self.warehouse.child(table))
 
     def report(self, day: str, extension: str) -> Location:
-        return self.warehouse.child("reports", f"dt={parse_day(day)}", f"report.{extension}")
+        return self.warehouse.child(*report_path(day, extension))
 
     def manifest(self, day: str, run_id: str, publish_id: str) -> Location:
         """The manifest of one publish of a run: never overwritten by another run or try."""
         name = f"{run_folder_name(run_id)}.{run_folder_name(publish_id)}.json"
-        return self.warehouse.child("runs", f"dt={parse_day(day)}", name)
+        return self.manifests(day).child(name)
 
     def manifests(self, day: str) -> Location:
         """The folder of the day's manifests."""
-        return self.warehouse.child("runs", f"dt={parse_day(day)}")
+        return self.warehouse.child("runs", day_folder(day))
 
     def staging_day(self, day: str) -> Location:
         """The staging folders of every run of the day."""
-        return self.warehouse.child("_staging", f"dt={parse_day(day)}")
+        return self.warehouse.child("_staging", day_folder(day))
 
     def staging(self, day: str, run_id: str) -> Location:
         return self.staging_day(day).child(f"run={run_folder_name(run_id)}")
 
     def run_table(self, day: str, run_id: str) -> Location:
         """The scored table as this run published it (read by its aggregate and report)."""
-        return self.staging(day, run_id).child("scored.parquet")
+        return self.staging(day, run_id).child(table_file("scored"))
 
     def scratch(self, day: str, run_id: str, name: str) -> Location:
         """A unique place in the run's staging folder to write `name` before moving it in."""
@@ -129,7 +224,7 @@ class Lake:
 
     def batch_work(self, day: str) -> Location:
         """Batch mode's records of the day's chunks (see `pipeline.batch_chunk`)."""
-        return self.warehouse.child("_batches", f"dt={parse_day(day)}")
+        return self.warehouse.child("_batches", day_folder(day))
 
     def chunk_file(self, day: str, run_id: str, index: int) -> Location:
         return self.staging(day, run_id).child(f"chunk-{index:05d}.parquet")

@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ragas_ops.config import ConfigError, Settings
@@ -36,7 +35,7 @@ from ragas_ops.contract.layout import (
     NO_DAY_FOLDER,
     Lake,
     no_folder_sentence,
-    parse_day,
+    partition_days,
 )
 from ragas_ops.contract.outputs import output_column_names
 from ragas_ops.storage import Location, StorageError, decode_check, listing, read_footer
@@ -148,16 +147,7 @@ class DayPlan:
 def lake_days(lake: Lake) -> dict[str, Any]:
     """How many `dt=YYYY-MM-DD` folders the raw root holds, and its first and last day (one
     listing of the root, not recursive)."""
-    days = []
-    selector = pafs.FileSelector(lake.raw.path, recursive=False)
-    for entry in lake.raw.filesystem.get_file_info(selector):
-        name = entry.path.rstrip("/").rsplit("/", 1)[-1]
-        if entry.type == pafs.FileType.Directory and name.startswith("dt="):
-            try:
-                days.append(parse_day(name.removeprefix("dt=")))
-            except ValueError:
-                continue
-    days.sort()
+    days = partition_days(lake.raw, missing_ok=False)
     first, last = (days[0], days[-1]) if days else (None, None)
     return {"count": len(days), "first": first, "last": last}
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from ragas_ops.config import DEFAULT_METRICS
-from ragas_ops.contract.layout import parse_day
+from ragas_ops.contract.layout import day_in_path_regex, every_day_glob, parse_day
 
 if TYPE_CHECKING:
     import duckdb
@@ -72,8 +72,6 @@ ORDER BY days.dt"""
 were scored and their mean. A day published without rows has `rows` = 0 and null means;
 `cost_usd` is null when any row's cost is unknown."""
 
-_DAY_IN_PATH = r"dt=(\d{4}-\d{2}-\d{2})/scored\.parquet$"
-
 _TREND_METRIC_COLUMNS = """\
     count(*) FILTER (WHERE s.{status} = 'ok') AS {scored_alias},
     avg(s.{score}) FILTER (WHERE s.{status} = 'ok') AS {mean_alias},"""
@@ -107,9 +105,8 @@ ORDER BY dt, metric, segment_value"""
 
 
 def table_glob(warehouse_uri: str, table: str) -> str:
-    """`<warehouse>/<table>/dt=*/<table>.parquet`, for a local path, `file://` or `s3://`."""
-    if table not in ("scored", "daily_metrics"):
-        raise ValueError(f'table must be "scored" or "daily_metrics", got {table!r}')
+    """`<warehouse>/<table>/dt=*/<table>.parquet` (`layout.every_day_glob`), for a local
+    path, `file://` or `s3://`."""
     parsed = urlparse(warehouse_uri)
     if parsed.scheme == "file":
         root = parsed.path
@@ -117,7 +114,7 @@ def table_glob(warehouse_uri: str, table: str) -> str:
         root = warehouse_uri
     else:
         raise ValueError(f"unsupported warehouse {warehouse_uri!r}: use a local path or s3://")
-    return f"{root.rstrip('/')}/{table}/dt=*/{table}.parquet"
+    return every_day_glob(root, table)
 
 
 def scored_table(warehouse_uri: str, *, file_row_number: bool = False) -> str:
@@ -155,7 +152,7 @@ def daily_trend_sql(warehouse_uri: str, metrics: Sequence[str] = DEFAULT_METRICS
     )
     return DAILY_TREND_SQL.format(
         scored_glob=literal(table_glob(warehouse_uri, "scored")),
-        day_in_path=literal(_DAY_IN_PATH),
+        day_in_path=literal(day_in_path_regex("scored")),
         scored=scored_table(warehouse_uri),
         metric_columns=metric_columns,
     )

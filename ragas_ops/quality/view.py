@@ -1,27 +1,30 @@
 """The "RAG quality" page: what the nightly DAG wrote to the warehouse, read back for people.
 
-    <warehouse>/daily_metrics/dt=D/daily_metrics.parquet   the aggregates of the latest days
-    <warehouse>/scored/dt=D/scored.parquet                 the worst examples of one day
-    <warehouse>/reports/dt=D/report.html, report.md        linked, served by `report_file`
+    daily_metrics       the aggregates of the latest days
+    scored              the worst examples of one day
+    reports             the day's report.html and report.md, linked, served by `report_file`
+    runs                the manifests of the runs that wrote a day
 
-(with `warehouse.table_format = iceberg`, the tables `daily_metrics` and `scored` of the
-catalog instead, through `tables.format.DayTables`, and what the selected day's last rerun
-changed, from its previous snapshot).
+The tables are read through `tables.format.DayTables`, whatever their format (with
+`warehouse.table_format = iceberg` also what the selected day's last rerun changed, from its
+previous snapshot); every path is `contract.layout.Lake`'s. An example is the report's
+(`quality.report.data.Example`), chosen by the report's rule (`worst_positions`).
 
 The regression verdict of each day is computed again from the daily metrics with the
 configured window and threshold (`check_regression`, as the pipeline does), so the page needs
 nothing but the tables. Nothing here knows about Airflow or HTTP: `ragas_ops.quality.app`
 serves it, `plugins/ragas_ops_plugin.py` mounts that in Airflow's UI.
 
-Paths taken from a request go through `parse_day` or `report_file`, which accept only the
-shapes the pipeline writes, so a request can never name a file outside the warehouse.
+Paths taken from a request go through `parse_day` or `report_file` (`layout.report_of_path`),
+which accept only the shapes the pipeline writes, so a request can never name a file outside
+the warehouse.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -29,11 +32,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.layout import Lake, parse_day
-from ragas_ops.contract.status import Status
+from ragas_ops.contract.layout import Lake, parse_day, report_of_path, report_path
 from ragas_ops.metrics import Metric, metric_kind
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.regression import (
@@ -44,7 +45,7 @@ from ragas_ops.quality.regression import (
     check_regression,
     scoring_changes,
 )
-from ragas_ops.quality.report import distinct_interactions
+from ragas_ops.quality.report.data import Example, example_of_row, worst_positions
 from ragas_ops.quality.rerun import (
     RERUN_HEADER,
     RerunChange,
@@ -58,11 +59,10 @@ from ragas_ops.tables.format import DayTables, day_tables
 DEFAULT_DAYS = 14
 MAX_DAYS = 90
 WORST_EXAMPLES = 3
-REPORT_FILES = {
-    "report.html": "text/html; charset=utf-8",
-    "report.md": "text/markdown; charset=utf-8",
+REPORT_MEDIA_TYPES = {
+    "html": "text/html; charset=utf-8",
+    "md": "text/markdown; charset=utf-8",
 }
-_PARTITION = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 
 
 class UnsafePath(ValueError):
@@ -72,49 +72,30 @@ class UnsafePath(ValueError):
 # -- reading the warehouse -----------------------------------------------------------------------
 
 
-def available_days(warehouse: Location) -> list[str]:
-    """The days that have daily metrics, oldest first (folders not named `dt=<day>` ignored)."""
-    selector = pafs.FileSelector(f"{warehouse.path}/daily_metrics", allow_not_found=True)
-    days = []
-    for entry in warehouse.filesystem.get_file_info(selector):
-        match = _PARTITION.fullmatch(entry.base_name)
-        if match and entry.type == pafs.FileType.Directory:
-            try:
-                days.append(parse_day(match.group(1)))
-            except ValueError:
-                continue
-    return sorted(days)
-
-
 def report_file(warehouse: Location, relative: str) -> tuple[Location, str]:
     """The report file that `relative` (`dt=YYYY-MM-DD/report.html` or `.md`, below
     `<warehouse>/reports/`) names, with its media type; `UnsafePath` for anything else.
 
-    Only that exact shape is accepted, checked part by part before any path is built, so no
+    Only that exact shape is accepted (`layout.report_of_path`), checked part by part before
+    any path is built, so no
     `..`, absolute path, backslash or encoded separator can reach the filesystem. On a local
     disk the resolved path must be that very file of the warehouse: a link below the warehouse
     can neither lead out nor pass another file (`report.html -> scored.parquet`, 530 KB of
     Parquet served as a page) for a report. The warehouse folder itself may be a link.
     """
-    parts = relative.split("/")
-    if len(parts) != 2 or parts[1] not in REPORT_FILES:
+    found = report_of_path(relative)
+    if found is None:
         raise UnsafePath("not a report path")
-    match = _PARTITION.fullmatch(parts[0])
-    if match is None:
-        raise UnsafePath("not a report path")
-    try:
-        day = parse_day(match.group(1))
-    except ValueError as error:
-        raise UnsafePath(str(error)) from None
-    location = warehouse.child("reports", f"dt={day}", parts[1])
+    day, extension = found
+    parts = report_path(day, extension)
+    location = warehouse.child(*parts)
     if isinstance(warehouse.filesystem, pafs.LocalFileSystem):
         import os
 
-        root = os.path.realpath(warehouse.path)
-        expected = os.path.join(root, "reports", f"dt={day}", parts[1])
+        expected = os.path.join(os.path.realpath(warehouse.path), *parts)
         if os.path.realpath(location.path) != expected:
             raise UnsafePath("a link below the warehouse: not the day's report file")
-    return location, REPORT_FILES[parts[1]]
+    return location, REPORT_MEDIA_TYPES[extension]
 
 
 def read_bytes(location: Location) -> bytes | None:
@@ -129,22 +110,6 @@ def read_bytes(location: Location) -> bytes | None:
 
 
 # -- the page's data ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Example:
-    """One of the lowest-scored rows of a metric on a day."""
-
-    metric: str
-    score: float
-    row_id: str | None
-    segments: list[tuple[str, str]]
-    question: str
-    answer: str
-    reason: str | None
-    evidence: list[str]
-    repeats: int = 0
-    """Other low-scored rows of the day asking the same question, not listed again."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +170,7 @@ def load_overview(
     `warehouse`)."""
     days = max(1, min(days, MAX_DAYS))
     tables = tables or tables_at(warehouse, settings)
+    lake = tables.lake
     known = tables.metrics_days()
     if selected is not None:
         selected = parse_day(selected)
@@ -248,8 +214,8 @@ def load_overview(
                 window_days=window,
                 threshold=settings.pipeline.regression_threshold,
             ),
-            has_report=warehouse.child("reports", f"dt={day}", "report.html").exists(),
-            runs=day_runs(warehouse, day),
+            has_report=lake.report(day, "html").exists(),
+            runs=day_runs(lake, day),
         )
     overview.changes = [
         change for change in scoring_changes(history, overview.metrics) if change.day in shown
@@ -257,21 +223,14 @@ def load_overview(
     if overview.selected is None:
         return overview
     segment_columns = list(dict.fromkeys(c for c, _ in overview.groupings if c != ALL))
-    if worst > 0 and tables.table_format == "parquet":
+    if worst > 0:
         overview.examples = worst_examples(
-            warehouse.child("scored", f"dt={overview.selected}", "scored.parquet"),
-            overview.metrics,
-            settings,
-            segment_columns,
-            worst,
-        )
-    elif worst > 0:
-        overview.examples = worst_examples_in(
-            _scored_or_none(tables, overview.selected),
-            overview.metrics,
-            settings,
-            segment_columns,
-            worst,
+            tables,
+            overview.selected,
+            metrics=overview.metrics,
+            settings=settings,
+            segment_columns=segment_columns,
+            count=worst,
         )
     columns = [f"{m}_{part}" for m in overview.metrics for part in ("score", "status")]
     rerun = tables.rerun(overview.selected, columns)
@@ -283,59 +242,21 @@ def load_overview(
 def tables_at(warehouse: Location, settings: Settings, s3: S3Options | None = None) -> DayTables:
     """The warehouse at `warehouse` in the settings' table format (`s3`: the credentials an
     Iceberg catalog of an s3:// warehouse reads its files with)."""
-    lake = Lake(settings.pipeline, s3)
-    lake.warehouse = warehouse  # the caller's location, with its filesystem's credentials
-    return day_tables(lake, settings)
+    # the caller's location, with its filesystem's credentials
+    return day_tables(Lake(settings.pipeline, s3, warehouse=warehouse), settings)
 
 
-def _scored_or_none(tables: DayTables, day: str) -> pa.Table | None:
-    try:
-        return tables.read_scored(day)
-    except FileNotFoundError:
-        return None
-
-
-def worst_examples_in(
-    scored: pa.Table | None,
-    metrics: Sequence[str],
-    settings: Settings,
-    segment_columns: Sequence[str],
-    count: int,
-) -> dict[str, list[Example]]:
-    """`worst_examples` of a table already read (an Iceberg day)."""
-    if scored is None:
-        return {}
-    names = set(scored.schema.names)
-    metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
-    question = settings.columns.question
-    ranking = [question] if question in names else []
-    examples = {}
-    for metric in metrics:
-        lowest = _lowest(scored.select([f"{metric}_score", f"{metric}_status", *ranking]), count)
-        examples[metric] = [
-            _example(
-                metric,
-                score,
-                scored.slice(index, 1).to_pylist()[0],
-                settings,
-                segment_columns,
-                repeats=repeats,
-            )
-            for index, score, repeats in lowest
-        ]
-    return examples
-
-
-def day_runs(warehouse: Location, day: str) -> list[DayRun]:
-    """The runs whose manifests are under `runs/dt=<day>/`, latest first (a manifest that
+def day_runs(lake: Lake, day: str) -> list[DayRun]:
+    """The runs whose manifests are in the day's `runs` folder, latest first (a manifest that
     cannot be read is skipped: the page shows what it can)."""
-    selector = pafs.FileSelector(f"{warehouse.path}/runs/dt={day}", allow_not_found=True)
+    folder = lake.manifests(day)
+    selector = pafs.FileSelector(folder.path, allow_not_found=True)
     runs = []
-    for entry in warehouse.filesystem.get_file_info(selector):
+    for entry in folder.filesystem.get_file_info(selector):
         if entry.type != pafs.FileType.File or not entry.base_name.endswith(".json"):
             continue
         try:
-            with warehouse.filesystem.open_input_stream(entry.path) as stream:
+            with folder.filesystem.open_input_stream(entry.path) as stream:
                 manifest = json.loads(stream.read())
         except (OSError, ValueError):
             continue
@@ -359,114 +280,51 @@ def _with_window(days: Sequence[str], window: int) -> list[str]:
 
 
 def worst_examples(
-    scored: Location,
+    tables: DayTables,
+    day: str,
+    *,
     metrics: Sequence[str],
     settings: Settings,
     segment_columns: Sequence[str],
     count: int,
 ) -> dict[str, list[Example]]:
-    """The `count` lowest-scored rows per metric (ties: row order). Only the score and status
-    columns of the day are read in full; the text of the chosen rows is read from their row
-    groups alone, so a day of a million rows costs a few columns, not the table."""
-    if not scored.exists():
+    """The `count` lowest-scored rows per metric of distinct questions (ties: row order), as
+    the report chooses them. Only the score, status and question columns of the day are read
+    in full; the text of the chosen rows is read alone (`DayTables.read_scored_rows`), so a
+    day of a million rows costs a few columns, not the table. No scored table: no example."""
+    columns = settings.columns
+    ranked = [f"{m}_{part}" for m in metrics for part in ("score", "status")]
+    try:
+        ranking = tables.read_scored(day, columns=[*ranked, columns.question])
+    except FileNotFoundError:
         return {}
-    with scored.filesystem.open_input_file(scored.path) as handle:
-        parquet = pq.ParquetFile(handle)
-        names = set(parquet.schema_arrow.names)
-        metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
-        question = settings.columns.question
-        ranking = [f"{question}"] if question in names else []
-        wanted = {
-            metric: _lowest(
-                parquet.read(columns=[f"{metric}_score", f"{metric}_status", *ranking]), count
-            )
-            for metric in metrics
-        }
-        text_columns = [
-            c
-            for c in (
-                "id",
-                settings.columns.question,
-                settings.columns.answer,
-                settings.columns.contexts,  # what Metric.explain may quote
-                *segment_columns,
-            )
-            if c in names
-        ]
-        detail = [f"{m}_{part}" for m in metrics for part in ("reason", "evidence")]
-        rows = _rows_at(
-            parquet,
-            sorted({i for indices in wanted.values() for i, _, _ in indices}),
-            text_columns + [c for c in detail if c in names],
-        )
-    return {
-        metric: [
-            _example(metric, score, rows[index], settings, segment_columns, repeats=repeats)
-            for index, score, repeats in wanted[metric]
-        ]
+    names = set(ranking.schema.names)
+    metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
+    wanted = {
+        metric: worst_positions(ranking, metric, count, question=columns.question)
         for metric in metrics
     }
-
-
-def _lowest(table: pa.Table, count: int) -> list[tuple[int, float, int]]:
-    """(row, score, other rows with its question) of the `count` lowest scores of distinct
-    questions; the table holds the score, the status and, when known, the question."""
-    scores, statuses = table.column(0).to_pylist(), table.column(1).to_pylist()
-    questions = table.column(2).to_pylist() if table.num_columns > 2 else [None] * len(scores)
-    candidates = sorted(
-        (score, index)
-        for index, (score, status) in enumerate(zip(scores, statuses, strict=True))
-        if status == Status.OK.value and score is not None
-    )
-    ranked = [index for _, index in candidates]
-    chosen, repeats = distinct_interactions(ranked, [questions[i] for i in ranked], count)
-    score_of = {index: score for score, index in candidates}
-    return [(i, score_of[i], r) for i, r in zip(chosen, repeats, strict=True)]
-
-
-def _rows_at(
-    parquet: pq.ParquetFile, indices: Sequence[int], columns: Sequence[str]
-) -> dict[int, dict[str, Any]]:
-    """The rows at `indices` (positions in the file), reading only their row groups."""
-    found: dict[int, dict[str, Any]] = {}
-    start = 0
-    for group in range(parquet.metadata.num_row_groups):
-        size = parquet.metadata.row_group(group).num_rows
-        inside = [i for i in indices if start <= i < start + size]
-        if inside:
-            table = parquet.read_row_group(group, columns=list(columns))
-            for index in inside:
-                found[index] = table.slice(index - start, 1).to_pylist()[0]
-        start += size
-    return found
-
-
-def _example(
-    metric: str,
-    score: float,
-    row: Mapping[str, Any],
-    settings: Settings,
-    segment_columns: Sequence[str],
-    *,
-    repeats: int = 0,
-) -> Example:
-    return Example(
-        metric=metric,
-        score=score,
-        row_id=None if row.get("id") is None else str(row["id"]),
-        segments=[
-            (column, "(null)" if row.get(column) is None else str(row[column]))
-            for column in segment_columns
-            if column in row
+    rows = tables.read_scored_rows(
+        day,
+        sorted({position for worst in wanted.values() for position, _ in worst}),
+        [
+            "id",
+            columns.question,
+            columns.answer,
+            columns.contexts,  # what Metric.explain may quote
+            *segment_columns,
+            *(f"{m}_{part}" for m in metrics for part in ("score", "reason", "evidence")),
         ],
-        question=str(row.get(settings.columns.question) or ""),
-        answer=str(row.get(settings.columns.answer) or ""),
-        reason=row.get(f"{metric}_reason"),
-        evidence=_evidence_lines(
-            metric, row.get(f"{metric}_evidence"), row.get(settings.columns.contexts)
-        ),
-        repeats=repeats,
     )
+    return {
+        metric: [
+            dataclasses.replace(
+                example_of_row(rows[position], metric, segment_columns, columns), repeats=repeats
+            )
+            for position, repeats in worst
+        ]
+        for metric, worst in wanted.items()
+    }
 
 
 def _evidence_lines(metric: str, raw: Any, contexts: Any, limit: int = 4) -> list[str]:
@@ -592,8 +450,8 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
             cells.append(_mean_cell(overview, day, metric, row, finding))
         any_row = next((r for m in overview.metrics if (r := overview.row(day, ALL, ALL, m))), None)
         links = (
-            f"<a href='{base}/reports/dt={day}/report.html' {_NEW_TAB}>HTML</a> · "
-            f"<a href='{base}/reports/dt={day}/report.md' {_NEW_TAB}>Markdown</a>"
+            f"<a href='{base}/{'/'.join(report_path(day, 'html'))}' {_NEW_TAB}>HTML</a> · "
+            f"<a href='{base}/{'/'.join(report_path(day, 'md'))}' {_NEW_TAB}>Markdown</a>"
             if verdict.has_report
             else "<span class='muted'>no report</span>"
         )
@@ -753,7 +611,9 @@ def _examples_html(overview: QualityOverview) -> str:
             parts.append("<p class='muted'>No scored row.</p>")
         for example in examples:
             segments = ", ".join(f"{c}={v}" for c, v in example.segments)
-            evidence = "".join(f"<li>{_esc(line)}</li>" for line in example.evidence)
+            # the evidence as stored (JSON), which `_evidence_lines` reads
+            lines = _evidence_lines(metric, json.dumps(example.evidence), example.contexts)
+            evidence = "".join(f"<li>{_esc(line)}</li>" for line in lines)
             parts.append(
                 "<div class='example'>"
                 f"<p><b>{example.score:.3f}</b> <span class='muted small'>id "

@@ -60,6 +60,11 @@ class DayTables(Protocol):
     @property
     def table_format(self) -> TableFormat: ...
 
+    @property
+    def lake(self) -> Lake:
+        """The lake whose warehouse holds these tables (its reports and manifests beside)."""
+        ...
+
     def scored_uri(self, day: str) -> str:
         """Where the day's scored rows are, for messages and asset events."""
         ...
@@ -94,7 +99,16 @@ class DayTables(Protocol):
         columns: Sequence[str] | None = None,
     ) -> pa.Table:
         """The day's scored rows: the version `published` describes, else the current one
-        (only those of `columns` the table has, when given)."""
+        (only those of `columns` the table has, when given); FileNotFoundError when the day
+        has none."""
+        ...
+
+    def read_scored_rows(
+        self, day: str, positions: Sequence[int], columns: Sequence[str]
+    ) -> dict[int, dict[str, Any]]:
+        """The day's current scored rows at `positions` (row numbers as `read_scored` reads
+        the day), only those of `columns` the table has: a few rows' text without reading
+        the day's."""
         ...
 
     def write_daily_metrics(
@@ -207,7 +221,32 @@ class ParquetDayTables:
             location = self.lake.scored(day)
         else:
             location = self.lake.run_table(day, run_id)
+        if not location.exists():
+            raise FileNotFoundError(f"no scored rows in {location.uri}")
         return read_parquet(location, columns)
+
+    def read_scored_rows(
+        self, day: str, positions: Sequence[int], columns: Sequence[str]
+    ) -> dict[int, dict[str, Any]]:
+        """Only the row groups that hold `positions` are read."""
+        import pyarrow.parquet as pq
+
+        location = self.lake.scored(day)
+        found: dict[int, dict[str, Any]] = {}
+        with location.filesystem.open_input_file(location.path) as handle:
+            parquet = pq.ParquetFile(handle)
+            present = set(parquet.schema_arrow.names)
+            wanted = [column for column in dict.fromkeys(columns) if column in present]
+            start = 0
+            for group in range(parquet.metadata.num_row_groups):
+                size = parquet.metadata.row_group(group).num_rows
+                inside = [i for i in positions if start <= i < start + size]
+                if inside:
+                    table = parquet.read_row_group(group, columns=wanted)
+                    for index in inside:
+                        found[index] = table.slice(index - start, 1).to_pylist()[0]
+                start += size
+        return found
 
     def write_daily_metrics(
         self, day: str, table: pa.Table, publish_id: str | None, run_id: str | None
@@ -232,20 +271,7 @@ class ParquetDayTables:
         ]
 
     def metrics_days(self) -> list[str]:
-        import pyarrow.fs as pafs
-
-        warehouse = self.lake.warehouse
-        selector = pafs.FileSelector(f"{warehouse.path}/daily_metrics", allow_not_found=True)
-        days = []
-        for entry in warehouse.filesystem.get_file_info(selector):
-            name = entry.base_name
-            if entry.type != pafs.FileType.Directory or not name.startswith("dt="):
-                continue
-            try:
-                days.append(parse_day(name.removeprefix("dt=")))
-            except ValueError:
-                continue  # a folder not named dt=<day> is not a partition
-        return sorted(days)
+        return self.lake.table_days("daily_metrics")
 
     def record_run(self, day: str, manifest: Mapping[str, Any]) -> None:
         """Nothing to add: the manifest's JSON file is the Parquet layout's record."""
@@ -391,6 +417,13 @@ class IcebergDayTables:
                 return _empty_scored(self.tables, columns)
             raise FileNotFoundError(f"no scored rows in {self.scored_uri(day)}")
         return _without_day(rows)
+
+    def read_scored_rows(
+        self, day: str, positions: Sequence[int], columns: Sequence[str]
+    ) -> dict[int, dict[str, Any]]:
+        """The day is read in those columns (a scan reads whole data files anyway)."""
+        rows = self.read_scored(day, columns=columns)
+        return {index: rows.slice(index, 1).to_pylist()[0] for index in positions}
 
     def write_daily_metrics(
         self, day: str, table: pa.Table, publish_id: str | None, run_id: str | None

@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragas_ops.contract.inputs import QUESTION, ColumnMapping
 from ragas_ops.contract.status import Status
 from ragas_ops.metrics import Metric, metric_kind
 from ragas_ops.quality.daily_metrics import ALL
@@ -36,6 +37,7 @@ VERDICT_ITEMS = 6
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
+DEFAULT_COLUMNS = ColumnMapping()
 escape = html.escape
 """Every logged text goes through this before it is written into HTML."""
 
@@ -90,6 +92,7 @@ class ReportData:
         *,
         metrics: Sequence[str],
         worst_examples: int,
+        columns: ColumnMapping = DEFAULT_COLUMNS,
     ) -> ReportData:
         first = (date.fromisoformat(day) - timedelta(days=TREND_DAYS - 1)).isoformat()
         days = [
@@ -117,7 +120,7 @@ class ReportData:
             judges=_judges(today, scored),
             regression=regression,
             examples={
-                metric: _worst(scored, metric, segment_columns, worst_examples)
+                metric: _worst(scored, metric, segment_columns, worst_examples, columns)
                 for metric in metrics
             },
             reasons={metric: _failure_reasons(scored, metric) for metric in metrics},
@@ -289,9 +292,27 @@ def _judges(today: Sequence[Mapping[str, Any]], scored: pa.Table) -> list[str]:
 
 
 def _worst(
-    scored: pa.Table, metric: str, segment_columns: Sequence[str], count: int
+    scored: pa.Table,
+    metric: str,
+    segment_columns: Sequence[str],
+    count: int,
+    columns: ColumnMapping,
 ) -> list[Example]:
-    """The `count` lowest-scored rows of `metric` (ties broken by id, then row order)."""
+    """The `count` lowest-scored rows of `metric` (see `worst_positions`)."""
+    worst = worst_positions(scored, metric, count, question=columns.question)
+    rows = scored.take(pa.array([position for position, _ in worst], pa.int64())).to_pylist()
+    return [
+        dataclasses.replace(example_of_row(row, metric, segment_columns, columns), repeats=repeat)
+        for row, (_, repeat) in zip(rows, worst, strict=True)
+    ]
+
+
+def worst_positions(
+    scored: pa.Table, metric: str, count: int, question: str = QUESTION
+) -> list[tuple[int, int]]:
+    """(row number, other rows with its question) of the `count` lowest `ok` scores of
+    `metric` among distinct questions, worst first (ties: row order). `scored` needs only the
+    metric's score and status columns and, when it has one, the `question` column."""
     score_column, status_column = f"{metric}_score", f"{metric}_status"
     if count <= 0 or score_column not in scored.column_names:
         return []
@@ -303,16 +324,12 @@ def _worst(
     order = candidates.sort_by([("score", "ascending"), ("index", "ascending")])
     ranked = order["index"].to_pylist()
     questions = (
-        scored["question"].take(pa.array(ranked, pa.int64())).to_pylist()
-        if "question" in scored.column_names
+        scored[question].take(pa.array(ranked, pa.int64())).to_pylist()
+        if question in scored.column_names
         else [None] * len(ranked)
     )
     wanted, repeats = distinct_interactions(ranked, questions, count)
-    rows = scored.take(pa.array(wanted, pa.int64())).to_pylist()
-    return [
-        dataclasses.replace(example_of_row(row, metric, segment_columns), repeats=repeat)
-        for row, repeat in zip(rows, repeats, strict=True)
-    ]
+    return list(zip(wanted, repeats, strict=True))
 
 
 def distinct_interactions(
@@ -336,7 +353,14 @@ def distinct_interactions(
     return chosen, repeats
 
 
-def example_of_row(row: Mapping[str, Any], metric: str, segment_columns: Sequence[str]) -> Example:
+def example_of_row(
+    row: Mapping[str, Any],
+    metric: str,
+    segment_columns: Sequence[str],
+    columns: ColumnMapping = DEFAULT_COLUMNS,
+) -> Example:
+    """A scored row as an example of `metric` (`columns`: the logs' names of the question,
+    contexts and answer)."""
     evidence: dict[str, Any] | None = None
     try:
         parsed = json.loads(row.get(f"{metric}_evidence") or "null")
@@ -351,9 +375,9 @@ def example_of_row(row: Mapping[str, Any], metric: str, segment_columns: Sequenc
             for column in segment_columns
             if column in row
         ],
-        question=_text(row.get("question")),
-        answer=_text(row.get("answer")),
-        contexts=[_text(c) for c in row.get("contexts") or [] if isinstance(c, str)],
+        question=_text(row.get(columns.question)),
+        answer=_text(row.get(columns.answer)),
+        contexts=[_text(c) for c in row.get(columns.contexts) or [] if isinstance(c, str)],
         reason=row.get(f"{metric}_reason"),
         evidence=evidence,
     )

@@ -93,16 +93,14 @@ def test_the_demo_says_each_days_verdict_beside_its_state(tmp_path: Path) -> Non
     run_id = "manual__2026-12-01T09:03:55+00:00"
     manifest = manifest_base(DAY, run_id, settings)
     write_manifest(lake, DAY, run_id, manifest)
-    assert day_verdict(tmp_path / "warehouse", DAY, run_id) == (
+    assert day_verdict(lake, DAY, run_id) == (
         "no verdict (the run stopped before the regression check)"
     )
     manifest["regression"] = {"verdict": "not_checked", "summary": "Not checked on ..."}
     write_manifest(lake, DAY, run_id, manifest)
 
-    assert day_verdict(tmp_path / "warehouse", DAY, run_id) == (
-        "verdict NOT CHECKED: Not checked on ..."
-    )
-    assert day_verdict(tmp_path / "warehouse", DAY, "manual__other").startswith("no verdict")
+    assert day_verdict(lake, DAY, run_id) == ("verdict NOT CHECKED: Not checked on ...")
+    assert day_verdict(lake, DAY, "manual__other").startswith("no verdict")
 
 
 LOAD_LOCAL_JUDGE = """

@@ -23,10 +23,10 @@ from ragas_ops.pipeline.score import score_chunk
 from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.view import (
     UnsafePath,
-    available_days,
     load_overview,
     render_page,
     report_file,
+    tables_at,
 )
 from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import locate
@@ -109,7 +109,7 @@ def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
 
     overview = load_overview(warehouse, settings, days=5)
 
-    assert available_days(warehouse) == DAYS
+    assert tables_at(warehouse, settings).metrics_days() == DAYS
     assert overview.days == DAYS[-5:]
     assert overview.selected == LAST
     assert overview.metrics == list(settings.metrics.names)
@@ -120,10 +120,13 @@ def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
     worst = overview.examples["faithfulness"]
     assert len(worst) == 3
     assert worst[0].score <= worst[1].score <= worst[2].score
-    assert any(line.startswith("unsupported:") for line in worst[0].evidence)
+    assert worst[0].evidence is not None
+    assert worst[0].evidence["statements"]
     assert [c for c, _ in worst[0].segments] == ["app", "model_version"]
 
     page = render_page(overview, "/rag-quality", days=5)
+
+    assert "<li>unsupported: " in page, "the least faithful answer's unsupported statements"
 
     assert "Regression on 2026-11-28" in page
     assert "<th class='l'>judge</th>" in page
