@@ -60,6 +60,7 @@ def report_day(
         metrics=settings.metrics.names,
         manifest=manifest,
         rerun=rerun_change(tables, day, settings, published),
+        columns=settings.columns,
     )
     if published is not None:
         check_current(lake, day, published, run_id, settings)

@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 import pyarrow as pa
 import pytest
 
+from ragas_ops.contract.inputs import ColumnMapping
 from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import Report, build_report, sparkline
@@ -364,3 +365,29 @@ def test_a_day_with_no_scored_row_says_so_not_no_baseline_yet() -> None:
     result = build_report(DAY, history, empty, check_regression(history, DAY), metrics=METRICS)
     assert "no scored row today" in result.html
     assert "no baseline yet" not in result.html
+
+
+def test_worst_examples_read_the_logs_own_column_names() -> None:
+    """A column mapping (`question="query"`...) keeps the logs' names in the scored rows: the
+    examples show those columns' text, not empty fields."""
+    scored = fake_scored_day(DAY, 60, seed=4, quality=0.5)
+    renamed = {"question": "query", "answer": "response", "contexts": "passages"}
+    scored = scored.rename_columns([renamed.get(name, name) for name in scored.column_names])
+    history = daily_metrics(DAY, scored, METRICS, SEGMENTS, bootstrap_samples=50)
+    result = build_report(
+        DAY,
+        history,
+        scored,
+        check_regression(history, DAY),
+        metrics=METRICS,
+        worst_examples=3,
+        columns=ColumnMapping(question="query", contexts="passages", answer="response"),
+    )
+
+    body = result.html[result.html.index("<h2>Examples to read</h2>") :]
+    questions = re.findall(r"<dt>Question</dt><dd>([^<]*)", body)
+    answers = re.findall(r"<dt>Answer</dt><dd>([^<]*)", body)
+    assert questions
+    assert all(questions), "every example shows its question"
+    assert all(answers), "and its answer"
+    assert set(questions) <= set(scored["query"].to_pylist())

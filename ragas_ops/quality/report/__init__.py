@@ -15,9 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from ragas_ops.contract.inputs import ColumnMapping
 from ragas_ops.quality.regression import RegressionReport
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
+    DEFAULT_COLUMNS,
     TEST_DOUBLE_PREFIXES,
     TREND_DAYS,
     ReportData,
@@ -47,6 +49,7 @@ def build_report(
     manifest: Mapping[str, Any] | None = None,
     worst_examples: int = 5,
     rerun: RerunChange | None = None,
+    columns: ColumnMapping = DEFAULT_COLUMNS,
 ) -> Report:
     """Build the report of `day`.
 
@@ -54,12 +57,19 @@ def build_report(
     tables), `scored` the day's scored rows (for the worst examples and failure reasons),
     `regression` the day's `check_regression` result. `manifest`'s top-level scalar entries
     are listed at the end; `rerun`, what this publish changed against the day's previous one
-    (a section after the verdict).
+    (a section after the verdict); `columns`, the logs' names of the question, contexts and
+    answer (the scored rows keep them).
     """
     if regression.day != day:
         raise ValueError(f"the regression check is for {regression.day}, not {day}")
     data = ReportData.gather(
-        day, history, scored, regression, metrics=metrics, worst_examples=worst_examples
+        day,
+        history,
+        scored,
+        regression,
+        metrics=metrics,
+        worst_examples=worst_examples,
+        columns=columns,
     )
     return Report(
         day=day,
