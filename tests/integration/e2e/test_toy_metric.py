@@ -119,8 +119,6 @@ def test_a_toy_metric_with_a_prompt_runs_through_the_pipeline_report_and_quality
     assert "Off the question" in report
 
     overview = load_overview(locate(str(tmp_path / "warehouse")), settings, days=2)
-    worst = overview.examples[toy]
-    assert worst
-    assert worst[0].evidence[0].startswith("off the question: ")
+    assert overview.examples[toy]
     page = render_page(overview, "/rag-quality")
-    assert worst[0].evidence[0].split(": ", 1)[1] in page
+    assert "<li>off the question: " in page, "the toy metric explains its worst example"
