@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragas_ops.cli.benchmark import add_benchmark_parser
 from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_from_options
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
-from ragas_ops.evaluation.cli import add_benchmark_parser
 from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
 from ragas_ops.storage import StorageError
 

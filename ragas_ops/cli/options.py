@@ -22,8 +22,10 @@ from ragas_ops.config import (
 )
 from ragas_ops.metrics import registered_metrics
 
-SCORE, ESTIMATE = "score", "estimate"
+SCORE, ESTIMATE, BENCHMARK = "score", "estimate", "benchmark"
 BOTH = frozenset({SCORE, ESTIMATE})
+JUDGE_FLAG_COMMANDS = frozenset({SCORE, BENCHMARK})
+"""The commands that call a judge: `score` and the benchmarks against human labels."""
 
 
 @dataclass(frozen=True)
@@ -50,35 +52,49 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         "--metrics", "metrics.names", "comma-separated, e.g. faithfulness,answer_relevance"
     ),
     SettingFlag(
-        "--judge", "judge.kind", "judge kind", frozenset({SCORE}), choices=get_args(JudgeKind)
+        "--judge", "judge.kind", "judge kind", JUDGE_FLAG_COMMANDS, choices=get_args(JudgeKind)
     ),
-    SettingFlag("--model", "judge.model", "judge chat model (estimate: for its price)"),
     SettingFlag(
-        "--embedding-model", "judge.embedding_model", "embedding model for answer relevance"
+        "--model",
+        "judge.model",
+        "judge chat model (estimate: for its price)",
+        BOTH | JUDGE_FLAG_COMMANDS,
+    ),
+    SettingFlag(
+        "--embedding-model",
+        "judge.embedding_model",
+        "embedding model for answer relevance",
+        BOTH | JUDGE_FLAG_COMMANDS,
+    ),
+    SettingFlag(
+        "--local-model",
+        "judge.local_model",
+        "the local judge's sentence-transformers model, a name or a path",
+        JUDGE_FLAG_COMMANDS,
     ),
     SettingFlag(
         "--base-url",
         "judge.base_url",
         "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8787/v1",
-        frozenset({SCORE}),
+        JUDGE_FLAG_COMMANDS,
     ),
     SettingFlag(
         "--api-key-env",
         "judge.api_key_env",
         "environment variable holding the API key",
-        frozenset({SCORE}),
+        JUDGE_FLAG_COMMANDS,
     ),
     SettingFlag(
-        "--rpm", "judge.rpm", "requests per minute budget ('none': no limit)", frozenset({SCORE})
+        "--rpm", "judge.rpm", "requests per minute budget ('none': no limit)", JUDGE_FLAG_COMMANDS
     ),
     SettingFlag(
-        "--tpm", "judge.tpm", "tokens per minute budget ('none': no limit)", frozenset({SCORE})
+        "--tpm", "judge.tpm", "tokens per minute budget ('none': no limit)", JUDGE_FLAG_COMMANDS
     ),
     SettingFlag(
         "--concurrency",
         "judge.max_concurrency",
         "requests in flight at once",
-        frozenset({SCORE}),
+        JUDGE_FLAG_COMMANDS,
         int,
     ),
     SettingFlag(
@@ -115,7 +131,7 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         "--cache",
         "judge.cache_path",
         "judge cache file ('none': in memory for this run only)",
-        frozenset({SCORE}),
+        JUDGE_FLAG_COMMANDS,
     ),
     SettingFlag(
         "--shared-cache",
@@ -166,8 +182,11 @@ def setting_flags() -> tuple[SettingFlag, ...]:
     return SETTING_FLAGS + metric_flags()
 
 
-def add_setting_flags(parser: argparse.ArgumentParser, command: str) -> None:
-    """The config file, the column mapping, and the table's flags that `command` takes."""
+def add_setting_flags(
+    parser: argparse.ArgumentParser, command: str, *, columns: bool = True
+) -> None:
+    """The config file, the column mapping (unless `columns` is false: the benchmarks' rows
+    are in their data sets' own shape), and the table's flags that `command` takes."""
     parser.add_argument("--config", type=Path, help="TOML config file (see docs: configuration)")
     for option in setting_flags():
         if command in option.commands and option.switch:
@@ -187,6 +206,8 @@ def add_setting_flags(parser: argparse.ArgumentParser, command: str) -> None:
                 metavar=None if option.choices else option.flag.lstrip("-").upper(),
                 help=f"{option.help} ({option.setting})",
             )
+    if not columns:
+        return
     parser.add_argument(
         "--column",
         action="append",
@@ -200,7 +221,8 @@ def settings_from_options(options: argparse.Namespace) -> Settings:
     """Defaults < config file < environment < command-line options."""
     settings = load_settings(options.config)
     given = vars(options)
-    overrides: dict[str, Any] = {"columns": dict(_column_pair(pair) for pair in options.column)}
+    pairs = getattr(options, "column", [])
+    overrides: dict[str, Any] = {"columns": dict(_column_pair(pair) for pair in pairs)}
     for option in setting_flags():
         value = given.get(option.dest)
         if value is None:

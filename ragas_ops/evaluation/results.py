@@ -1,8 +1,9 @@
 """Per-row benchmark results as JSON lines, written as rows finish, so a run can resume.
 
 Each line holds one row's key (a digest of the row's content), what scored it (the judge with
-its rule, metric and prompt versions: `cli.scoring_identity`) and its results. A rerun with the
-same judge and versions reuses the rows already in the file and scores only the rest; another
+its rule, metric and prompt versions: `cli.benchmark.scoring_identity`) and its results. A
+rerun with the same judge and versions reuses the rows already in the file and scores only the
+rest; another
 judge, a new version or changed row content is scored again. The judges' caches make even
 those rescored rows free when nothing changed.
 """

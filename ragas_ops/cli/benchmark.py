@@ -12,7 +12,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ragas_ops.config import Settings, apply_mapping, load_settings
+from ragas_ops.cli.options import BENCHMARK, add_setting_flags, settings_from_options
+from ragas_ops.config import Settings
 from ragas_ops.evaluation.results import RowResults
 from ragas_ops.judge.base import Judge, JudgeIdentity, Usage
 
@@ -41,17 +42,7 @@ def add_benchmark_parser(commands: Any) -> None:
     )  # fmt: skip
     perturb.add_argument("--begin-rows", type=int, default=None, help="BEGIN rows to use")
     for parser, run in ((wikieval, _run_wikieval), (begin, _run_begin), (perturb, _run_perturb)):
-        parser.add_argument("--judge", choices=["local", "openai"], help="default: judge.kind")
-        parser.add_argument("--config", type=Path, help="TOML config file")
-        parser.add_argument("--model", help="judge chat model (openai)")
-        parser.add_argument("--embedding-model", help="embedding model (openai)")
-        parser.add_argument("--local-model", help="sentence-transformers model or path (local)")
-        parser.add_argument("--base-url", help="OpenAI-compatible endpoint")
-        parser.add_argument("--api-key-env", help="environment variable holding the API key")
-        parser.add_argument("--rpm", help="requests per minute budget ('none': no limit)")
-        parser.add_argument("--tpm", help="tokens per minute budget ('none': no limit)")
-        parser.add_argument("--concurrency", type=int, help="requests in flight at once")
-        parser.add_argument("--cache", help="judge cache file ('none': in memory)")
+        add_setting_flags(parser, BENCHMARK, columns=False)
         parser.add_argument(
             "--results", type=Path, help="per-row results (JSON lines; a rerun resumes from it)"
         )
@@ -62,23 +53,8 @@ def add_benchmark_parser(commands: Any) -> None:
 
 
 def benchmark_settings(options: argparse.Namespace) -> Settings:
-    """Defaults < config file < environment < these options."""
-    settings = load_settings(options.config)
-    judge = {
-        "kind": options.judge,
-        "model": options.model,
-        "embedding_model": options.embedding_model,
-        "local_model": options.local_model,
-        "base_url": options.base_url,
-        "api_key_env": options.api_key_env,
-        "rpm": options.rpm,
-        "tpm": options.tpm,
-        "max_concurrency": options.concurrency,
-        "cache_path": options.cache,
-    }
-    overrides = {key: value for key, value in judge.items() if value is not None}
-    apply_mapping(settings, {"judge": overrides}, source="command line")
-    return settings
+    """Defaults < config file < environment < these options (the same flags as `score`'s)."""
+    return settings_from_options(options)
 
 
 def scoring_identity(judge: Judge, identity: JudgeIdentity) -> str:
