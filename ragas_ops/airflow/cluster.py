@@ -390,17 +390,47 @@ def environment_of(home: Path) -> dict[str, str]:
     return cluster_environment(home, Ports(**state["ports"]), state["judge_url"])
 
 
+def session_members(session: int) -> list[int]:
+    """The live processes of the session `session` (Linux `/proc`): a component's processes,
+    whatever process groups they made. Airflow's task supervisor puts each task in a group of
+    its own, so signalling the worker's group alone leaves its tasks running, as no dead host
+    would."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        state, _, _, member_session = stat.rsplit(")", 1)[1].split()[:4]
+        if int(member_session) == session and state != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def alive(group: int) -> bool:
+    """Whether any process of the session a component's leader began still runs."""
+    return group_alive(group) or bool(session_members(group))
+
+
 def running(home: Path) -> list[str]:
     """The components still running (a killed one's exited leader reaped first: as a zombie,
     it would still count as alive)."""
     reap()
-    return [name for name, group in load_state(home)["groups"].items() if group_alive(group)]
+    return [name for name, group in load_state(home)["groups"].items() if alive(group)]
 
 
 def kill(home: Path, name: str, signal_number: int = signal.SIGKILL) -> None:
-    """Signal every process of the component `name` (a worker killed as its host dies)."""
+    """Signal every process of the component `name`, its tasks included (a worker killed as
+    its host dies)."""
+    session = load_state(home)["groups"][name]
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(load_state(home)["groups"][name], signal_number)
+        os.killpg(session, signal_number)
+    if signal_number == signal.SIGKILL:  # a SIGTERM lets the worker stop its own tasks
+        for pid in session_members(session):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal_number)
     reap()
 
 
@@ -408,14 +438,16 @@ def down(home: Path = DEFAULT_HOME, grace_seconds: float = 20) -> list[str]:
     """Stop every component (SIGTERM, then SIGKILL after the grace period), PostgreSQL last;
     returns the names of those that were running."""
     state = load_state(home)
-    alive = [name for name, group in state["groups"].items() if group_alive(group)]
-    for name in alive:
+    running_now = [name for name, group in state["groups"].items() if alive(group)]
+    for name in running_now:
         kill(home, name, signal.SIGTERM)
     deadline = time.monotonic() + grace_seconds
-    while any(group_alive(state["groups"][name]) for name in alive) and time.monotonic() < deadline:
+    while any(alive(state["groups"][name]) for name in running_now):
+        if time.monotonic() > deadline:
+            break
         reap()
         time.sleep(0.2)
-    for name in alive:
+    for name in running_now:
         kill(home, name, signal.SIGKILL)
     data = home / "postgres"
     if (data / "postmaster.pid").exists():
@@ -424,10 +456,10 @@ def down(home: Path = DEFAULT_HOME, grace_seconds: float = 20) -> list[str]:
             capture_output=True,
             check=False,
         )
-        alive.append("postgres")
+        running_now.append("postgres")
     state["groups"] = {}
     save_state(home, state)
-    return alive
+    return running_now
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,15 @@
 """`make cluster`'s settings come from docker/docker-compose.yaml (`ragas_ops.airflow.cluster`):
 the `x-airflow-common` environment, expanded as compose expands it, with the service names
-swapped for this machine's ports. The cluster itself runs in tests/integration/cluster."""
+swapped for this machine's ports; and its kill takes a component's every process. The cluster
+itself runs in tests/integration/cluster."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +146,27 @@ def test_the_cluster_runs_on_the_compose_settings_with_its_overrides_last(
     settings = settings_from_environment(environment)
     assert settings.pipeline.chunk_rows == 20
     assert (tmp_path / cluster.STATE_FILE).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_killed_component_takes_the_processes_in_groups_of_their_own_with_it(
+    tmp_path: Path,
+) -> None:
+    # As Airflow's task supervisor does: the task runs in a process group of its own.
+    child = (
+        "import subprocess, time; subprocess.Popen(['sleep', '60'], process_group=0); "
+        "time.sleep(60)"
+    )
+    cluster.spawn(tmp_path, "worker", [sys.executable, "-c", child], os.environ)
+    session = cluster.load_state(tmp_path)["groups"]["worker"]
+    deadline = time.monotonic() + 30
+    while len(cluster.session_members(session)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(cluster.session_members(session)) == 2
+
+    cluster.kill(tmp_path, "worker", signal.SIGKILL)
+
+    deadline = time.monotonic() + 30
+    while cluster.running(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster.running(tmp_path) == []
+    assert cluster.session_members(session) == []

@@ -2,10 +2,12 @@
 Redis, moto's S3 server, Airflow's scheduler, dag-processor, triggerer and api-server, two
 Celery workers, and the test judge enforcing one account limit with a 1-second burst.
 
-A nightly day of three chunks runs while a two-day backfill runs; one worker is killed with
-SIGKILL in the middle of a nightly chunk, whose task is retried on the other worker; then the
-same day is rerun on a worker whose local judge cache is empty. The figures are printed (run
-with -s) for docs/deploy.md: no timed assertion here.
+A nightly day of three chunks runs while a two-day backfill runs, the warehouse in Iceberg
+format on the PostgreSQL catalog; one worker is killed with SIGKILL in the middle of a nightly
+chunk, whose task (and any other the worker ran) is retried on the other worker; then the same
+day is rerun on a worker whose local judge cache is empty. The test judge's request log says
+what each row paid (its requests name the row's document). The figures are printed (run with
+-s) for docs/deploy.md: no timed assertion here.
 """
 
 from __future__ import annotations
@@ -307,7 +309,7 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
     assert rate_limited <= 0.02 * attempts
     assert nightly_end <= max(backfill_ends)
     assert_only_the_killed_chunks_repaid(log, killed_rows(home, killed), killed_at)
-    first_request = log[0]["started_at"]
+    first_request = min(entry["started_at"] for entry in log)
     print(f"answered per second from the first request: {timeline(log, first_request)}")
     print(f"chunks (seconds from the first request): {chunk_spans(log, first_request)}")
     print(f"killed at {killed_at - first_request:.0f} s: {sorted(killed)}")
