@@ -6,12 +6,13 @@ BIN := $(VENV)/bin
 .PHONY: install test lint typecheck unit integration demo bench bench-reference clean
 
 # .ci/venv: torch's CPU build from pip first (so [local-torch] pulls no CUDA torch), then the
-# rest with uv, held to that torch (pip alone where uv cannot be installed).
-$(BIN)/ragas-ops: pyproject.toml .ci/venv
-	PYTHON=$(PYTHON) .ci/venv $(VENV) dev,local,local-torch,airflow torch
+# rest with uv, held to that torch (pip alone where uv cannot be installed), with the test kit
+# (testkit/: the test judge, a distribution of its own that `pip install ragas-ops` leaves out).
+$(BIN)/ragas-ops: pyproject.toml testkit/pyproject.toml .ci/venv
+	PYTHON=$(PYTHON) .ci/venv $(VENV) dev,local,local-torch,airflow torch testkit
 	touch $@
 
-install: $(BIN)/ragas-ops  ## create .venv with the package and its development tools
+install: $(BIN)/ragas-ops  ## create .venv with the package, the test kit and the development tools
 
 .PHONY: airflow airflow-down cluster cluster-down cluster-test
 

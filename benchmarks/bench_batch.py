@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
@@ -30,7 +31,6 @@ from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pipeline.publish import publish_day
 from ragas_ops.pipeline.score import run_score_chunk
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 DAY = "2026-11-28"
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")

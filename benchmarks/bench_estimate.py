@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_process import test_judge_process
 
 from ragas_ops.config import Settings
 from ragas_ops.estimate import estimate_input
 from ragas_ops.evaluation.sized_rows import sized_rows
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.scoring.jobs import score_file
-from ragas_ops.testing.judge_process import test_judge_process
 
 VALIDATION_FILES = ("begin_v2_cmu_dev.jsonl", "begin_v2_tc_dev.jsonl")
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "begin"

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 import pyarrow as pa
+from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
 from ragas_ops.config import Settings
 from ragas_ops.judge.openai.judge import OpenAIJudge
@@ -25,7 +26,6 @@ from ragas_ops.metrics import build_metrics
 from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.scorer import Scorer
 from ragas_ops.secrets import Secret
-from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 

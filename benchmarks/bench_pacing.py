@@ -45,10 +45,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
 from ragas_ops.evaluation.sized_rows import sized_rows
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 RPM, TPM = 600, 400_000
 DEFAULT_RPM, DEFAULT_TPM = 500, 200_000  # JudgeSettings' defaults

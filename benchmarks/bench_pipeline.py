@@ -28,7 +28,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from ragas_ops.testing.judge_process import server_stats, test_judge_process
+from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
 PROJECT = Path(__file__).resolve().parents[1]
 DAGS = PROJECT / "dags"

@@ -37,6 +37,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from bench_shared_budget import METRICS, bound_shares
+from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import Lake
@@ -44,7 +45,6 @@ from ragas_ops.pipeline.plan import chunk_from_dict, plan_day, plan_result
 from ragas_ops.pipeline.score import run_score_chunk
 from ragas_ops.pipeline.share import chunk_settings
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 FORK = multiprocessing.get_context("fork")
 KEY = "sk-" + "bench-0123456789abcdefghijklmnop"  # never a real key: the test double's

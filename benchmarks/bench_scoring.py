@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
 from ragas_ops.config import Settings
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.jobs import ScoreOutcome, score_file
-from ragas_ops.testing.judge_process import server_stats, test_judge_process
 
 
 def settings_for(base_url: str, cache: Path | None, **judge: Any) -> Settings:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_server import JudgeServer, JudgeServerConfig
 
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 KEY = "sk-" + "bench-0123456789abcdefghijklmnop"

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_process import free_port, test_judge_process
 
 from ragas_ops.config import Settings
 from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.jobs import ScoreOutcome, score_file
-from ragas_ops.testing.judge_process import free_port, test_judge_process
 
 BUCKET = "bench-judge-cache"
 

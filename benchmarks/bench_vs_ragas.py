@@ -41,14 +41,14 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_process import server_stats, test_judge_process
+from ragas_ops_testing.judge_server import CHAT_MODEL, EMBEDDING_MODEL
 
 from ragas_ops.config import Settings
 from ragas_ops.evaluation.data import read_records
 from ragas_ops.judge.local.evidence import strip_prefix
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.scoring.jobs import score_file
-from ragas_ops.testing.judge_process import server_stats, test_judge_process
-from ragas_ops.testing.judge_server import CHAT_MODEL, EMBEDDING_MODEL
 
 ROOT = Path(__file__).resolve().parent.parent
 WIKIEVAL = ROOT.parent / "shared" / "data" / "wikieval-sample" / "wikieval_sample.jsonl"

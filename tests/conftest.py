@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from ragas_ops_testing.judge_process import free_port
+from ragas_ops_testing.judge_server import JudgeServer, JudgeServerConfig
 
-from ragas_ops.testing.judge_process import free_port
-from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
 from tests.support import start_moto
 
 # Test files whose tests share one expensive module- or session-scoped fixture: under

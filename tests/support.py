@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.config import Settings
-from ragas_ops.testing.judge_server import JudgeServer
 
 TEST_KEY = "sk-" + "test-0123456789abcdefghijklmnop"
 

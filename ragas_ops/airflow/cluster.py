@@ -42,6 +42,7 @@ import yaml  # type: ignore[import-untyped]
 
 from ragas_ops.airflow.demo import DAG_ID
 from ragas_ops.airflow.standalone import PROJECT, free_port, get_json, group_alive, pools, reap
+from ragas_ops.testkit import require_test_kit
 
 COMPOSE_FILE = PROJECT / "docker" / "docker-compose.yaml"
 # In the temporary folder: the `postgres` user (when this runs as root) must reach its data.
@@ -302,6 +303,8 @@ def up(
     compose file's (the scenario test's shorter timeouts)."""
     if running(home):
         raise ClusterError(f"a cluster already runs from {home}: `make cluster-down` first")
+    if judge_url is None:  # the cluster's own test judge, from the test kit
+        require_test_kit()
     home.mkdir(parents=True, exist_ok=True)
     ports = Ports.choose()
     state = load_state(home)
@@ -325,7 +328,7 @@ def up(
             judge = [
                 sys.executable,
                 "-m",
-                "ragas_ops.testing.judge_server",
+                "ragas_ops_testing.judge_server",
                 "--port",
                 str(ports.judge),
                 *judge_args,

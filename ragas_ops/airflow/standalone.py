@@ -37,6 +37,7 @@ from ragas_ops.airflow.sqlite import LOCAL_SETTINGS
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import day_of_folder
 from ragas_ops.judge.factory import local_judge_installed
+from ragas_ops.testkit import INSTALL_TEST_KIT, has_test_kit
 
 PROJECT = Path(__file__).resolve().parents[2]
 DEFAULT_HOME = Path(".airflow")
@@ -110,6 +111,8 @@ def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
         raise StandaloneError(
             "--judge local needs the [local] extra: pip install 'ragas-ops[local]'"
         )
+    if judge == "test" and not has_test_kit():
+        raise StandaloneError(f"--judge test: {INSTALL_TEST_KIT}")
 
 
 def judge_environment(judge: JudgeChoice, test_judge_url: str | None) -> dict[str, str]:

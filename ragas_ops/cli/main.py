@@ -18,6 +18,7 @@ from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
 from ragas_ops.storage import StorageError
+from ragas_ops.testkit import INSTALL_TEST_KIT, has_test_kit
 
 EXIT_OK, EXIT_USAGE, EXIT_JUDGE, EXIT_UNREACHABLE = 0, 2, 3, 4
 """Exit codes: done; bad input, configuration or location; the judge refused (credentials,
@@ -28,7 +29,10 @@ written)."""
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["test-judge"]:
-        from ragas_ops.testing.judge_server import main as test_judge_main
+        if not has_test_kit():  # a distribution of its own: not installed with ragas-ops
+            print(f"ragas-ops: error: {INSTALL_TEST_KIT}", file=sys.stderr)
+            return EXIT_USAGE
+        from ragas_ops_testing.judge_server import main as test_judge_main
 
         return int(test_judge_main(arguments[1:]))
     parser = build_parser()

@@ -1,6 +1,6 @@
 """The test judge's toolkit: the lexical measures that each metric's test-double answer
 (`<metric>/double.py`) is computed with. Deterministic, so tests can predict every score; no
-model, no network. The test judge (`ragas_ops.testing.judge_server`) dispatches a recognised
+model, no network. The test judge (`ragas_ops_testing.judge_server`) dispatches a recognised
 prompt to the answer its metric registered (`registry.double_answer`)."""
 
 from __future__ import annotations

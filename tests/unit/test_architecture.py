@@ -16,14 +16,16 @@ PACKAGE = Path(__file__).resolve().parents[2] / "ragas_ops"
 # is four rooms and its doors: its interface (base, batch, tokens, endpoint) with its pacing
 # and its cache, then the two providers, then the factory that builds them.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"contract", "text", "secrets", "sampling", "samples", "pricing", "storage"}),
+    frozenset(
+        {"contract", "text", "secrets", "sampling", "samples", "pricing", "storage", "testkit"}
+    ),
     frozenset({"prompts", "config", "tables"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.openai", "judge.local"}),
     frozenset({"judge.factory"}),
     frozenset({"metrics"}),
     frozenset({"scoring", "quality", "capture"}),
-    frozenset({"pipeline", "estimate", "evaluation", "testing"}),
+    frozenset({"pipeline", "estimate", "evaluation"}),
     frozenset({"airflow"}),
     frozenset({"cli"}),
 )
@@ -172,3 +174,15 @@ def test_no_private_name_is_imported_across_modules() -> None:
 )
 def test_floors_are_read_from_the_room(module: str, expected: int) -> None:
     assert floor(module) == expected
+
+
+def test_the_library_imports_the_test_kit_only_lazily() -> None:
+    """The test kit (ragas_ops_testing) is a distribution of its own, outside these rooms: the
+    library runs without it, so only a function that starts the test judge may import it."""
+    eager = [
+        f"{module} imports {imported} when it is imported"
+        for module, tree in modules().items()
+        for imported, _, top in imports(tree)
+        if imported.split(".")[0] == "ragas_ops_testing" and top
+    ]
+    assert eager == []

@@ -4,13 +4,13 @@ environment, never in a message) and its buckets, against fakeredis' TCP server 
 from __future__ import annotations
 
 import pytest
+from ragas_ops_testing.judge_process import free_port
 
 from ragas_ops.config import ConfigError, JudgeSettings
 from ragas_ops.judge.limits.account_buckets import AccountPlan, CoordinatorError, Rates
 from ragas_ops.judge.limits.rate_limit import RateLimiter
 from ragas_ops.judge.limits.redis_budget import RedisCoordinator, RedisTarget, redis_url_for
 from ragas_ops.judge.limits.shared_budget import shared_budget_for
-from ragas_ops.testing.judge_process import free_port
 
 fakeredis = pytest.importorskip("fakeredis", reason="the redis extra's test server")
 

@@ -284,7 +284,7 @@ def test_a_judge_that_could_not_score_is_refused_before_anything_starts(
         check_judge("openai", {})
     check_judge("openai", {"OPENAI_API_KEY": TEST_KEY})
     check_judge("openai", {"RAGAS_OPS_JUDGE_BASE_URL": "http://127.0.0.1:11434/v1"})
+    check_judge("test", {})  # the test kit is installed (make install)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(StandaloneError, match=r"\[local\] extra"):
         check_judge("local", {})
-    check_judge("test", {})

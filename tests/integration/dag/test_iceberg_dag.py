@@ -13,8 +13,9 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
+from ragas_ops_testing.judge_server import JudgeServer
+
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.dag.test_pipeline_dag import (
     PROJECT,
     airflow_database,  # noqa: F401 (the module's Airflow database)

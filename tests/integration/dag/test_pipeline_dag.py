@@ -32,8 +32,9 @@ os.environ.update(
     }
 )
 
+from ragas_ops_testing.judge_server import JudgeServer  # noqa: E402
+
 from ragas_ops.samples import sample_interactions  # noqa: E402
-from ragas_ops.testing.judge_server import JudgeServer  # noqa: E402
 from tests.support import TEST_KEY  # noqa: E402
 
 DAY = "2026-11-28"

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ragas_ops_testing.judge_process import free_port
 
 from ragas_ops.config import Settings
-from ragas_ops.testing.judge_process import free_port
 from tests.integration.dag.test_plugin_quality_view import LAST, local_warehouse  # noqa: F401 (a fixture)
 
 PROJECT = Path(__file__).resolve().parents[3]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.airflow.demo import day_verdict
 from ragas_ops.cli.main import EXIT_JUDGE, main
@@ -22,7 +23,6 @@ from ragas_ops.pipeline.manifest import manifest_base, write_manifest
 from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pipeline.score import HTTP_LOGGERS, score_chunk
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY, settings_for
 
 DAY = "2026-11-28"

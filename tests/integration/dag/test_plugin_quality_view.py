@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
@@ -30,7 +31,6 @@ from ragas_ops.quality.view import (
 )
 from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import locate
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.fixtures.scored_tables import METRICS, fake_scored_day
 from tests.support import TEST_KEY, settings_for
 

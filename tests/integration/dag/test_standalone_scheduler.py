@@ -24,6 +24,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_process import server_stats
 
 from ragas_ops.airflow.demo import demo_days
 from ragas_ops.airflow.standalone import (
@@ -36,7 +37,6 @@ from ragas_ops.airflow.standalone import (
     admin_password,
     running_groups,
 )
-from ragas_ops.testing.judge_process import server_stats
 
 PROJECT = Path(__file__).resolve().parents[3]
 DAG_ID = "ragas_ops_nightly"
@@ -63,7 +63,7 @@ def clean_environment() -> dict[str, str]:
         for name, value in os.environ.items()
         if not name.startswith(("AIRFLOW", "RAGAS_OPS_", "OPENAI_"))
     }
-    environment["PYTHONPATH"] = str(PROJECT)
+    environment["PYTHONPATH"] = f"{PROJECT}:{PROJECT / 'testkit'}"  # the library, the test kit
     return environment
 
 

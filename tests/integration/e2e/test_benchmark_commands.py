@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import main
-from ragas_ops.testing.judge_server import JudgeServer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
 SHARED = Path(__file__).resolve().parents[4] / "shared" / "data"

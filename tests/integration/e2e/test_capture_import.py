@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.capture.openinference import ImportOutcome, import_traces, interactions, read_spans
 from ragas_ops.cli.main import main
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.fixtures.capture_pipeline import partition_rows, score_partition
 
 TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "openinference_traces.jsonl"

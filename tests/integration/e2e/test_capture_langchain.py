@@ -20,10 +20,10 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.capture import LogWriter
 from ragas_ops.capture.langchain import RagasOpsCallbackHandler
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.fixtures.capture_pipeline import partition_rows, score_partition
 
 FACTS = [

@@ -19,10 +19,10 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import CustomQueryEngine
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.capture import LogWriter
 from ragas_ops.capture.llamaindex import RagasOpsSpanHandler, instrument
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.fixtures.capture_pipeline import partition_rows, score_partition
 
 FACTS = [

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.capture import LogWriter
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.fixtures.capture_pipeline import partition_rows, score_partition
 from tests.support import start_moto
 

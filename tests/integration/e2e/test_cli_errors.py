@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_UNREACHABLE, EXIT_USAGE, main
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.e2e.test_score_e2e import score_args
 from tests.support import TEST_KEY
 

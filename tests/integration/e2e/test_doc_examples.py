@@ -117,7 +117,7 @@ def clean_environment(folder: Path) -> dict[str, str]:
         for name, value in os.environ.items()
         if not name.startswith(("AIRFLOW", "RAGAS_OPS_", "OPENAI_"))
     }
-    environment["PYTHONPATH"] = str(PROJECT)
+    environment["PYTHONPATH"] = f"{PROJECT}:{PROJECT / 'testkit'}"  # the library, the test kit
     environment["PATH"] = f"{Path(sys.executable).parent}:{environment.get('PATH', '')}"
     environment["HOME"] = str(folder)  # nothing an example writes lands in the real home
     return environment

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, EXIT_USAGE, main
 from ragas_ops.config import Settings
@@ -16,7 +17,6 @@ from ragas_ops.estimate import Tally, estimate_input
 from ragas_ops.samples import sample_interactions
 from ragas_ops.sampling import is_sampled
 from ragas_ops.scoring.jobs import score_file
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY, settings_for, with_answer_bytes, with_flat_contexts
 
 DAYS = {"2026-11-27": 40, "2026-11-28": 70}  # 2026-11-26 has no folder: a day without traffic

@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, main
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")

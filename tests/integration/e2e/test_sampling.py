@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, main
 from ragas_ops.config import Settings
@@ -29,7 +30,6 @@ from ragas_ops.quality.report import build_report
 from ragas_ops.samples import sample_interactions
 from ragas_ops.sampling import is_sampled, not_sampled_reason, row_id_text, sample_mask
 from ragas_ops.scoring.scorer import Scorer
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.e2e.test_score_e2e import score_args
 from tests.support import TEST_KEY
 from tests.unit.test_scoring import RuleJudge

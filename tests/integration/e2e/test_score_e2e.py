@@ -13,11 +13,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_JUDGE, EXIT_OK, EXIT_USAGE, main
 from ragas_ops.contract.status import Status
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY, with_answer_bytes, with_flat_contexts
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")

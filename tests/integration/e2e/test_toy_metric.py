@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import build_parser
 from ragas_ops.cli.options import settings_from_options
@@ -23,7 +24,6 @@ from ragas_ops.quality.view import load_overview, render_page
 from ragas_ops.scoring.jobs import score_file
 from ragas_ops.scoring.run import configured_metrics
 from ragas_ops.storage import locate
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.dag.test_plugin_quality_view import build_warehouse, warehouse_settings
 from tests.integration.e2e import toy_metric
 from tests.support import TEST_KEY, settings_for

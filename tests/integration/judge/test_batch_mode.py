@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
@@ -33,7 +34,6 @@ from ragas_ops.pipeline.score import run_score_chunk
 from ragas_ops.pipeline.share import chunk_settings
 from ragas_ops.pricing import Price
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY, settings_for
 
 DAY = "2026-11-28"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import main
 from ragas_ops.judge.limits.budget import Budget, BudgetExhaustedError, Spend
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.e2e.test_score_e2e import (
     METRICS,
     assert_every_row_once,

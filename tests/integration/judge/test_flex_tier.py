@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer, parse_config
 
 from ragas_ops.cli.main import main
 from ragas_ops.config import JudgeSettings
@@ -27,7 +28,6 @@ from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.pricing import Price
 from ragas_ops.scoring.scorer import Scorer
 from ragas_ops.secrets import Secret
-from ragas_ops.testing.judge_server import JudgeServer, parse_config
 from tests.integration.e2e.test_score_e2e import score_args, write_sample
 from tests.support import TEST_KEY, settings_for
 

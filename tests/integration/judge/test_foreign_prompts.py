@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from ragas_ops.testing.judge_server import JudgeServer
+from ragas_ops_testing.judge_server import JudgeServer
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "ragas_prompts"
 ANSWER_SENTENCES = [

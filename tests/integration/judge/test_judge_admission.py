@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.judge.openai.chat_request import (
     admission_tokens,
@@ -21,7 +22,6 @@ from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.metrics.answer_relevance import QUESTION_SAMPLE_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.secrets import Secret
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import settings_for
 
 SHORT = {"question": "When did it open?", "answer": "It opened in 1932."}

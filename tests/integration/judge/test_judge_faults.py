@@ -11,13 +11,13 @@ from typing import Any
 
 import openai
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.judge.base import JudgeOutputError, JudgeUnavailableError, Usage
 from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.judge.openai.transport import never_sent
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.secrets import Secret
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import settings_for
 
 ROW = {"question": "When did the bridge open?", "answer": "The bridge opened in 1932. It is long."}
@@ -154,7 +154,7 @@ def test_a_failed_repair_keeps_the_first_replys_cost_on_the_row(
 
 
 def test_the_test_judge_command_takes_every_bad_reply_fault() -> None:
-    from ragas_ops.testing.judge_server import JudgeServerConfig, parse_config
+    from ragas_ops_testing.judge_server import JudgeServerConfig, parse_config
 
     faults = {
         "html": "0.02",

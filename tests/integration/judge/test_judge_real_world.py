@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_process import free_port
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 from ragas_ops.contract.status import Status
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_process import free_port
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import openai
 import pytest
+from ragas_ops_testing.heuristics import hashed_embedding, heuristic_reply
+from ragas_ops_testing.judge_server import JudgeServer, JudgeServerConfig, parse_config
 
 from ragas_ops.metrics import ALL_PROMPTS
 from ragas_ops.metrics.answer_relevance import QUESTION_SAMPLE_PROMPT, QUESTIONS_PROMPT
@@ -32,8 +34,6 @@ from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT, VERDICTS_PROMPT
 from ragas_ops.metrics.gpt_ranking import RANKING_PROMPTS
 from ragas_ops.metrics.gpt_score import FIELDS, SCORE_PROMPTS
 from ragas_ops.prompts import OutputParseError, Prompt
-from ragas_ops.testing.heuristics import hashed_embedding, heuristic_reply
-from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig, parse_config
 from ragas_ops.text import estimate_tokens
 
 QUESTION = "When did the Millau Viaduct open to traffic?"
@@ -760,7 +760,7 @@ def test_bad_command_lines_are_refused(argv: list[str], capsys: pytest.CaptureFi
 
 
 def test_main_serves_until_sigterm() -> None:
-    command = [sys.executable, "-m", "ragas_ops.testing.judge_server", "--port", "0"]
+    command = [sys.executable, "-m", "ragas_ops_testing.judge_server", "--port", "0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     try:
         assert process.stderr is not None

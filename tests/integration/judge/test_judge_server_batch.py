@@ -15,11 +15,11 @@ from typing import Any, Final, Literal
 import openai
 import pytest
 from openai.types import Batch
+from ragas_ops_testing.judge_server import JudgeServer, JudgeServerConfig, parse_config
 
 from ragas_ops.metrics.context_relevance import EXTRACT_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.prompts import Prompt
-from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig, parse_config
 from tests.support import TEST_KEY
 
 CHAT: Final = "/v1/chat/completions"

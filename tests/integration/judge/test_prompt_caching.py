@@ -9,11 +9,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import main
 from ragas_ops.metrics import ALL_PROMPTS
 from ragas_ops.pricing import Price
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.e2e.test_score_e2e import score_args, write_sample
 from tests.support import TEST_KEY
 

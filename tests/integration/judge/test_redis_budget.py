@@ -10,9 +10,9 @@ import subprocess
 import time
 
 import pytest
+from ragas_ops_testing.judge_process import free_port
 
 from ragas_ops.judge.limits.redis_budget import KEY_PREFIX
-from ragas_ops.testing.judge_process import free_port
 from tests.integration.judge.test_shared_budget import (
     RPM,
     TPM,

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.samples import sample_interactions
 from ragas_ops.secrets import Secret
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY, settings_for
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, main
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.cache import ResponseCache, open_cache
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY
 
 BUCKET = "judge-cache"

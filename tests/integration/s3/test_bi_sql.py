@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer, JudgeServerConfig
 
 from ragas_ops.config import DEFAULT_METRICS, Settings
 from ragas_ops.contract.layout import Lake
@@ -19,7 +20,6 @@ from ragas_ops.pipeline.publish import publish_day
 from ragas_ops.pipeline.score import run_score_chunk
 from ragas_ops.quality import bi
 from ragas_ops.samples import sample_interactions
-from ragas_ops.testing.judge_server import JudgeServer, JudgeServerConfig
 from tests.support import TEST_KEY, settings_for
 
 duckdb = pytest.importorskip("duckdb")

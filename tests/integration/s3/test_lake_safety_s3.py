@@ -14,10 +14,10 @@ import boto3
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import locate
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.integration.dag.test_lake_safety_dag import KILLED_PUBLISH
 from tests.support import TEST_KEY
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import boto3
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, main
 from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import StorageError, locate, parquet_files, read_files
-from ragas_ops.testing.judge_server import JudgeServer
 from tests.support import TEST_KEY
 
 BUCKET = "rag-logs"
