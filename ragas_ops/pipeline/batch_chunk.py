@@ -38,10 +38,8 @@ from ragas_ops.judge.batch import (
     Unanswered,
 )
 from ragas_ops.judge.factory import batch_mode
-from ragas_ops.pipeline.chunks import chunk_output_schema, chunk_tables
 from ragas_ops.pipeline.plan import Chunk
-from ragas_ops.pipeline.score import chunk_mismatch, chunk_result, chunk_scorer, new_attempt_id
-from ragas_ops.scoring.run import score_into
+from ragas_ops.pipeline.score import chunk_result, chunk_scorer, new_attempt_id, score_chunk_into
 from ragas_ops.storage import Location
 
 # Passes run back to back when a round sends nothing (everything over budget or too large);
@@ -264,15 +262,13 @@ async def _scoring_pass(
     holds the requests still missing."""
     started = time.monotonic()
     scorer = chunk_scorer(settings, judge)
-    # The scored tables go to the chunk's staging file as they come (the pass used to keep
-    # them all in memory); a pass still waiting for answers discards it.
-    finished = await score_into(
-        scorer,
-        chunk_tables(lake, chunk, settings),
-        lake.chunk_file(day, run_id, chunk.index),
-        chunk_output_schema(lake, chunk, scorer),
-        expected_rows=chunk.rows,
-        mismatch=chunk_mismatch(chunk),
+    finished = await score_chunk_into(  # a pass still waiting for answers discards its file
+        lake,
+        day,
+        run_id,
+        chunk=chunk,
+        settings=settings,
+        scorer=scorer,
         complete=lambda: not judge.waiting,
     )
     if not finished:

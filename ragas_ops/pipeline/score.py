@@ -10,6 +10,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from ragas_ops.config import Settings
@@ -118,15 +119,31 @@ async def score_chunk(
     quiet_libraries()
     judge = judge or build_judge(settings, s3=lake.s3)
     scorer = chunk_scorer(settings, judge)
-    await score_into(
+    await score_chunk_into(lake, day, run_id, chunk=chunk, settings=settings, scorer=scorer)
+    return chunk_result(chunk, scorer, judge, started, mode="sync", attempt=new_attempt_id())
+
+
+async def score_chunk_into(
+    lake: Lake,
+    day: str,
+    run_id: str,
+    *,
+    chunk: Chunk,
+    settings: Settings,
+    scorer: Scorer,
+    complete: Callable[[], bool] | None = None,
+) -> bool:
+    """The chunk's rows through `scorer` into its staging file, as they come (sync chunks and
+    batch passes alike); False when `complete` says the pass is not final (see `score_into`)."""
+    return await score_into(
         scorer,
         chunk_tables(lake, chunk, settings),
         lake.chunk_file(day, run_id, chunk.index),
         chunk_output_schema(lake, chunk, scorer),
         expected_rows=chunk.rows,
         mismatch=chunk_mismatch(chunk),
+        complete=complete,
     )
-    return chunk_result(chunk, scorer, judge, started, mode="sync", attempt=new_attempt_id())
 
 
 def run_score_chunk(*args: Any, **kwargs: Any) -> dict[str, Any]:
