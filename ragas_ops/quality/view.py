@@ -35,7 +35,6 @@ import pyarrow.fs as pafs
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake, parse_day, report_of_path, report_path
-from ragas_ops.metrics import Metric, metric_kind
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.regression import (
     SKIPPED,
@@ -46,6 +45,7 @@ from ragas_ops.quality.regression import (
     scoring_changes,
 )
 from ragas_ops.quality.report.data import Example, example_of_row, worst_positions
+from ragas_ops.quality.report.html import EXAMPLE_CSS, example_html
 from ragas_ops.quality.rerun import (
     RERUN_HEADER,
     RerunChange,
@@ -59,6 +59,8 @@ from ragas_ops.tables.format import DayTables, day_tables
 DEFAULT_DAYS = 14
 MAX_DAYS = 90
 WORST_EXAMPLES = 3
+EVIDENCE_ITEMS = 4
+"""Evidence items shown per example: the page lists several metrics' examples, each short."""
 REPORT_MEDIA_TYPES = {
     "html": "text/html; charset=utf-8",
     "md": "text/markdown; charset=utf-8",
@@ -327,31 +329,11 @@ def worst_examples(
     }
 
 
-def _evidence_lines(metric: str, raw: Any, contexts: Any, limit: int = 4) -> list[str]:
-    """What to read first in the evidence, as the metric explains it (`Metric.explain`: the
-    unsupported statements, the generated questions, the extracted sentences...)."""
-    try:
-        evidence = json.loads(raw) if isinstance(raw, str) else None
-    except json.JSONDecodeError:
-        return []
-    if not isinstance(evidence, dict):
-        return []
-    texts = [str(text) for text in contexts] if isinstance(contexts, list) else []
-    lines = [
-        f"{label.lower()}: {text}" + (f" ({note})" if note else "")
-        for label, text, note in (metric_kind(metric) or Metric).explain(evidence, texts)
-    ]
-    return [_truncate(line, 300) for line in lines[:limit]]
-
-
-def _truncate(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # -- rendering -----------------------------------------------------------------------------------
 
-_STYLE = """
+_STYLE = (
+    EXAMPLE_CSS
+    + """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:20px 28px;
 color:#1f2933;background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
@@ -372,10 +354,10 @@ td.run{white-space:normal;max-width:290px;overflow-wrap:normal;font-size:12px}
 td.change{box-shadow:inset 3px 0 0 #8250df}
 .change-mark{color:#8250df;font-weight:700}
 .banner{border-radius:6px;padding:10px 14px;margin:10px 0}
-.example{border:1px solid #d9e2ec;border-radius:6px;padding:8px 12px;margin:8px 0;max-width:1100px}
-.example p{margin:3px 0;white-space:normal}.example ul{margin:3px 0 0 18px;padding:0}
+.example{max-width:1100px}
 a{color:#0b5394}
 """
+)
 
 
 def run_id_html(run_id: str) -> str:
@@ -609,25 +591,7 @@ def _examples_html(overview: QualityOverview) -> str:
         parts.append(f"<h3>{_esc(metric)}</h3>")
         if not examples:
             parts.append("<p class='muted'>No scored row.</p>")
-        for example in examples:
-            segments = ", ".join(f"{c}={v}" for c, v in example.segments)
-            # the evidence as stored (JSON), which `_evidence_lines` reads
-            lines = _evidence_lines(metric, json.dumps(example.evidence), example.contexts)
-            evidence = "".join(f"<li>{_esc(line)}</li>" for line in lines)
-            parts.append(
-                "<div class='example'>"
-                f"<p><b>{example.score:.3f}</b> <span class='muted small'>id "
-                f"{_esc(example.row_id or '–')}{' · ' + _esc(segments) if segments else ''}"
-                + (
-                    f" · same question in {example.repeats:,} other scored row(s)"
-                    if example.repeats
-                    else ""
-                )
-                + "</span></p>"
-                f"<p><b>Q:</b> {_esc(_truncate(example.question, 400))}</p>"
-                f"<p><b>A:</b> {_esc(_truncate(example.answer, 600))}</p>"
-                + (f"<p class='muted'>{_esc(example.reason)}</p>" if example.reason else "")
-                + (f"<ul class='small'>{evidence}</ul>" if evidence else "")
-                + "</div>"
-            )
+        parts.extend(
+            example_html(metric, example, evidence_items=EVIDENCE_ITEMS) for example in examples
+        )
     return "".join(parts)

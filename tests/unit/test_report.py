@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from html.parser import HTMLParser
 
 import pyarrow as pa
@@ -13,6 +14,9 @@ from ragas_ops.contract.inputs import ColumnMapping
 from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import Report, build_report, sparkline
+from ragas_ops.quality.report.data import ReportData
+from ragas_ops.quality.report.html import HtmlReport, example_html
+from ragas_ops.quality.view import EVIDENCE_ITEMS, DayVerdict, QualityOverview, render_page
 from tests.fixtures.scored_tables import METRICS, fake_history_days, fake_scored_day
 
 DAY = "2026-11-29"
@@ -51,8 +55,8 @@ class _Checker(HTMLParser):
 
 def with_attack(scored: pa.Table) -> pa.Table:
     """Row 0 becomes the least faithful answer, with hostile text in every logged field."""
-    answers = scored["answer"].to_pylist()
-    answers[0] = ATTACK
+    questions, answers = scored["question"].to_pylist(), scored["answer"].to_pylist()
+    questions[0], answers[0] = f"Q {ATTACK}", ATTACK
     scores = scored["faithfulness_score"].to_pylist()
     statuses = scored["faithfulness_status"].to_pylist()
     evidence = scored["faithfulness_evidence"].to_pylist()
@@ -71,6 +75,7 @@ def with_attack(scored: pa.Table) -> pa.Table:
         }
     )
     for name, values, kind in (
+        ("question", questions, pa.string()),
         ("answer", answers, pa.string()),
         ("faithfulness_score", scores, pa.float64()),
         ("faithfulness_status", statuses, pa.string()),
@@ -171,6 +176,46 @@ def test_the_worst_examples_show_their_evidence(report: Report) -> None:
     assert "Generated question" in relevance
     context = report.html.split("Least focused contexts", 1)[1]
     assert "context sentences" in context
+
+
+def test_the_report_and_the_quality_page_show_an_example_with_one_renderer() -> None:
+    """Both pages show a worst example with `example_html` (score, id, segments, question,
+    answer, the metric's explanation of its evidence), its hostile text escaped in both."""
+    scored = with_attack(fake_scored_day(DAY, 120, seed=3))
+    history = daily_metrics(DAY, scored, METRICS, SEGMENTS, bootstrap_samples=50)
+    regression = check_regression(history, DAY)
+    data = ReportData.gather(DAY, history, scored, regression, metrics=METRICS, worst_examples=3)
+    overview = QualityOverview(
+        warehouse_uri="lake/warehouse",
+        days=[DAY],
+        selected=DAY,
+        metrics=list(METRICS),
+        rows={},
+        groupings=[("all", "all")],
+        verdicts={DAY: DayVerdict(DAY, regression, has_report=False)},
+        examples=data.examples,
+    )
+    report_page = HtmlReport(data, {}).render()
+    quality_page = render_page(overview, "/rag-quality")
+
+    hostile = data.examples["faithfulness"][0]
+    assert hostile.answer == ATTACK, "the least faithful row is the hostile one"
+    for metric, examples in data.examples.items():
+        assert examples, metric
+        for example in examples:
+            assert example_html(metric, example) in report_page
+            shown = example_html(metric, example, evidence_items=EVIDENCE_ITEMS)
+            assert shown in quality_page
+    shown = example_html("faithfulness", hostile, evidence_items=EVIDENCE_ITEMS)
+    assert "<dt>Unsupported</dt><dd>&lt;img src=&quot;http://evil.example/x.png&quot;" in shown
+    assert f"<dt>Question</dt><dd>Q {escape(ATTACK)}</dd>" in shown
+    assert "id <code>" in shown
+    assert "app=" in shown
+    for page in (report_page, quality_page):
+        assert "<script" not in page
+        assert "<img" not in page
+        assert "<b>not in the contexts</b>" not in page
+        assert page.count(escape(ATTACK)) >= 2, "the question and the answer, escaped"
 
 
 def test_segment_table_cost_and_failures(report: Report) -> None:

@@ -445,11 +445,27 @@ def short_date(day: str) -> str:
     return f"{_MONTHS[parsed.month - 1]} {parsed.day}"
 
 
-def example_details(metric: str, example: Example) -> list[tuple[str, str, str]]:
+def example_fields(
+    metric: str, example: Example, *, evidence_items: int | None = None
+) -> list[tuple[str, str, str]]:
+    """(label, untrusted text, untrusted note) shown for an example: its question and answer,
+    truncated, then what explains its low score (`example_details`)."""
+    return [
+        ("Question", truncate(example.question, QUESTION_CHARS), ""),
+        ("Answer", truncate(example.answer, ANSWER_CHARS), ""),
+        *example_details(metric, example, evidence_items=evidence_items),
+    ]
+
+
+def example_details(
+    metric: str, example: Example, *, evidence_items: int | None = None
+) -> list[tuple[str, str, str]]:
     """(label, untrusted text, untrusted note) that explain an example's low score, from its
-    evidence; the note is the judge's explanation, when there is one."""
+    evidence as the metric explains it (the first `evidence_items` of them; default all),
+    then its reason; the note is the judge's explanation, when there is one."""
     evidence = example.evidence or {}
     details = (metric_kind(metric) or Metric).explain(evidence, example.contexts)
+    details = details[:evidence_items]
     if example.reason:
         details.append(("Note", example.reason, ""))
     return [

@@ -14,13 +14,11 @@ from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
-    ANSWER_CHARS,
-    QUESTION_CHARS,
     VERDICT_ITEMS,
     Example,
     ReportData,
     escape,
-    example_details,
+    example_fields,
     format_interval,
     format_score,
     interval_text,
@@ -34,7 +32,45 @@ from ragas_ops.quality.rerun import RERUN_HEADER, RerunChange, rerun_cells, reru
 
 # --- HTML ---------------------------------------------------------------------------------------
 
-_CSS = """
+EXAMPLE_CSS = """
+.example { border: 1px solid var(--line, #d1d9e0); border-radius: 8px; margin: 10px 0;
+  overflow: hidden; }
+.example .head { background: var(--soft, #f6f8fa); padding: 6px 12px; font-size: 13px;
+  color: var(--muted, #59636e); border-bottom: 1px solid var(--line, #d1d9e0); }
+.example .head .score { font-weight: 700; color: var(--bad, #cf222e); margin-right: 8px; }
+.example dl { margin: 0; padding: 8px 12px; display: grid; grid-template-columns: 150px 1fr;
+  gap: 4px 12px; }
+.example dt { color: var(--muted, #59636e); font-weight: 600; }
+.example dd { margin: 0; overflow-wrap: anywhere; }
+.example dd .why { display: block; color: var(--muted, #59636e); font-size: 13px; }
+"""
+"""How `example_html` looks, for every page that shows examples (the report's variables
+when it has them, else their colours)."""
+
+
+def example_html(metric: str, example: Example, *, evidence_items: int | None = None) -> str:
+    """One worst example of `metric`, escaped: its score, id, segments and repeats, then its
+    question, answer and what explains its low score (`example_fields`: the metric's
+    `explain` of its evidence, the first `evidence_items` of it, and its reason). The report
+    and the quality page both show examples with this (styled by `EXAMPLE_CSS`)."""
+    tags = [f"id <code>{escape(example.row_id)}</code>"] if example.row_id else []
+    tags.extend(f"{escape(column)}={escape(value)}" for column, value in example.segments)
+    if example.repeats:
+        tags.append(escape(repeats_note(example)))
+    items = "".join(
+        f"<dt>{escape(label)}</dt><dd>{escape(text)}"
+        + (f'<span class="why">{escape(note)}</span>' if note else "")
+        + "</dd>"
+        for label, text, note in example_fields(metric, example, evidence_items=evidence_items)
+    )
+    return (
+        f'<div class="example"><div class="head"><span class="score">'
+        f"{example.score:.3f}</span>{' · '.join(tags)}</div><dl>{items}</dl></div>"
+    )
+
+
+_CSS = (
+    """
 :root { --ink:#1f2328; --muted:#59636e; --line:#d1d9e0; --soft:#f6f8fa; --accent:#0969da;
   --ok:#1a7f37; --ok-bg:#dafbe1; --warn:#9a6700; --warn-bg:#fff8c5; --bad:#cf222e;
   --bad-bg:#ffebe9; }
@@ -80,19 +116,12 @@ td .small { color: var(--muted); font-size: 12px; display: block; }
 td.bad { background: var(--bad-bg); } td.good { background: var(--ok-bg); }
 tr.group td { border-top: 2px solid var(--line); }
 .two { display: grid; grid-template-columns: minmax(280px, 1fr) 2fr; gap: 24px; }
-.example { border: 1px solid var(--line); border-radius: 8px; margin: 10px 0; overflow: hidden; }
-.example .head { background: var(--soft); padding: 6px 12px; font-size: 13px;
-  color: var(--muted); border-bottom: 1px solid var(--line); }
-.example .head .score { font-weight: 700; color: var(--bad); margin-right: 8px; }
-.example dl { margin: 0; padding: 8px 12px; display: grid; grid-template-columns: 150px 1fr;
-  gap: 4px 12px; }
-.example dt { color: var(--muted); font-weight: 600; }
-.example dd { margin: 0; overflow-wrap: anywhere; }
-.example dd .why { display: block; color: var(--muted); font-size: 13px; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; }
 .empty { color: var(--muted); font-style: italic; }
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
+    + EXAMPLE_CSS
+)
 
 
 @dataclass(frozen=True)
@@ -306,28 +335,7 @@ class HtmlReport:
         if not examples:
             return f'<h3>{escape(title)}</h3><p class="empty">No scored row.</p>'
         return f"<h3>{escape(title)}</h3>" + "".join(
-            self._example(metric, example) for example in examples
-        )
-
-    def _example(self, metric: str, example: Example) -> str:
-        tags = [f"id <code>{escape(example.row_id)}</code>"] if example.row_id else []
-        tags.extend(f"{escape(column)}={escape(value)}" for column, value in example.segments)
-        if example.repeats:
-            tags.append(escape(repeats_note(example)))
-        fields = [
-            ("Question", truncate(example.question, QUESTION_CHARS), ""),
-            ("Answer", truncate(example.answer, ANSWER_CHARS), ""),
-            *example_details(metric, example),
-        ]
-        items = "".join(
-            f"<dt>{escape(label)}</dt><dd>{escape(text)}"
-            + (f'<span class="why">{escape(note)}</span>' if note else "")
-            + "</dd>"
-            for label, text, note in fields
-        )
-        return (
-            f'<div class="example"><div class="head"><span class="score">'
-            f"{example.score:.3f}</span>{' · '.join(tags)}</div><dl>{items}</dl></div>"
+            example_html(metric, example) for example in examples
         )
 
     def _rerun(self) -> str:

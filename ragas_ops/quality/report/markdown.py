@@ -12,11 +12,9 @@ from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.regression import Outcome
 from ragas_ops.quality.report.data import (
-    ANSWER_CHARS,
-    QUESTION_CHARS,
     TREND_DAYS,
     ReportData,
-    example_details,
+    example_fields,
     format_interval,
     format_score,
     metric_title,
@@ -235,14 +233,9 @@ class MarkdownReport:
                 if example.repeats:
                     tags.append(repeats_note(example))
                 lines.append(f"{number}. **{example.score:.3f}** {' · '.join(tags)}")
-                fields = [
-                    ("Question", truncate(example.question, QUESTION_CHARS), ""),
-                    ("Answer", truncate(example.answer, ANSWER_CHARS), ""),
-                    *example_details(metric, example),
-                ]
                 lines += [
                     f"   - {label}: {_md(text)}" + (f" (judge: {_md(note)})" if note else "")
-                    for label, text, note in fields
+                    for label, text, note in example_fields(metric, example)
                 ]
             lines.append("")
         return lines

@@ -4,6 +4,7 @@ wrote (local and on S3 over HTTP), and the rule that a path from a request stays
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable
@@ -126,7 +127,7 @@ def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
 
     page = render_page(overview, "/rag-quality", days=5)
 
-    assert "<li>unsupported: " in page, "the least faithful answer's unsupported statements"
+    assert "<dt>Unsupported</dt><dd>" in page, "the least faithful answer's unsupported statements"
 
     assert "Regression on 2026-11-28" in page
     assert "<th class='l'>judge</th>" in page
@@ -219,14 +220,21 @@ def test_logged_text_is_escaped(local_warehouse: tuple[Settings, Path]) -> None:
     overview = load_overview(locate(str(root)), settings, days=1)
     example = overview.examples["faithfulness"][0]
     hostile = "<script>alert(1)</script>"
-    overview.examples["faithfulness"][0] = type(example)(
-        **{**example.__dict__, "question": hostile}
+    statement = {"statement": f"S {hostile}", "verdict": "no", "explanation": f"E {hostile}"}
+    overview.examples["faithfulness"][0] = dataclasses.replace(
+        example,
+        question=f"Q {hostile}",
+        answer=f"A {hostile}",
+        reason=f"R {hostile}",
+        evidence={"statements": [statement], "supported": 0, "total": 1},
     )
 
     page = render_page(overview, "/rag-quality")
 
-    assert hostile not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script" not in page
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    for shown in (f"Q {escaped}", f"A {escaped}", f"R {escaped}", f"S {escaped}", f"E {escaped}"):
+        assert shown in page, shown
 
 
 def test_an_empty_warehouse_says_so(tmp_path: Path) -> None:

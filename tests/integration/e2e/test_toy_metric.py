@@ -121,4 +121,4 @@ def test_a_toy_metric_with_a_prompt_runs_through_the_pipeline_report_and_quality
     overview = load_overview(locate(str(tmp_path / "warehouse")), settings, days=2)
     assert overview.examples[toy]
     page = render_page(overview, "/rag-quality")
-    assert "<li>off the question: " in page, "the toy metric explains its worst example"
+    assert "<dt>Off the question</dt>" in page, "the toy metric explains its worst example"
