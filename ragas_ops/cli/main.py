@@ -35,13 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragas_ops_testing.judge_server import main as test_judge_main
 
         return int(test_judge_main(arguments[1:]))
-    parser = build_parser()
-    options = parser.parse_args(arguments)
-    logging.basicConfig(
-        level=logging.DEBUG if options.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
+        # building the parser checks the flags that metrics' options add (a ConfigError)
+        options = build_parser().parse_args(arguments)
+        logging.basicConfig(
+            level=logging.DEBUG if options.verbose else logging.WARNING,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
         return int(options.run(options))
     except (ConfigError, ContractError, StorageError, ValueError) as error:
         print(f"ragas-ops: error: {error}", file=sys.stderr)

@@ -177,9 +177,37 @@ def metric_flags() -> tuple[SettingFlag, ...]:
     return tuple(flags)
 
 
+PARSER_FLAGS = {
+    "--config": "the config file's flag",
+    "--column": "the column mapping's flag",
+    "--help": "argparse's help",
+}
+"""The flags `add_setting_flags` adds beside the settings' (and argparse's own)."""
+
+
 def setting_flags() -> tuple[SettingFlag, ...]:
-    """Every setting flag: the table's, then the registered metrics' options'."""
-    return SETTING_FLAGS + metric_flags()
+    """Every setting flag: the table's, then the registered metrics' options'. A metric's
+    option whose flag another flag already has is a ConfigError naming both: argparse would
+    stop with a bare "conflicting option string" that names neither metric."""
+    flags = SETTING_FLAGS + metric_flags()
+    owners = dict(PARSER_FLAGS)
+    for flag in flags:
+        if flag.flag in owners:
+            raise ConfigError(
+                f"{_owner(flag)} takes the flag {flag.flag}, which is already {owners[flag.flag]};"
+                " give the option another flag (metadata={'flag': '--...'}) or another name"
+            )
+        owners[flag.flag] = f"the flag of {_owner(flag)}"
+    return flags
+
+
+def _owner(flag: SettingFlag) -> str:
+    """Who a flag sets, in words: a metric's option or a setting."""
+    section, _, rest = flag.setting.partition(".")
+    metric, _, option = rest.partition(".")
+    if section == "metrics" and option:
+        return f"metric {metric!r}'s option {option!r} ([metrics.{metric}] {option})"
+    return f"the setting {flag.setting}"
 
 
 def add_setting_flags(

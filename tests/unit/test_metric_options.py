@@ -4,17 +4,22 @@ keys they moved from still work, with a deprecation message."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ragas_ops.cli.main import build_parser
+from ragas_ops.cli.main import EXIT_USAGE, build_parser, main
 from ragas_ops.cli.options import metric_flags, settings_from_options
 from ragas_ops.config import ConfigError, load_settings
 from ragas_ops.metrics import registered_metrics
 from ragas_ops.metrics.answer_relevance import AnswerRelevance
+from ragas_ops.metrics.faithfulness import Faithfulness
+from ragas_ops.metrics.registry import register_metric, unregister_metric
 from ragas_ops.scoring.run import configured_metrics
 
 
@@ -116,3 +121,66 @@ def test_every_metrics_options_are_in_the_configuration_page_with_their_defaults
         rows = {row[0].strip("`"): row[1] for row in table_rows(page, f"### `[metrics.{name}]`")}
         assert sorted(rows) == sorted(defaults), name
         assert all(same_default(rows[option], value) for option, value in defaults.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class _ToyOptions:
+    model: str = "small"
+
+
+@dataclasses.dataclass(frozen=True)
+class _ToyRpmOptions:
+    rpm: int = dataclasses.field(default=10, metadata={"flag": "--rpm"})
+
+
+@dataclasses.dataclass(frozen=True)
+class _ToyQuestionsOptions:
+    questions: int = dataclasses.field(default=2, metadata={"flag": "--questions"})
+
+
+@dataclasses.dataclass(frozen=True)
+class _ToyConfigOptions:
+    file: str = dataclasses.field(default="", metadata={"flag": "--config"})
+
+
+@contextlib.contextmanager
+def _registered(name: str, options: type[Any]) -> Iterator[None]:
+    register_metric(name, Faithfulness, options=options)
+    try:
+        yield
+    finally:
+        unregister_metric(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "owners"),
+    [
+        # derived: --embedding-model, the judge's embedding model's flag
+        ("embedding", _ToyOptions, ["'embedding''s option 'model'", "judge.embedding_model"]),
+        ("toy", _ToyRpmOptions, ["'toy''s option 'rpm'", "the setting judge.rpm"]),
+        ("toy", _ToyQuestionsOptions, ["'toy''s option 'questions'", "'answer_relevance''s"]),
+        ("toy", _ToyConfigOptions, ["'toy''s option 'file'", "the config file's flag"]),
+    ],
+)
+def test_a_metric_option_whose_flag_another_flag_has_is_an_error_naming_both(
+    name: str, options: type[Any], owners: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with _registered(name, options):
+        with pytest.raises(ConfigError, match="takes the flag --") as raised:
+            build_parser()
+        assert main(["score", "in.parquet", "out.parquet"]) == EXIT_USAGE
+    for owner in owners:
+        assert owner in str(raised.value)
+    error = capsys.readouterr().err
+    assert error.startswith("ragas-ops: error: metric "), "a message, not a traceback"
+    assert all(owner in error for owner in owners)
+    build_parser()  # once the metric is gone, the flags are apart again
+
+
+def test_a_metric_option_with_a_flag_of_its_own_is_a_flag(tmp_path: Path) -> None:
+    """An option named as a setting (`model`) gets its metric's prefix: no clash."""
+    with _registered("toy", _ToyOptions):
+        options = build_parser().parse_args(["score", "in", "out", "--toy-model", "large"])
+        settings = settings_from_options(options)
+    assert settings.metrics.options["toy"] == {"model": "large"}
+    assert settings.judge.model != "large"
