@@ -17,10 +17,10 @@ install: $(BIN)/ragas-ops  ## create .venv with the package, the test kit and th
 .PHONY: airflow airflow-down cluster cluster-down cluster-test
 
 cluster: install  ## the compose topology as processes: PostgreSQL, Redis, S3 (moto), Airflow with 2 Celery workers, the test judge (docs/deploy.md)
-	$(BIN)/python -m ragas_ops.airflow.cluster up
+	$(BIN)/python -m ragas_ops_testing.local_airflow.cluster up
 
 cluster-down:  ## stop every process of `make cluster`
-	$(BIN)/python -m ragas_ops.airflow.cluster down
+	$(BIN)/python -m ragas_ops_testing.local_airflow.cluster down
 
 lint: install  ## ruff (lint and format check)
 	$(BIN)/ruff check .
@@ -54,7 +54,8 @@ test: install  ## everything CI runs: lint, types, all the tests
 	$(MAKE) --no-print-directory cluster-test
 
 # The demo installs only what it runs (Airflow and the ONNX local judge, no PyTorch, no
-# development tools) in a venv of its own.
+# development tools) in a venv of its own, with the test kit: the demo and the local Airflow
+# are its launchers (testkit/ragas_ops_testing/local_airflow).
 # `RAGAS_OPS_WAREHOUSE_TABLE_FORMAT=iceberg make demo` keeps the demo's warehouse as Iceberg
 # tables: the venv then gets the [iceberg] extra too (a stamp file per set of extras).
 DEMO_VENV := .venv-demo
@@ -62,8 +63,8 @@ comma := ,
 DEMO_EXTRAS := airflow,local$(if $(filter iceberg,$(RAGAS_OPS_WAREHOUSE_TABLE_FORMAT)),$(comma)iceberg)
 DEMO_STAMP := $(DEMO_VENV)/.installed-$(subst $(comma),-,$(DEMO_EXTRAS))
 
-$(DEMO_STAMP): pyproject.toml .ci/venv
-	PYTHON=$(PYTHON) .ci/venv $(DEMO_VENV) $(DEMO_EXTRAS)
+$(DEMO_STAMP): pyproject.toml testkit/pyproject.toml .ci/venv
+	PYTHON=$(PYTHON) .ci/venv $(DEMO_VENV) $(DEMO_EXTRAS) testkit
 	touch $@
 
 demo: $(DEMO_STAMP)  ## run the nightly DAG on 7 days of generated logs (OpenAI if OPENAI_API_KEY is set, else the local judge)

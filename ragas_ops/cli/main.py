@@ -18,7 +18,13 @@ from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
 from ragas_ops.storage import StorageError
-from ragas_ops.testkit import INSTALL_TEST_KIT, has_test_kit
+from ragas_ops.testkit import (
+    INSTALL_TEST_KIT,
+    LOCAL_AIRFLOW,
+    MissingTestKitError,
+    has_test_kit,
+    require_test_kit,
+)
 
 EXIT_OK, EXIT_USAGE, EXIT_JUDGE, EXIT_UNREACHABLE = 0, 2, 3, 4
 """Exit codes: done; bad input, configuration or location; the judge refused (credentials,
@@ -43,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
         return int(options.run(options))
-    except (ConfigError, ContractError, StorageError, ValueError) as error:
+    except (ConfigError, ContractError, StorageError, MissingTestKitError, ValueError) as error:
         print(f"ragas-ops: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (JudgeFatalError, OSError) as error:
@@ -179,7 +185,8 @@ def _run_estimate(options: argparse.Namespace) -> int:
 
 
 def _run_demo(options: argparse.Namespace) -> int:
-    from ragas_ops.airflow.demo import run_demo
+    require_test_kit(LOCAL_AIRFLOW)  # a distribution of its own: not installed with ragas-ops
+    from ragas_ops_testing.local_airflow.demo import run_demo
 
     return run_demo(options.folder, options.days, options.rows)
 
@@ -213,7 +220,9 @@ def _add_airflow_parser(commands: Any) -> None:
 
 
 def _run_airflow(options: argparse.Namespace) -> int:
-    from ragas_ops.airflow import standalone
+    require_test_kit(LOCAL_AIRFLOW)
+    from ragas_ops_testing.local_airflow import standalone
+    from ragas_ops_testing.local_airflow.processes import LauncherError
 
     try:
         if options.action == "down":
@@ -226,7 +235,7 @@ def _run_airflow(options: argparse.Namespace) -> int:
             rows=options.rows,
             timeout=options.timeout,
         )
-    except standalone.StandaloneError as error:
+    except LauncherError as error:
         print(f"ragas-ops airflow {options.action}: {error}", file=sys.stderr)
         return 1
 

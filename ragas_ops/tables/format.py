@@ -23,10 +23,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragas_ops.config import ConfigError, Settings, TableFormat, masked_catalog_uri
-from ragas_ops.contract.layout import Lake, parse_day
+from ragas_ops.contract.layout import DAY_TABLES, Lake, parse_day
 from ragas_ops.secrets import redact
 from ragas_ops.storage import ParquetOutput, S3Options, copy_into_place
 
@@ -141,6 +142,31 @@ class DayTables(Protocol):
     def maintain(self, retention_days: int, compact_days: int, today: str) -> dict[str, Any]:
         """Expire old versions and compact recent days; what was done."""
         ...
+
+
+def missing_for(table_format: TableFormat) -> str | None:
+    """What to install before tables of `table_format` can be written, or None when nothing
+    is missing (checked without importing it)."""
+    import importlib.util
+
+    if table_format == "iceberg" and importlib.util.find_spec("pyiceberg") is None:
+        from ragas_ops.tables.iceberg import INSTALL_HINT
+
+        return INSTALL_HINT
+    return None
+
+
+def local_table_formats(warehouse: Path) -> set[TableFormat]:
+    """The table formats a local warehouse folder already holds tables in: Iceberg when its
+    default catalog is there, Parquet when a day table's folder is."""
+    from ragas_ops.tables.iceberg import local_catalog_path
+
+    formats: set[TableFormat] = set()
+    if local_catalog_path(warehouse).exists():
+        formats.add("iceberg")
+    if any((warehouse / table).is_dir() for table in DAY_TABLES):
+        formats.add("parquet")
+    return formats
 
 
 def day_tables(lake: Lake, settings: Settings) -> DayTables:

@@ -63,12 +63,20 @@ class DayVersion:
     publish_id: str | None = None
 
 
+LOCAL_CATALOG_FILE = "_iceberg_catalog.sqlite"
+
+
+def local_catalog_path(warehouse: Path) -> Path:
+    """The SQLite catalog of a local warehouse folder without a `catalog_uri` of its own."""
+    return warehouse / LOCAL_CATALOG_FILE
+
+
 def default_catalog_uri(warehouse_uri: str) -> str:
     """SQLite beside a local lake; an S3 lake needs a catalog every worker reaches."""
     parsed = urlparse(warehouse_uri)
     if parsed.scheme in ("", "file"):
         folder = Path(parsed.path if parsed.scheme else warehouse_uri).resolve()
-        return f"sqlite:///{folder / '_iceberg_catalog.sqlite'}"
+        return f"sqlite:///{local_catalog_path(folder)}"
     raise ConfigError(
         f"warehouse.catalog_uri is needed for an Iceberg warehouse at {warehouse_uri}: a "
         "SQLAlchemy URL every worker reaches (e.g. postgresql+psycopg2://...), or sqlite:///PATH "

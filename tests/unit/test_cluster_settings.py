@@ -1,7 +1,7 @@
-"""`make cluster`'s settings come from docker/docker-compose.yaml (`ragas_ops.airflow.cluster`):
-the `x-airflow-common` environment, expanded as compose expands it, with the service names
-swapped for this machine's ports; and its kill takes a component's every process. The cluster
-itself runs in tests/integration/cluster."""
+"""`make cluster`'s settings (`ragas_ops_testing.local_airflow.cluster`) come from
+docker/docker-compose.yaml: the `x-airflow-common` environment, expanded as compose expands
+it, with the service names swapped for this machine's ports; and its kill takes a component's
+every process. The cluster itself runs in tests/integration/cluster."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml  # type: ignore[import-untyped]
-
-from ragas_ops.airflow import cluster
-from ragas_ops.airflow.cluster import (
+from ragas_ops_testing.local_airflow import cluster
+from ragas_ops_testing.local_airflow.cluster import (
     COMPOSE_FILE,
     ClusterError,
     Ports,
@@ -26,6 +25,7 @@ from ragas_ops.airflow.cluster import (
     localised,
     save_state,
 )
+
 from ragas_ops.config import settings_from_environment
 
 SECRETS = {
@@ -141,7 +141,9 @@ def test_the_cluster_runs_on_the_compose_settings_with_its_overrides_last(
     assert environment["AIRFLOW__CELERY__WORKER_CONCURRENCY"] == "8"
     assert environment["RAGAS_OPS_PIPELINE_CHUNK_ROWS"] == "20"
     assert '"password": "sk-test-secret"' in environment["AIRFLOW_CONN_RAGAS_OPS_JUDGE"]
-    assert environment["AIRFLOW__CORE__HOSTNAME_CALLABLE"] == "ragas_ops.airflow.cluster.host_name"
+    assert environment["AIRFLOW__CORE__HOSTNAME_CALLABLE"] == (
+        "ragas_ops_testing.local_airflow.cluster.host_name"
+    )
     # every RAGAS_OPS_* name must be a setting: an unknown one stops every task at start
     settings = settings_from_environment(environment)
     assert settings.pipeline.chunk_rows == 20

@@ -14,10 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-
-from ragas_ops.airflow import supervisor
-from ragas_ops.airflow.sqlite import LOCAL_SETTINGS, begins_immediately, create_metadata_engine
-from ragas_ops.airflow.standalone import (
+from ragas_ops_testing.local_airflow import supervisor
+from ragas_ops_testing.local_airflow.processes import free_port
+from ragas_ops_testing.local_airflow.sqlite import (
+    LOCAL_SETTINGS,
+    begins_immediately,
+    create_metadata_engine,
+)
+from ragas_ops_testing.local_airflow.standalone import (
     PASSWORDS_FILE,
     Standalone,
     StandaloneError,
@@ -26,12 +30,12 @@ from ragas_ops.airflow.standalone import (
     check_judge,
     choose_judge,
     down,
-    free_port,
     judge_environment,
     pools,
     write_env_file,
     write_local_settings,
 )
+
 from ragas_ops.config import settings_from_environment
 from tests.support import TEST_KEY
 
@@ -284,7 +288,7 @@ def test_a_judge_that_could_not_score_is_refused_before_anything_starts(
         check_judge("openai", {})
     check_judge("openai", {"OPENAI_API_KEY": TEST_KEY})
     check_judge("openai", {"RAGAS_OPS_JUDGE_BASE_URL": "http://127.0.0.1:11434/v1"})
-    check_judge("test", {})  # the test kit is installed (make install)
+    check_judge("test", {})  # the test judge is in the kit, as this launcher is
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(StandaloneError, match=r"\[local\] extra"):
         check_judge("local", {})

@@ -3,6 +3,7 @@ password that never shows (in a setting's repr, a config error or a catalog erro
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,14 @@ import pytest
 from ragas_ops.config import ConfigError, Settings, load_settings, masked_catalog_uri
 from ragas_ops.contract.layout import Lake
 from ragas_ops.secrets import secret_forms
-from ragas_ops.tables.format import IcebergDayTables, ParquetDayTables, day_tables
+from ragas_ops.tables.format import (
+    IcebergDayTables,
+    ParquetDayTables,
+    day_tables,
+    local_table_formats,
+    missing_for,
+)
+from ragas_ops.tables.iceberg import INSTALL_HINT, local_catalog_path
 
 PASSWORD = "Pg-s3cret-0123456789"
 
@@ -26,6 +34,31 @@ def test_parquet_is_the_default_and_iceberg_is_one_setting(tmp_path: Path) -> No
     tables = day_tables(Lake(iceberg.pipeline), iceberg)
     assert isinstance(tables, IcebergDayTables)
     assert (tmp_path / "warehouse" / "_iceberg_catalog.sqlite").exists()
+
+
+def test_a_local_warehouse_says_which_table_formats_it_holds(tmp_path: Path) -> None:
+    """What the demo asks before it scores into a warehouse an earlier run filled in the
+    other format (it sets that one aside)."""
+    warehouse = tmp_path / "warehouse"
+    assert local_table_formats(warehouse) == set()
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(warehouse)
+    Path(Lake(settings.pipeline).scored("2026-01-02").path).parent.mkdir(parents=True)
+    assert local_table_formats(warehouse) == {"parquet"}
+
+    pytest.importorskip("pyiceberg")
+    iceberg = load_settings(environ={"RAGAS_OPS_WAREHOUSE_TABLE_FORMAT": "iceberg"})
+    iceberg.pipeline.warehouse_uri = str(warehouse)
+    day_tables(Lake(iceberg.pipeline), iceberg)
+    assert local_catalog_path(warehouse).exists()
+    assert local_table_formats(warehouse) == {"parquet", "iceberg"}
+
+
+def test_a_table_format_says_what_it_needs_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert missing_for("parquet") is None
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert missing_for("parquet") is None
+    assert missing_for("iceberg") == INSTALL_HINT
 
 
 def test_an_unknown_table_format_is_a_config_error() -> None:

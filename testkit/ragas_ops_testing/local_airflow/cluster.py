@@ -40,9 +40,15 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
-from ragas_ops.airflow.demo import DAG_ID
-from ragas_ops.airflow.standalone import PROJECT, free_port, get_json, group_alive, pools, reap
-from ragas_ops.testkit import require_test_kit
+from ragas_ops_testing.local_airflow.checkout import DAG_ID, PROJECT
+from ragas_ops_testing.local_airflow.processes import (
+    LauncherError,
+    free_port,
+    get_json,
+    group_alive,
+    reap,
+)
+from ragas_ops_testing.local_airflow.standalone import pools
 
 COMPOSE_FILE = PROJECT / "docker" / "docker-compose.yaml"
 # In the temporary folder: the `postgres` user (when this runs as root) must reach its data.
@@ -56,7 +62,7 @@ S3_KEYS = {"S3_ACCESS_KEY": "ragas-ops", "S3_SECRET_KEY": "ragas-ops-secret"}  #
 VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:-|:\?)(?P<arg>[^}]*))?\}")
 
 
-class ClusterError(RuntimeError):
+class ClusterError(LauncherError):
     """The cluster could not be started, or did not become ready in time."""
 
 
@@ -175,7 +181,7 @@ def cluster_environment(home: Path, ports: Ports, judge_url: str) -> dict[str, s
         "RAGAS_OPS_JUDGE_EMBEDDING_MODEL": os.environ.get(
             "RAGAS_OPS_JUDGE_EMBEDDING_MODEL", "test-embedding"
         ),
-        "AIRFLOW__CORE__HOSTNAME_CALLABLE": "ragas_ops.airflow.cluster.host_name",
+        "AIRFLOW__CORE__HOSTNAME_CALLABLE": "ragas_ops_testing.local_airflow.cluster.host_name",
         **state.get("overrides", {}),
     }
 
@@ -303,8 +309,6 @@ def up(
     compose file's (the scenario test's shorter timeouts)."""
     if running(home):
         raise ClusterError(f"a cluster already runs from {home}: `make cluster-down` first")
-    if judge_url is None:  # the cluster's own test judge, from the test kit
-        require_test_kit()
     home.mkdir(parents=True, exist_ok=True)
     ports = Ports.choose()
     state = load_state(home)
@@ -467,7 +471,7 @@ def down(home: Path = DEFAULT_HOME, grace_seconds: float = 20) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ragas_ops.airflow.cluster", description=__doc__
+        prog="python -m ragas_ops_testing.local_airflow.cluster", description=__doc__
     )
     parser.add_argument("action", choices=("up", "down"))
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)

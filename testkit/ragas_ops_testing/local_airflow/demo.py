@@ -8,7 +8,6 @@ checked against the baseline of the days before it; the last day is a bad one on
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -18,8 +17,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
-from ragas_ops.config import ENV_PREFIX, settings_from_environment
+from ragas_ops.config import ENV_PREFIX, TableFormat, settings_from_environment
 from ragas_ops.contract.layout import (
     Lake,
     day_folder,
@@ -28,9 +26,12 @@ from ragas_ops.contract.layout import (
     run_folder_name,
 )
 from ragas_ops.samples import sample_interactions
+from ragas_ops.tables.format import local_table_formats, missing_for
+from ragas_ops.tables.iceberg import local_catalog_path
 
-DAG_ID = "ragas_ops_nightly"
-PROJECT_DAGS = Path(__file__).resolve().parents[2] / "dags"
+from ragas_ops_testing.local_airflow.checkout import DAG_ID, PROJECT
+
+PROJECT_DAGS = PROJECT / "dags"
 
 
 def demo_days(count: int, last: date | None = None) -> list[str]:
@@ -84,10 +85,9 @@ def run_demo(folder: Path, days: int, rows: int) -> int:
     # The settings the DAG reads, from the same environment (a bad value fails here).
     settings = settings_from_environment()
     table_format = settings.warehouse.table_format
-    if table_format == "iceberg" and importlib.util.find_spec("pyiceberg") is None:
-        from ragas_ops.tables.iceberg import INSTALL_HINT
-
-        say(f"{TABLE_FORMAT_ENV}=iceberg: {INSTALL_HINT}")
+    missing = missing_for(table_format)
+    if missing is not None:
+        say(f"{TABLE_FORMAT_ENV}={table_format}: {missing}")
         return 2
     say(f"warehouse: {table_format} tables ({TABLE_FORMAT_ENV})")
     lake = Lake(settings.pipeline)
@@ -127,25 +127,14 @@ TABLE_FORMAT_ENV = f"{ENV_PREFIX}WAREHOUSE_TABLE_FORMAT"
 """The variable of `warehouse.table_format`, named in the demo's output."""
 
 
-def warehouse_formats(warehouse: Path) -> set[str]:
-    """The table formats `warehouse` already holds tables in (an Iceberg catalog, Parquet
-    table folders)."""
-    formats = set()
-    if (warehouse / "_iceberg_catalog.sqlite").exists():
-        formats.add("iceberg")
-    if any((warehouse / table).is_dir() for table in ("scored", "daily_metrics")):
-        formats.add("parquet")
-    return formats
-
-
-def set_aside_other_format(warehouse: Path, table_format: str) -> tuple[str, Path] | None:
+def set_aside_other_format(warehouse: Path, table_format: TableFormat) -> tuple[str, Path] | None:
     """Move a warehouse with tables in another format than `table_format` to
     `<warehouse>-<format>` (replacing an earlier one there), and say which format and where.
 
     Both formats share the run manifests and reports of `runs/` and `reports/`, and the
     other format's tables would stay beside the new ones, read by their own queries as if
     current: the demo keeps one format per warehouse."""
-    other = sorted(warehouse_formats(warehouse) - {table_format})
+    other = sorted(local_table_formats(warehouse) - {table_format})
     if not other:
         return None
     aside = warehouse.with_name(f"{warehouse.name}-{'-'.join(other)}")
@@ -155,10 +144,10 @@ def set_aside_other_format(warehouse: Path, table_format: str) -> tuple[str, Pat
     return "-".join(other), aside
 
 
-def warehouse_lines(warehouse: Path, table_format: str) -> list[str]:
+def warehouse_lines(warehouse: Path, table_format: TableFormat) -> list[str]:
     """Where the demo's tables are, in the warehouse's table format."""
     if table_format == "iceberg":
-        catalog = warehouse / "_iceberg_catalog.sqlite"
+        catalog = local_catalog_path(warehouse)
         return [
             f"iceberg tables: ragas_ops.scored, ragas_ops.daily_metrics, ragas_ops.runs "
             f"(catalog {catalog}, files under {warehouse / 'ragas_ops'})",

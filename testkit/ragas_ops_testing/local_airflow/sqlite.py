@@ -28,9 +28,10 @@ CONNECT_ARGS_ASYNC: dict[str, Any] = {"timeout": BUSY_TIMEOUT_SECONDS}
 IMMEDIATE_COMMANDS = frozenset({"backfill", "dags", "tasks"})
 
 LOCAL_SETTINGS = '''\
-"""Written by `ragas-ops airflow up` (see ragas_ops.airflow.sqlite); replaced by it."""
+"""Written by `ragas-ops airflow up` (see ragas_ops_testing.local_airflow.sqlite); replaced
+by it."""
 
-from ragas_ops.airflow.sqlite import create_metadata_engine
+from ragas_ops_testing.local_airflow.sqlite import create_metadata_engine
 
 __all__ = ["create_metadata_engine"]
 '''

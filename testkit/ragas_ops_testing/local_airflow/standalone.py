@@ -1,7 +1,7 @@
 """A real Airflow on one machine, with this project's DAG: `ragas-ops airflow up` / `down`.
 
 `up` starts Airflow's api-servers, scheduler (LocalExecutor), dag-processor and triggerer on
-SQLite, as `airflow standalone` would, in the background (`ragas_ops.airflow.supervisor` says
+SQLite, as `airflow standalone` would, in the background (`supervisor` says
 why not `airflow standalone` itself), with what a first hour needs already done: the project's
 `dags/` and `plugins/` folders, the two pools of the DAG's scoring tasks, a demo lake of sample
 logs as the pipeline's lake, a judge that works without set-up, and the DAG unpaused (so the
@@ -20,26 +20,33 @@ import json
 import os
 import secrets
 import shlex
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ragas_ops.airflow.demo import DAG_ID, demo_days, write_sample_lake
-from ragas_ops.airflow.sqlite import LOCAL_SETTINGS
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import day_of_folder
 from ragas_ops.judge.factory import local_judge_installed
-from ragas_ops.testkit import INSTALL_TEST_KIT, has_test_kit
 
-PROJECT = Path(__file__).resolve().parents[2]
+from ragas_ops_testing.local_airflow.checkout import DAG_ID, PROJECT
+from ragas_ops_testing.local_airflow.demo import demo_days, write_sample_lake
+from ragas_ops_testing.local_airflow.processes import (
+    LauncherError,
+    free_port,
+    get_json,
+    group_alive,
+    reap,
+    request,
+    stop_group,
+)
+from ragas_ops_testing.local_airflow.sqlite import LOCAL_SETTINGS
+
 DEFAULT_HOME = Path(".airflow")
 DEFAULT_PORT = 8080
 ADMIN = "admin"
@@ -53,10 +60,13 @@ JUDGE_CHOICES: tuple[JudgeChoice, ...] = ("auto", "openai", "local", "test")
 # The test double answers as fast as it is asked: the OpenAI defaults (500 rpm shared by six
 # scoring tasks, about one request a second each) would make it look broken.
 TEST_JUDGE_BUDGET = {"RAGAS_OPS_JUDGE_RPM": "60000", "RAGAS_OPS_JUDGE_TPM": "none"}
+# Named to Airflow by import path (its settings take the connect arguments so): the module
+# every Airflow process imports at start-up.
+SQLITE_MODULE = "ragas_ops_testing.local_airflow.sqlite"
 HEALTHY_COMPONENTS = ("metadatabase", "scheduler", "triggerer", "dag_processor")
 
 
-class StandaloneError(RuntimeError):
+class StandaloneError(LauncherError):
     """Airflow could not be started, or did not become ready in time."""
 
 
@@ -111,8 +121,6 @@ def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
         raise StandaloneError(
             "--judge local needs the [local] extra: pip install 'ragas-ops[local]'"
         )
-    if judge == "test" and not has_test_kit():
-        raise StandaloneError(f"--judge test: {INSTALL_TEST_KIT}")
 
 
 def judge_environment(judge: JudgeChoice, test_judge_url: str | None) -> dict[str, str]:
@@ -155,10 +163,8 @@ def airflow_environment(standalone: Standalone, judge: Mapping[str, str]) -> dic
         # a task's first call times out on a busy machine, its retry is refused (the first one
         # went through) and the task fails.
         "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "ragas_ops.airflow.sqlite.CONNECT_ARGS",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": (
-            "ragas_ops.airflow.sqlite.CONNECT_ARGS_ASYNC"
-        ),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": f"{SQLITE_MODULE}.CONNECT_ARGS",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": f"{SQLITE_MODULE}.CONNECT_ARGS_ASYNC",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
         # The key of the tokens the components and the REST API sign: 64 bytes of a file
         # readable by this user only, read through a command, so env.sh names no secret.
@@ -204,22 +210,6 @@ def pools(environment: Mapping[str, str]) -> dict[str, dict[str, Any]]:
             "include_deferred": False,
         },
     }
-
-
-def free_port(preferred: int = 0, taken: Collection[int] = ()) -> int:
-    """`preferred` when nothing listens on it on 127.0.0.1, else a free port not in `taken`
-    (the ports already chosen for the other servers, which do not listen yet)."""
-    candidates = [preferred] if preferred else []
-    for port in [*candidates, *[0] * 10]:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            found = int(probe.getsockname()[1])
-        if found not in taken:
-            return found
-    raise StandaloneError("no free port on 127.0.0.1")
 
 
 def make_signing_key(home: Path) -> None:
@@ -288,7 +278,7 @@ def backfill_command(days: list[str]) -> str:
 
 def write_local_settings(home: Path) -> None:
     """`config/airflow_local_settings.py` of AIRFLOW_HOME, which every Airflow process imports:
-    ours (see `ragas_ops.airflow.sqlite`), unless one of the user's own is there."""
+    ours (see `sqlite`), unless one of the user's own is there."""
     path = home / "config" / "airflow_local_settings.py"
     if path.exists() and path.read_text() != LOCAL_SETTINGS:
         say(f"kept your {path}: `airflow` commands may fail with 'database is locked' under load")
@@ -320,7 +310,7 @@ def start(standalone: Standalone, environment: dict[str, str], test_judge_port: 
     """Start the supervisor of Airflow's components (and of the test judge, when it has a
     port) as the leader of a new session, so that it outlives `up`; output to the log file.
     Returns its process group, also written to the state file that `down` reads."""
-    command = [sys.executable, "-m", "ragas_ops.airflow.supervisor"]
+    command = [sys.executable, "-m", "ragas_ops_testing.local_airflow.supervisor"]
     if test_judge_port:
         command += ["--test-judge-port", str(test_judge_port)]
     with standalone.path(LOG_FILE).open("ab") as log:
@@ -400,66 +390,6 @@ class AirflowApi:
         more writer on SQLite while the first run's tasks write theirs."""
         if self.call(f"dags/{dag_id}").get("is_paused", True):
             self.call(f"dags/{dag_id}", method="PATCH", body={"is_paused": False})
-
-
-def request(
-    url: str, method: str = "GET", body: Any = None, token: str | None = None, timeout: float = 60
-) -> Any:
-    """One JSON request to Airflow (on 127.0.0.1: no proxy is consulted). The timeout is
-    generous: on SQLite a write waits for the scheduler's, which takes seconds on a busy
-    machine."""
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    data = None if body is None else json.dumps(body).encode()
-    call = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(call, timeout=timeout) as response:
-        return json.loads(response.read() or b"null")
-
-
-def get_json(url: str) -> Any:
-    """The JSON at `url`, or None while nothing answers there."""
-    try:
-        return request(url, timeout=5)
-    except (OSError, ValueError):
-        return None
-
-
-def group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop_group(group: int, grace_seconds: float = 30) -> None:
-    """SIGTERM the group's leader (the supervisor stops its components, signalling each once),
-    or the whole group when the leader is gone; SIGKILL whatever is left after the grace
-    period."""
-    try:
-        os.kill(group, signal.SIGTERM)
-    except ProcessLookupError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGTERM)
-    deadline = time.monotonic() + grace_seconds
-    while group_alive(group) and time.monotonic() < deadline:
-        reap()
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(group, signal.SIGKILL)
-    reap()
-
-
-def reap() -> None:
-    """Collect this process's exited children, so that a stopped group is not kept alive by
-    zombies (when `up` and `down` run in the same process, as in tests)."""
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
 
 
 def running_groups(home: Path) -> list[int]:

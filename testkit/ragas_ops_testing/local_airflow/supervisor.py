@@ -17,8 +17,8 @@ by a task's request whose commit is itself waiting for the event loop (Airflow 3
 waited out the 60 s busy timeout, then the REST call failed). Apart, the tasks' requests
 commit on a loop of their own.
 
-Run as `python -m ragas_ops.airflow.supervisor [--test-judge-port PORT]`, configured by the
-environment (`ragas_ops.airflow.standalone` prepares both). Every component's output goes to
+Run as `python -m ragas_ops_testing.local_airflow.supervisor [--test-judge-port PORT]`,
+configured by the environment (`standalone` prepares both). Every component's output goes to
 this process's output, each line prefixed with the component's name. SIGTERM or SIGINT stops
 everything; so does any component that exits on its own.
 """

@@ -1,6 +1,7 @@
-"""The multi-worker deployment run as one system (`ragas_ops.airflow.cluster`): PostgreSQL,
-Redis, moto's S3 server, Airflow's scheduler, dag-processor, triggerer and api-server, two
-Celery workers, and the test judge enforcing one account limit with a 1-second burst.
+"""The multi-worker deployment run as one system (`ragas_ops_testing.local_airflow.cluster`):
+PostgreSQL, Redis, moto's S3 server, Airflow's scheduler, dag-processor, triggerer and
+api-server, two Celery workers, and the test judge enforcing one account limit with a 1-second
+burst.
 
 A nightly day of three chunks runs while a two-day backfill runs, the warehouse in Iceberg
 format on the PostgreSQL catalog; one worker is killed with SIGKILL in the middle of a nightly
@@ -29,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.local_airflow import cluster
 
-from ragas_ops.airflow import cluster
 from ragas_ops.samples import sample_interactions
 from ragas_ops.secrets import Secret
 from ragas_ops.storage import S3Options

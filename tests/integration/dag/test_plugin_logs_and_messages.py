@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
+from ragas_ops_testing.local_airflow.demo import day_verdict
 
-from ragas_ops.airflow.demo import day_verdict
 from ragas_ops.cli.main import EXIT_JUDGE, main
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake

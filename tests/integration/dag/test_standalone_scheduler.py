@@ -25,9 +25,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_process import server_stats
-
-from ragas_ops.airflow.demo import demo_days
-from ragas_ops.airflow.standalone import (
+from ragas_ops_testing.local_airflow.demo import demo_days
+from ragas_ops_testing.local_airflow.standalone import (
     ENV_FILE,
     LOG_FILE,
     PASSWORDS_FILE,
