@@ -1,6 +1,7 @@
-"""`pip install ragas-ops` (no extras) installs no test judge: the wheel `pip install .` builds
-from this checkout holds the library alone, and the test kit's own distribution (testkit/,
-ragas-ops-testing) holds the test judge. Built offline, from what the venv has installed."""
+"""`pip install ragas-ops` (no extras) installs no test judge and no local-Airflow launcher:
+the wheel `pip install .` builds from this checkout holds the library alone, and the test
+kit's own distribution (testkit/, ragas-ops-testing) holds the test judge and the launcher.
+Built offline, from what the venv has installed."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ PROJECT = Path(__file__).resolve().parents[3]
 NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".venv*", "__pycache__", "*.egg-info", "build", "dist", ".*_cache", "demo", ".airflow"
 )
+
+LAUNCHER = ("standalone", "supervisor", "sqlite", "demo", "cluster")
+"""The local-Airflow launcher's modules (in ragas_ops/airflow/ before they moved to the kit)."""
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +53,10 @@ def test_the_library_wheel_holds_no_test_judge(tmp_path: Path) -> None:
     assert kit == []
     assert [name for name in names if "judge_server" in name or "batch_api" in name] == []
     assert [req for req in requirements(wheel) if "testing" in req] == []
+    # `ragas-ops airflow up`, `ragas-ops demo` and `make cluster` are the kit's
+    assert "ragas_ops/airflow/operators.py" in names
+    assert [name for name in names if "local_airflow" in name] == []
+    assert {f"ragas_ops/airflow/{module}.py" for module in LAUNCHER}.isdisjoint(names)
 
 
 def test_the_test_kit_is_a_distribution_of_its_own(tmp_path: Path) -> None:
@@ -57,5 +65,7 @@ def test_the_test_kit_is_a_distribution_of_its_own(tmp_path: Path) -> None:
     assert Path(wheel.filename or "").name.startswith("ragas_ops_testing-")
     assert "ragas_ops_testing/judge_server/server.py" in names
     assert "ragas_ops_testing/batch_api.py" in names
+    for module in LAUNCHER:
+        assert f"ragas_ops_testing/local_airflow/{module}.py" in names
     assert [name for name in names if name.startswith("ragas_ops/")] == []
     assert "ragas-ops==0.1.0" in requirements(wheel)
