@@ -42,8 +42,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1200)]
 DAG_ID = "ragas_ops_nightly"
 NIGHTLY_DAY = "2026-11-20"
 BACKFILL_DAYS = ("2026-11-17", "2026-11-18")
-ROWS = {NIGHTLY_DAY: 60, BACKFILL_DAYS[0]: 80, BACKFILL_DAYS[1]: 80}
-CHUNK_ROWS = 20
+ROWS = {NIGHTLY_DAY: 120, BACKFILL_DAYS[0]: 160, BACKFILL_DAYS[1]: 160}
+CHUNK_ROWS = 40
 RPM, TPM = 1200, 1_000_000
 JUDGE_ARGS = (
     *("--rpm", str(RPM), "--tpm", str(TPM), "--burst-seconds", "1", "--latency-ms", "300"),
@@ -67,7 +67,7 @@ OVERRIDES = {
 
 
 ROW_LABEL = re.compile(r"KB-(\d+)-(\d{5})")
-KILL_AFTER = 10  # answered requests of a nightly chunk's rows before its worker is killed
+KILL_AFTER = 20  # answered requests of a nightly chunk's rows before its worker is killed
 
 
 def seed_of(day: str) -> int:
