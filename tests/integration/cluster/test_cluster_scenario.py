@@ -56,9 +56,12 @@ OVERRIDES = {
     "RAGAS_OPS_JUDGE_RPM": str(RPM),
     "RAGAS_OPS_JUDGE_TPM": str(TPM),
     "RAGAS_OPS_PIPELINE_RETRY_DELAY_SECONDS": "1",
-    # A killed worker's task is failed (then retried) once its heartbeat is this old.
-    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
-    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
+    # A killed worker's task is failed (then retried) once its heartbeat is this old (300 s by
+    # default): its pool slot idles until then. Every task heartbeats each 2 s (5 s by
+    # default), so a live task misses five in a row before it is taken for dead.
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "10",
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
+    "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "2",
     # A task the killed worker had received but not started stays queued (in Redis, unacked)
     # until this timeout (600 s by default): then it is queued again, for the other worker.
     "AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": "40",
@@ -299,12 +302,16 @@ def test_a_nightly_day_survives_a_killed_worker_beside_a_backfill_and_reruns_for
     bound_rows_per_minute = min(RPM / (answered / rows), TPM / (tokens / rows))
     span = stats["last_request_at"] - stats["first_request_at"]
     share_of_bound = rows / (span / 60) / bound_rows_per_minute
+    window = (stats["first_request_at"], stats["last_request_at"])
+    alive = live_seconds(home, killed, killed_at, window)
     print(
         f"\nscenario: {rows} rows in, {sum(rows_out.values())} out; "
         f"{attempts} attempts, {rate_limited} answered 429 ({rate_limited / attempts:.1%}); "
         f"{requests_before_kill} requests before the kill of {victim} (chunk {map_index}); "
         f"busy {span:.0f} s: {share_of_bound:.2f} of the bound "
-        f"({bound_rows_per_minute:.0f} rows/min); nightly ended {nightly_end}, "
+        f"({bound_rows_per_minute:.0f} rows/min); {alive:.0f} s of it with a live scoring "
+        f"task: {rows / (alive / 60) / bound_rows_per_minute:.2f} of the bound over those; "
+        f"nightly ended {nightly_end}, "
         f"backfill ended {max(backfill_ends)}; wall {busy_seconds:.0f} s"
     )
     assert rate_limited <= 0.02 * attempts
@@ -402,6 +409,40 @@ def tries(home: Path, start: float) -> str:
         f"{at(begun)}-{at(ended)}"
         for run, index, number, host, begun, ended in rows
     )
+
+
+def live_seconds(
+    home: Path, killed: set[tuple[str, int]], killed_at: float, window: tuple[float, float]
+) -> float:
+    """Seconds of `window` (epoch) in which at least one scoring try was alive: from its start
+    to its end, or to the kill for a try that died with its worker (its slot then idles until
+    the heartbeat timeout fails it). The rest of the window no task could ask the judge."""
+    rows = query(
+        home,
+        "SELECT run_id, map_index, try_number, start_date, end_date FROM ("
+        "SELECT run_id, task_id, map_index, try_number, start_date, end_date FROM task_instance "
+        "UNION SELECT run_id, task_id, map_index, try_number, start_date, end_date "
+        "FROM task_instance_history) AS t "
+        "WHERE task_id IN ('score_chunk', 'score_backfill_chunk') AND start_date IS NOT NULL",
+    )
+    spans = sorted(
+        (
+            max(window[0], begun.timestamp()),
+            min(
+                window[1],
+                ended.timestamp() if ended is not None else window[1],
+                killed_at if number == 1 and (run, index) in killed else window[1],
+            ),
+        )
+        for run, index, number, begun, ended in rows
+    )
+    covered, reached = 0.0, window[0]
+    for begin, end in spans:
+        begin = max(begin, reached)
+        if end > begin:
+            covered += end - begin
+            reached = end
+    return covered
 
 
 def retried_from(home: Path) -> float:
