@@ -43,7 +43,7 @@ def split_of(row: dict[str, Any]) -> str:
 async def agreements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     settings = Settings()
     settings.judge.kind = "local"
-    settings.judge.cache_path = None
+    settings.judge.cache.path = None
     judge = build_judge(settings)
     budget = SizeBudget()
     good = [validate_row(r["question"], [r["context"]], r["answer"], budget) for r in rows]

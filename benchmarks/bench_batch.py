@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
-from ragas_ops.config import Settings
+from ragas_ops.config import Settings, apply_mapping
 from ragas_ops.contract.layout import Lake
 from ragas_ops.pipeline.batch_chunk import Waiting, advance
 from ragas_ops.pipeline.plan import plan_day
@@ -39,15 +39,16 @@ ENVIRON = {"OPENAI_API_KEY": "benchmark"}
 
 def settings_for(base_url: str, root: Path, mode: str, **judge: Any) -> Settings:
     settings = Settings()
-    settings.judge.base_url = base_url
-    settings.judge.model = "gpt-4o-mini"  # priced as gpt-4o-mini: the test server echoes it
-    settings.judge.embedding_model = "text-embedding-3-small"
-    settings.judge.cache_path = None
-    settings.judge.rpm = None
-    settings.judge.tpm = None
-    settings.judge.mode = mode  # type: ignore[assignment]
-    for name, value in judge.items():
-        setattr(settings.judge, name, value)
+    settings.judge.endpoint.base_url = base_url
+    settings.judge.endpoint.model = (
+        "gpt-4o-mini"  # priced as gpt-4o-mini: the test server echoes it
+    )
+    settings.judge.endpoint.embedding_model = "text-embedding-3-small"
+    settings.judge.cache.path = None
+    settings.judge.limits.rpm = None
+    settings.judge.limits.tpm = None
+    settings.judge.batch.mode = mode  # type: ignore[assignment]
+    apply_mapping(settings, {"judge": judge}, source="settings_for")  # by their config keys
     settings.pipeline.raw_uri = str(root / "raw")
     settings.pipeline.warehouse_uri = str(root / f"warehouse-{mode}")
     return settings
@@ -61,7 +62,7 @@ def score(settings: Settings) -> tuple[pa.Table, float, int]:
     started = time.monotonic()
     rounds = 0
     for chunk in day_plan.chunks:
-        if settings.judge.mode == "sync":
+        if settings.judge.batch.mode == "sync":
             run_score_chunk(lake, DAY, "bench", chunk=chunk, settings=settings)
             continue
         while True:

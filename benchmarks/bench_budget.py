@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from ragas_ops_testing.judge_process import test_judge_process
 
-from ragas_ops.config import Settings
+from ragas_ops.config import Settings, apply_mapping
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.jobs import score_file
@@ -28,14 +28,13 @@ from ragas_ops.scoring.jobs import score_file
 
 def settings_for(base_url: str, **judge: Any) -> Settings:
     settings = Settings()
-    settings.judge.base_url = base_url
-    settings.judge.model = "gpt-4o-mini"  # priced: the test server echoes the model
-    settings.judge.embedding_model = "text-embedding-3-small"
-    settings.judge.cache_path = None
-    settings.judge.rpm = None
-    settings.judge.tpm = None
-    for name, value in judge.items():
-        setattr(settings.judge, name, value)
+    settings.judge.endpoint.base_url = base_url
+    settings.judge.endpoint.model = "gpt-4o-mini"  # priced: the test server echoes the model
+    settings.judge.endpoint.embedding_model = "text-embedding-3-small"
+    settings.judge.cache.path = None
+    settings.judge.limits.rpm = None
+    settings.judge.limits.tpm = None
+    apply_mapping(settings, {"judge": judge}, source="settings_for")  # by their config keys
     return settings
 
 

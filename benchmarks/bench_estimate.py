@@ -38,12 +38,12 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "begin"
 
 def settings_for(base_url: str, metrics: tuple[str, ...]) -> Settings:
     settings = Settings()
-    settings.judge.base_url = base_url
-    settings.judge.model = "gpt-4o-mini"  # priced: the test server echoes the model
-    settings.judge.embedding_model = "text-embedding-3-small"
-    settings.judge.cache_path = None
-    settings.judge.rpm = None
-    settings.judge.tpm = None
+    settings.judge.endpoint.base_url = base_url
+    settings.judge.endpoint.model = "gpt-4o-mini"  # priced: the test server echoes the model
+    settings.judge.endpoint.embedding_model = "text-embedding-3-small"
+    settings.judge.cache.path = None
+    settings.judge.limits.rpm = None
+    settings.judge.limits.tpm = None
     settings.metrics.names = metrics
     return settings
 

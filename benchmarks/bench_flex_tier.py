@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
-from ragas_ops.config import Settings
+from ragas_ops.config import Settings, apply_mapping
 from ragas_ops.judge.openai.judge import OpenAIJudge
 from ragas_ops.metrics import build_metrics
 from ragas_ops.samples import sample_interactions
@@ -32,15 +32,14 @@ METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 
 async def score(base_url: str, table: pa.Table, **judge: Any) -> tuple[pa.Table, OpenAIJudge]:
     settings = Settings()
-    settings.judge.base_url = base_url
-    settings.judge.model = "gpt-5-mini"
-    settings.judge.embedding_model = "text-embedding-3-small"
-    settings.judge.cache_path = None
-    settings.judge.rpm = None
-    settings.judge.tpm = None
-    settings.judge.shared_budget = "none"
-    for name, value in judge.items():
-        setattr(settings.judge, name, value)
+    settings.judge.endpoint.base_url = base_url
+    settings.judge.endpoint.model = "gpt-5-mini"
+    settings.judge.endpoint.embedding_model = "text-embedding-3-small"
+    settings.judge.cache.path = None
+    settings.judge.limits.rpm = None
+    settings.judge.limits.tpm = None
+    settings.judge.shared_budget.mode = "none"
+    apply_mapping(settings, {"judge": judge}, source="settings_for")  # by their config keys
     client = OpenAIJudge(settings.judge, Secret("benchmark"), settings.prices)
     try:
         scorer = Scorer(build_metrics(METRICS), client)

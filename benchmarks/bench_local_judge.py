@@ -45,11 +45,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragas_ops.config import LocalBackend, Settings
+from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import Interaction, SizeBudget, validate_row
 from ragas_ops.evaluation.begin import load_begin
 from ragas_ops.judge.local.judge import LocalJudge, embedder_for
 from ragas_ops.judge.local.onnx_embedder import OnnxEmbedder
+from ragas_ops.judge.local.spec import LocalBackend
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.gpt_ranking import rank_pair
 from ragas_ops.scoring.scorer import Scorer
@@ -186,7 +187,7 @@ class Measured:
 
 
 def _judge(backend: LocalBackend) -> tuple[LocalJudge, CountingEmbedder]:
-    counting = CountingEmbedder(embedder_for(Settings().judge.local_model, backend))
+    counting = CountingEmbedder(embedder_for(Settings().judge.local.model, backend))
     return LocalJudge(embedder=counting), counting
 
 

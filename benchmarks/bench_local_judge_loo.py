@@ -104,7 +104,7 @@ async def _context_relevance(
 async def measure(rows: list[dict[str, Any]]) -> dict[str, dict[Any, list[float]]]:
     settings = Settings()
     settings.judge.kind = "local"
-    settings.judge.cache_path = None
+    settings.judge.cache.path = None
     judge = build_judge(settings)
     assert isinstance(judge, LocalJudge)
     tables: dict[str, dict[Any, list[float]]] = {"answer_relevance": {}, "context_relevance": {}}

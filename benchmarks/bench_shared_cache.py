@@ -52,15 +52,15 @@ def start_moto() -> tuple[subprocess.Popen[bytes], str]:
 
 def settings_for(url: str, cache: Path, shared: str | None, threads: int = 16) -> Settings:
     settings = Settings()
-    settings.judge.base_url = url
-    settings.judge.model = "gpt-4o-mini"
-    settings.judge.embedding_model = "text-embedding-3-small"
-    settings.judge.cache_path = str(cache)
-    settings.judge.rpm = None
-    settings.judge.tpm = None
-    settings.judge.max_concurrency = 64
-    settings.judge.shared_cache = shared
-    settings.judge.shared_cache_threads = threads
+    settings.judge.endpoint.base_url = url
+    settings.judge.endpoint.model = "gpt-4o-mini"
+    settings.judge.endpoint.embedding_model = "text-embedding-3-small"
+    settings.judge.cache.path = str(cache)
+    settings.judge.limits.rpm = None
+    settings.judge.limits.tpm = None
+    settings.judge.limits.max_concurrency = 64
+    settings.judge.cache.shared = shared
+    settings.judge.cache.shared_threads = threads
     return settings
 
 

@@ -185,13 +185,13 @@ def run_ragas_ops(rows: list[dict[str, Any]], scenario: Scenario, work: Path) ->
     source, target = work / "rows.parquet", work / "ragas_ops_scored.parquet"
     pq.write_table(pa.Table.from_pylist(rows), source)
     settings = Settings()
-    settings.judge.model = CHAT_MODEL
-    settings.judge.embedding_model = EMBEDDING_MODEL
-    settings.judge.cache_path = None  # in memory: a fresh cache for this run only
-    settings.judge.rpm = scenario.rpm
-    settings.judge.tpm = scenario.tpm
+    settings.judge.endpoint.model = CHAT_MODEL
+    settings.judge.endpoint.embedding_model = EMBEDDING_MODEL
+    settings.judge.cache.path = None  # in memory: a fresh cache for this run only
+    settings.judge.limits.rpm = scenario.rpm
+    settings.judge.limits.tpm = scenario.tpm
     with test_judge_process(*scenario.server_options()) as url:
-        settings.judge.base_url = url
+        settings.judge.endpoint.base_url = url
         outcome = asyncio.run(score_file(str(source), str(target), settings, progress=False))
         stats = server_stats(url)
     scored = pq.read_table(target).to_pylist()

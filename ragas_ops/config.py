@@ -21,257 +21,46 @@ from typing import Any, Literal, get_args, get_type_hints
 from urllib.parse import urlsplit
 
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
+from ragas_ops.judge.cache.spec import CacheSpec
+from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
+from ragas_ops.judge.local.spec import LocalSpec
+from ragas_ops.judge.openai.spec import FlexSpec
+from ragas_ops.judge.spec import BatchSpec, EndpointSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
+from ragas_ops.settings_fields import ConfigError as ConfigError  # noqa: PLC0414 (re-exported)
+from ragas_ops.settings_fields import at_least_one, fraction, positive, setting_key
 
 # This module stays light (no numpy, pyarrow or pydantic): the DAG files read settings while
 # Airflow parses them.
 
 DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
-StructuredOutput = Literal["json_schema", "json_object", "none"]
 JudgeKind = Literal["openai", "local"]
-LocalBackend = Literal["auto", "onnx", "onnx-float", "torch"]
-JudgeMode = Literal["sync", "batch"]
-OnBatchUnanswered = Literal["sync", "status"]
-SharedBudgetMode = Literal["none", "local", "redis"]
-BudgetPool = Literal["nightly", "backfill"]
-ServiceTier = Literal["default", "flex", "auto"]
-ProviderCounts = Literal["max_tokens", "usage"]
 TableFormat = Literal["parquet", "iceberg"]
 ENV_PREFIX = "RAGAS_OPS_"
 
 
-class ConfigError(ValueError):
-    """A setting is unknown or has a value of the wrong kind."""
-
-
-# A setting's range is declared on its field (dataclass metadata, also used by `contract`'s
-# SizeBudget) and checked whenever a value comes from a file, the environment or the command
-# line. Keys: `minimum` (inclusive), `exclusive_minimum`, `maximum` (inclusive).
-
-
-def at_least_one(default: Any) -> Any:
-    """A count that must be at least 1 (when set at all)."""
-    return field(default=default, metadata={"minimum": 1})
-
-
-def positive(default: Any) -> Any:
-    """A number that must be above 0 (when set at all)."""
-    return field(default=default, metadata={"exclusive_minimum": 0})
-
-
-def fraction(default: Any) -> Any:
-    """A share in (0, 1]."""
-    return field(default=default, metadata={"exclusive_minimum": 0, "maximum": 1})
-
-
-def check_base_url(url: str, source: str = "judge.base_url") -> None:
-    """Refuse a base URL that is not http(s)://host[:port][/path] (a query string or fragment
-    included), or that holds credentials (they would travel as Basic auth and come back in
-    error messages). The message never repeats the credentials."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"{source}: the judge's base URL must start with http:// or https://")
-    where = f"{parts.scheme}://{parts.hostname or ''}"
-    if parts.username is not None or parts.password is not None:
-        raise ConfigError(
-            f"{source}: the base URL holds credentials ({parts.scheme}://***@...): credentials "
-            "never travel in a URL; put the key in the environment variable that "
-            "judge.api_key_env names (OPENAI_API_KEY by default)"
-        )
-    if not parts.hostname:
-        raise ConfigError(f"{source}: the base URL has no host (expected http(s)://host/v1)")
-    if "?" in url or "#" in url:
-        # A query string would be sent in every request line (and logged by every proxy on
-        # the way): `?api_key=KEY` is how some gateways take a key.
-        raise ConfigError(
-            f"{source}: the base URL {where}/... has a query string or fragment: only "
-            "http(s)://host[:port][/path] is taken; a key goes in the environment variable "
-            "that judge.api_key_env names"
-        )
-    try:
-        parts.port  # noqa: B018 (urllib checks the port when it is read)
-    except ValueError:
-        port = parts.netloc.rpartition(":")[2]
-        raise ConfigError(
-            f"{source}: the base URL {where}:... has an invalid port {port!r} (1-65535)"
-        ) from None
-
-
-FlexDeadline = tuple[Literal["utc_time", "after_seconds"], float]
-"""A parsed `judge.flex_deadline`: a UTC time of day (seconds after midnight), or seconds
-after the judge started."""
-
-
-def parse_flex_deadline(text: str, source: str = "judge.flex_deadline") -> FlexDeadline:
-    """`HH:MM` (a UTC time of day: the first one after the run starts) or `<seconds>s` (that
-    long after the judge of the run starts), or a `ConfigError` saying what is accepted."""
-    value = text.strip().lower()
-    hours, colon, minutes = value.partition(":")
-    if colon and hours.isdigit() and minutes.isdigit() and len(minutes) == 2:
-        if int(hours) < 24 and int(minutes) < 60:
-            return "utc_time", float(int(hours) * 3600 + int(minutes) * 60)
-    elif value.endswith("s"):
-        try:
-            seconds = float(value[:-1])
-        except ValueError:
-            seconds = -1.0
-        if seconds >= 0 and seconds != float("inf"):
-            return "after_seconds", seconds
-    raise ConfigError(
-        f"{source}: {text!r} is no deadline: expected a UTC time of day `HH:MM` (e.g. 06:30) "
-        "or seconds after the run starts with an `s` (e.g. 5400s)"
-    )
-
-
-def check_flex_deadline(value: str, source: str = "judge.flex_deadline") -> None:
-    parse_flex_deadline(value, source)
-
-
-def check_shared_cache(uri: str, source: str = "judge.shared_cache") -> None:
-    """Refuse a shared cache location that is not a folder, file:// or s3://bucket/prefix,
-    or that holds credentials (they come from the aws connection or the AWS environment)."""
-    parts = urlsplit(uri)
-    if parts.scheme not in ("", "file", "s3"):
-        raise ConfigError(f"{source}: use s3://bucket/prefix, a folder or a file:// URI")
-    if parts.username is not None or parts.password is not None:
-        raise ConfigError(
-            f"{source}: the location holds credentials ({parts.scheme}://***@...): S3 "
-            "credentials come from pipeline.aws_conn_id or the standard AWS chain"
-        )
-    if parts.scheme == "s3" and not parts.hostname:
-        raise ConfigError(f"{source}: an s3:// location needs a bucket (s3://bucket/prefix)")
-
-
 @dataclass
 class JudgeSettings:
-    """The LLM judge: where it is, what it may spend, and how it recovers."""
+    """The LLM judge: which kind, and one spec per part it configures, each declared beside
+    its part. The config file's `[judge]` table, the `RAGAS_OPS_JUDGE_*` variables and the
+    flags name the specs' settings flat (`rpm`, `cache_path`): each spec field declares its key."""
 
     kind: JudgeKind = "openai"
     """`openai`: an OpenAI-compatible LLM; `local`: the local judge (no network; `[local]`)."""
-    local_model: str = "all-MiniLM-L6-v2"
-    """The local judge's sentence-transformers model: the packaged default, a name, or a path."""
-    local_backend: LocalBackend = "auto"
-    """How the local judge runs its model: `onnx`, the packaged default as ONNX with its matrix
-    products in int8 (no PyTorch, the `[local]` extra; derived once into the user's cache
-    folder); `onnx-float`, the same model in float (closer to sentence-transformers' vectors,
-    about 1.7 times slower); `torch`, sentence-transformers (`[local-torch]`, any model); `auto`,
-    `onnx` for the packaged default when it is installed, else torch."""
-    model: str = "gpt-4o-mini"
-    embedding_model: str = "text-embedding-3-small"
-    base_url: str | None = field(default=None, metadata={"check": check_base_url})
-    """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never
-    with credentials in it (`user:key@`): the key is read from `api_key_env`."""
-    api_key_env: str = "OPENAI_API_KEY"
-    conn_id: str | None = "ragas_ops_judge"
-    """In Airflow: the connection (type `openai`: host = the base URL, password = the key) the
-    scoring tasks and the batch trigger read the endpoint and key from, through a secrets
-    backend, `AIRFLOW_CONN_<ID>` or the metadata database; when it is not defined (or None),
-    `base_url` and `api_key_env` as outside Airflow. The CLI never reads it."""
-    rpm: int | None = positive(500)
-    """Requests per minute this run may send (OpenAI tier 1 for gpt-4o-mini); None: no limit."""
-    tpm: int | None = positive(200_000)
-    """Tokens per minute this run may use; None: no limit."""
-    max_concurrency: int = at_least_one(32)
-    """Requests in flight at once."""
-    timeout_seconds: float = positive(60.0)
-    service_tier: ServiceTier = "default"
-    """OpenAI's processing tier (docs/flex-tier.md): `default` sends none (the endpoint's own);
-    `flex` asks for flex processing (the Batch API's price, slower, capacity 429s); `auto`
-    sends OpenAI's `auto` (the tier set in the project's settings), handled as flex may be."""
-    flex_timeout_seconds: float = positive(900.0)
-    """Per-request timeout of requests sent as `flex` or `auto` (OpenAI suggests 15 minutes)."""
-    flex_fallback_after_seconds: float = field(default=300.0, metadata={"minimum": 0})
-    """A request answered "resource unavailable" (a flex capacity 429) for this long since the
-    first one goes to the standard tier; 0: never (it gives up like a request 429ed often)."""
-    flex_deadline: str | None = field(default=None, metadata={"check": check_flex_deadline})
-    """After this, new requests go to the standard tier so that the run ends in time: a UTC
-    time of day `HH:MM` (the first after the run starts) or `<seconds>s` after it starts;
-    None: no deadline."""
-    max_attempts: int = at_least_one(8)
-    """Tries per request, counting the first, across 5xx errors, timeouts and replies that are
-    no API reply; 429s use none (see `rate_limit_patience_seconds`)."""
-    rate_limit_patience_seconds: float = positive(3600.0)
-    """How long a request answered 429 is asked again (each time after its Retry-After)
-    before it gives up, counted from its first 429: a 429 is the account's pace, or another
-    application's use of the same limits, not a reason to lose a row."""
-    structured_output: StructuredOutput = "json_schema"
-    """How to ask for JSON: OpenAI's strict json_schema, plain json_object, or the prompt only."""
-    embedding_batch_size: int = at_least_one(512)
-    """Texts per embeddings request (OpenAI accepts up to 2048)."""
-    cache_path: str | None = ".ragas-ops-cache/judge.sqlite"
-    """SQLite file of cached judge responses; None keeps the cache in memory for one run."""
-    shared_cache: str | None = field(default=None, metadata={"check": check_shared_cache})
-    """Where every host of the deployment shares cached responses (s3://bucket/prefix, a
-    folder or file://), behind the local file; None: the local file alone."""
-    shared_cache_threads: int = at_least_one(16)
-    """Reads and writes of the shared cache in flight at once, per scoring process."""
-    shared_cache_timeout_seconds: float = positive(5.0)
-    """Connect and request timeout of the shared cache's S3 store."""
-    shared_cache_retry_seconds: float = positive(60.0)
-    """After the shared cache failed (down, access denied), how long the local cache is used
-    alone before the shared one is tried again."""
-    mode: JudgeMode = "sync"
-    """`sync`: one request at a time through the rate limiter; `batch`: the OpenAI Batch API
-    (half the price, answers within `batch_completion_window`; the pipeline only)."""
-    batch_max_requests: int = at_least_one(50_000)
-    """Most requests per batch input file (OpenAI's limit); larger rounds are split."""
-    batch_max_bytes: int = at_least_one(190_000_000)
-    """Most bytes per batch input file (OpenAI's limit is 200 MB); larger rounds are split."""
-    batch_completion_window: str = "24h"
-    batch_poll_seconds: float = positive(60.0)
-    """How often the Airflow triggerer asks whether submitted batches are done."""
-    batch_wait_seconds: float = positive(26 * 3600)
-    """How long a scoring task waits for its batches before failing (its retry re-attaches to
-    them): a little more than the completion window."""
-    on_batch_unanswered: OnBatchUnanswered = "sync"
-    """Requests a batch did not answer (expired, failed, errors): `sync` sends them again in
-    sync mode; `status` gives their rows `judge_unavailable` with the batch's reason."""
-    budget_usd: float | None = positive(None)
-    """Most money one run may spend on the judge (a DAG run: shared between its chunks in
-    proportion to their rows); rows past it get `budget_exhausted`. None: no limit."""
-    budget_tokens: int | None = at_least_one(None)
-    """Most tokens (prompt + completion + embedding) one run may spend; None: no limit."""
-    retry_failed: bool = False
-    """Ask again the requests whose stored reply was unusable (it did not parse after the
-    repair, or a content filter refused it); by default a rerun reuses those outcomes and
-    pays nothing for them."""
-    unreachable_after: int = field(default=20, metadata={"minimum": 0})
-    """The run stops (exit 4) when this many attempts in a row failed (connection refused,
-    DNS, TLS, timeouts, 5xx, replies that are no API replies) before any request succeeded;
-    0: never."""
-    provider_counts: ProviderCounts = "max_tokens"
-    """How the provider's token limit counts a chat request: `max_tokens`, as OpenAI and Azure
-    do (the prompt and max_tokens x n when it admits it, kept whatever the reply uses); `usage`,
-    as vLLM behind a gateway and most gateways do (the prompt, then the completion it used: the
-    judge then holds the completion it expects, learnt per prompt, not max_tokens)."""
-    provider_burst_seconds: float = positive(1.0)
-    """How many seconds of its rates the provider lets through at once (OpenAI: about one):
-    the judge's buckets, and the shared budget's, hold no more than that."""
-    rate_margin: float = field(default=0.05, metadata={"minimum": 0, "maximum": 0.5})
-    """Share of `rpm` and `tpm` the judge leaves unused: paced exactly at its limit, the
-    provider's bucket stays empty and a request that a busy host or the network delays lands
-    on top of the next one (a 429); paced under it, the bucket refills and absorbs that."""
-    admission_margin: float = field(default=0.05, metadata={"minimum": 0, "maximum": 1})
-    """Share added to a request's token count at admission (messages, the response_format
-    schema, max_tokens x n), against a provider counting a little more than the estimate."""
-    shared_budget: SharedBudgetMode = "local"
-    """`local`: the scoring processes of one machine that use one account (endpoint and model)
-    share its `rpm` and `tpm` through a file beside the cache (`budget.sqlite`; see
-    docs/shared-budget.md); `redis`: the processes of every machine share them through the
-    Redis server at `shared_budget_url`; `none`: each process uses its static share alone."""
-    backfill_share: float = field(default=0.25, metadata={"minimum": 0, "maximum": 1})
-    """Under a shared budget: the share of the account kept for the backfill pool's processes
-    while nightly ones have work (nightly ones have the rest); a pool alone has all of it."""
-    budget_pool: BudgetPool = "nightly"
-    """The pool this process counts in for the shared budget: `nightly` or `backfill`."""
-    static_share: float = fraction(1.0)
-    """The share of `rpm` and `tpm` this process uses when the shared budget is off or its
-    file fails; the pipeline sets 1/(pool_slots + backfill_pool_slots) for its chunks."""
-    shared_budget_url: str | None = None
-    """With `shared_budget = redis`: the server, `redis://host:6379/0` (`rediss://` for TLS);
-    never with a password in it: that comes from `shared_budget_password_env`."""
-    shared_budget_password_env: str = "REDIS_PASSWORD"  # noqa: S105 (a name)
-    """The environment variable holding the Redis password, if the server wants one."""
+    endpoint: EndpointSpec = field(default_factory=EndpointSpec)
+    """Where requests go and how they are made and retried (`judge/spec.py`)."""
+    limits: LimitsSpec = field(default_factory=LimitsSpec)
+    """The account's rates and a run's budget (`judge/limits/spec.py`)."""
+    shared_budget: SharedBudgetSpec = field(default_factory=SharedBudgetSpec)
+    """How the processes on one account share its rates (`judge/limits/spec.py`)."""
+    cache: CacheSpec = field(default_factory=CacheSpec)
+    """The local and the shared response cache (`judge/cache/spec.py`)."""
+    batch: BatchSpec = field(default_factory=BatchSpec)
+    """Sync or batch mode, and the batches' sizes and waits (`judge/spec.py`)."""
+    flex: FlexSpec = field(default_factory=FlexSpec)
+    """The service tier and the flex tier's timeouts and deadline (`judge/openai/spec.py`)."""
+    local: LocalSpec = field(default_factory=LocalSpec)
+    """The local judge's model and how it runs (`judge/local/spec.py`)."""
 
 
 def check_metric_names(names: tuple[str, ...], source: str = "metrics.names") -> None:
@@ -547,18 +336,44 @@ def settings_from_environment(environ: Mapping[str, str] | None = None) -> Setti
 def updated_section(section: Any, values: Any, source: str) -> Any:
     """A copy of the dataclass `section` with `values` (a table of the config file, or text
     from the environment) coerced to its fields' types and checked against their ranges: the
-    one reader of a table of settings, also for the options a metric declares."""
+    one reader of a table of settings, also for the options a metric declares. A field that is
+    itself a spec (`JudgeSettings.limits`) is read flat: each of its fields by its key."""
     if not isinstance(values, Mapping):
         raise ConfigError(f"{source}: expected a table of settings")
-    hints = get_type_hints(type(section))
-    known = {f.name: f for f in dataclasses.fields(section)}
-    changes = {}
+    known = section_keys(type(section))
+    own: dict[str, Any] = {}
+    specs: dict[str, dict[str, Any]] = {}
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"{source}: unknown setting {key!r}; known: {sorted(known)}")
-        coerced = _coerce(hints[key], value, f"{source} {key}")
-        changes[key] = _in_range(known[key], coerced, source)
-    return dataclasses.replace(section, **changes)
+        spec, declared, kind = known[key]
+        changes = own if spec is None else specs.setdefault(spec, {})
+        coerced = _coerce(kind, value, f"{source} {key}")
+        changes[declared.name] = _in_range(declared, coerced, source)
+    for spec, spec_changes in specs.items():
+        own[spec] = dataclasses.replace(getattr(section, spec), **spec_changes)
+    return dataclasses.replace(section, **own)
+
+
+SettingKey = tuple[str | None, dataclasses.Field[Any], Any]
+"""Where a key of a table goes: the spec field holding it (None: the section's own field),
+the field, and its type."""
+
+
+def section_keys(section: type[Any]) -> dict[str, SettingKey]:
+    """The keys of a table of settings: the section's own fields', and each spec field's
+    fields' (a field whose type is a dataclass), by their keys (`settings_fields.setting_key`)."""
+    keys: dict[str, SettingKey] = {}
+    hints = get_type_hints(section)
+    for declared in dataclasses.fields(section):
+        kind = hints[declared.name]
+        if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+            keys[setting_key(declared)] = (None, declared, kind)
+            continue
+        spec_hints = get_type_hints(kind)
+        for inner in dataclasses.fields(kind):
+            keys[setting_key(inner)] = (declared.name, inner, spec_hints[inner.name])
+    return keys
 
 
 def _coerce(kind: Any, value: Any, source: str) -> Any:
@@ -587,7 +402,7 @@ def _in_range(declared: dataclasses.Field[Any], value: Any, source: str) -> Any:
     and passes the field's own check (`metadata["check"]`, e.g. the judge's base URL)."""
     if value is None:
         return value
-    key, bounds = declared.name, declared.metadata
+    key, bounds = setting_key(declared), declared.metadata
     check = bounds.get("check")
     if check is not None:
         check(value, source)

@@ -111,7 +111,7 @@ class Prices:
 
     @classmethod
     def of(cls, settings: Settings) -> Prices:
-        judge = settings.judge
+        judge = settings.judge.endpoint
         return cls(
             judge.model,
             judge.embedding_model,
@@ -328,7 +328,7 @@ class _Batches:
 
     def __init__(self, settings: Settings, tally: Tally) -> None:
         self.batch_rows = settings.batch_rows
-        self.per_request = settings.judge.embedding_batch_size
+        self.per_request = settings.judge.endpoint.embedding_batch_size
         self.tally = tally
         self.rows = 0
         self.texts: list[int] = []
@@ -418,7 +418,8 @@ def _tally_rows(
     them: the pipeline (`chunk_rows` given) rebatches each chunk to `batch_rows` rows;
     `ragas-ops score` reads batches of `batch_rows` that end with each Parquet row group."""
     metrics = configured_metrics(settings)
-    counter = _RowCounter(metrics, schema_in_text=settings.judge.structured_output != "json_schema")
+    schema_in_text = settings.judge.endpoint.structured_output != "json_schema"
+    counter = _RowCounter(metrics, schema_in_text=schema_in_text)
     tally = Tally()
     batches = _Batches(settings, tally)
     fraction = settings.pipeline.sample_fraction

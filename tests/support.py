@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
-from ragas_ops.config import Settings
+from ragas_ops.config import Settings, apply_mapping
 
 TEST_KEY = "sk-" + "test-0123456789abcdefghijklmnop"
 
@@ -35,14 +35,13 @@ def start_moto(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
 def settings_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> Settings:
     """Settings that score against `server`, with a cache file of their own under `tmp_path`."""
     settings = Settings()
-    settings.judge.base_url = server.base_url
-    settings.judge.model = "test-judge"
-    settings.judge.embedding_model = "test-embedding"
-    settings.judge.cache_path = str(tmp_path / "cache" / "judge.sqlite")
-    settings.judge.rpm = None
-    settings.judge.tpm = None
-    for name, value in judge.items():
-        setattr(settings.judge, name, value)
+    settings.judge.endpoint.base_url = server.base_url
+    settings.judge.endpoint.model = "test-judge"
+    settings.judge.endpoint.embedding_model = "test-embedding"
+    settings.judge.cache.path = str(tmp_path / "cache" / "judge.sqlite")
+    settings.judge.limits.rpm = None
+    settings.judge.limits.tpm = None
+    apply_mapping(settings, {"judge": judge}, source="settings_for")  # by their config keys
     return settings
 
 

@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from ragas_ops.config import Settings, check_base_url
+from ragas_ops.config import Settings
+from ragas_ops.judge.spec import check_base_url
 from ragas_ops.secrets import Secret
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ def connection_base_url(connection: Any) -> str | None:
 def judge_endpoint(settings: Settings) -> JudgeEndpoint:
     """Where this task's judge is: the `judge.conn_id` connection when it is defined, else
     `judge.base_url` and the key in `judge.api_key_env` (said once in the task's log)."""
-    judge = settings.judge
+    judge = settings.judge.endpoint
     if judge.conn_id:
         found = JudgeHook(judge.conn_id).endpoint(judge.base_url, judge.api_key_env)
         if found is not None:
@@ -122,9 +123,10 @@ def judge_endpoint(settings: Settings) -> JudgeEndpoint:
 def with_endpoint(settings: Settings, endpoint: JudgeEndpoint) -> tuple[Settings, dict[str, str]]:
     """`settings` pointing at the endpoint, and the environment the judge's factory reads the
     key from (the process environment with the endpoint's key under `judge.api_key_env`)."""
-    judge = dataclasses.replace(settings.judge, base_url=endpoint.base_url)
+    spec = dataclasses.replace(settings.judge.endpoint, base_url=endpoint.base_url)
+    judge = dataclasses.replace(settings.judge, endpoint=spec)
     environ: dict[str, str] = {**os.environ}
-    environ[judge.api_key_env] = endpoint.api_key.reveal()
+    environ[spec.api_key_env] = endpoint.api_key.reveal()
     return dataclasses.replace(settings, judge=judge), environ
 
 

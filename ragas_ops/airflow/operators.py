@@ -14,9 +14,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
+
+if TYPE_CHECKING:
+    from ragas_ops.config import Settings
 
 JUDGE_MODES = ("sync", "batch")
 
@@ -42,11 +45,12 @@ class ScoreChunkOperator(BaseOperator):
         piece = chunk_from_dict(self.chunk)
         self._label(context)
         settings = self._settings()
-        if self._mode(context, settings.judge.mode) == "batch":
+        if self._mode(context, settings.judge.batch.mode) == "batch":
             if settings.judge.kind == "local":
                 raise ConfigError("batch mode needs the OpenAI judge; the local judge has none")
             return self._advance(context)
-        settings.judge = dataclasses.replace(settings.judge, mode="sync")  # this run's choice
+        sync = dataclasses.replace(settings.judge.batch, mode="sync")  # this run's choice
+        settings.judge = dataclasses.replace(settings.judge, batch=sync)
         settings, environ = hooks.environment_for(settings)
         lake = task_context.lake_for(settings)
         with task_context.failed_without_retry():
@@ -94,15 +98,15 @@ class ScoreChunkOperator(BaseOperator):
             )
         if not isinstance(progress, Waiting):
             return progress
-        judge = settings.judge
+        endpoint, batch = settings.judge.endpoint, settings.judge.batch
         self.defer(
             trigger=BatchesFinishedTrigger(
                 batch_ids=progress.batch_ids,
-                base_url=judge.base_url,
-                api_key_env=judge.api_key_env,
-                conn_id=judge.conn_id,
-                poll_seconds=judge.batch_poll_seconds,
-                deadline=time.time() + judge.batch_wait_seconds,
+                base_url=endpoint.base_url,
+                api_key_env=endpoint.api_key_env,
+                conn_id=endpoint.conn_id,
+                poll_seconds=batch.poll_seconds,
+                deadline=time.time() + batch.wait_seconds,
             ),
             method_name="resume",
         )
@@ -112,7 +116,7 @@ class ScoreChunkOperator(BaseOperator):
         rows = sum(int(piece["rows"]) for piece in self.chunk["slices"])
         context["chunk_label"] = f"chunk {self.chunk['index']} ({rows} rows)"
 
-    def _settings(self) -> Any:
+    def _settings(self) -> Settings:
         from ragas_ops.airflow import task_context
         from ragas_ops.pipeline.share import chunk_settings
 

@@ -151,11 +151,13 @@ def _run_score(options: argparse.Namespace) -> int:
 
 def _check_key_or_local(settings: Settings) -> None:
     """Without an API key, say every way to score: the key, the local judge, an endpoint."""
-    judge = settings.judge
-    if judge.kind != "openai" or judge.base_url is not None or os.environ.get(judge.api_key_env):
+    endpoint = settings.judge.endpoint
+    if settings.judge.kind != "openai" or endpoint.base_url is not None:
+        return
+    if os.environ.get(endpoint.api_key_env):
         return
     raise JudgeFatalError(
-        f"no API key: set ${judge.api_key_env} to score with OpenAI; or score on this "
+        f"no API key: set ${endpoint.api_key_env} to score with OpenAI; or score on this "
         "machine, with no key and no network, with `--judge local` (the local judge: "
         "sentence embeddings and lexical evidence, not an LLM); or point --base-url at an "
         "OpenAI-compatible endpoint (a local test double: `ragas-ops test-judge`)"

@@ -11,15 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from ragas_ops.config import (
-    ConfigError,
-    JudgeKind,
-    ServiceTier,
-    Settings,
-    StructuredOutput,
-    apply_mapping,
-    load_settings,
-)
+from ragas_ops.config import ConfigError, JudgeKind, Settings, apply_mapping, load_settings
+from ragas_ops.judge.openai.spec import ServiceTier
+from ragas_ops.judge.spec import StructuredOutput
 from ragas_ops.metrics import registered_metrics
 
 SCORE, ESTIMATE, BENCHMARK = "score", "estimate", "benchmark"

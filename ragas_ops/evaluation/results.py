@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragas_ops.judge.cache import cache_key
+from ragas_ops.judge.cache.keys import cache_key
 
 
 def row_key(benchmark: str, row: Any) -> str:

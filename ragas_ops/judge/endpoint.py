@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ragas_ops.config import check_base_url
+from ragas_ops.judge.spec import check_base_url
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -12,6 +12,7 @@ from ragas_ops.judge.base import Judge, JudgeFatalError, JudgeIdentity
 from ragas_ops.judge.batch import BatchMode
 from ragas_ops.judge.cache import open_cache
 from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.secrets import Secret
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def build_judge(
 ) -> Judge:
     """The judge the settings describe, with its API key read from the environment; `s3`
     reaches a shared cache on S3 (the lake's options; None: the AWS environment)."""
-    if settings.judge.mode == "batch":
+    if settings.judge.batch.mode == "batch":
         raise ConfigError(
             "judge.mode = batch runs in the Airflow pipeline, which waits for the batches "
             "without holding a worker; here, set judge.mode = sync (RAGAS_OPS_JUDGE_MODE=sync)"
@@ -35,19 +36,17 @@ def build_judge(
     if settings.judge.kind == "local":
         from ragas_ops.judge.local.judge import LocalJudge  # heavy: only when asked for
 
-        return LocalJudge(
-            settings.judge.local_model,
-            cache=open_cache(settings.judge, s3),
-            backend=settings.judge.local_backend,
-        )
+        return LocalJudge(settings.judge.local, cache=open_cache(settings.judge.cache, s3))
     environ = os.environ if environ is None else environ
-    key = Secret(environ.get(settings.judge.api_key_env, ""))
-    if not key and settings.judge.base_url is None:
+    endpoint = settings.judge.endpoint
+    key = Secret(environ.get(endpoint.api_key_env, ""))
+    if not key and endpoint.base_url is None:
         raise JudgeFatalError(
-            f"no API key: set ${settings.judge.api_key_env}, or point --base-url at an "
+            f"no API key: set ${endpoint.api_key_env}, or point --base-url at an "
             "OpenAI-compatible endpoint (for a local test double: `ragas-ops test-judge`)"
         )
-    return OpenAIJudge(settings.judge, key, settings.prices, cache=open_cache(settings.judge, s3))
+    cache = open_cache(settings.judge.cache, s3)
+    return OpenAIJudge(settings.judge, key, settings.prices, cache=cache)
 
 
 def batch_mode(
@@ -57,9 +56,10 @@ def batch_mode(
     from ragas_ops.judge.openai.batch_mode import OpenAIBatchMode
 
     environ = os.environ if environ is None else environ
-    key = Secret(environ.get(settings.judge.api_key_env, ""))
-    if not key and settings.judge.base_url is None:
-        raise JudgeFatalError(f"batch mode needs an API key: set ${settings.judge.api_key_env}")
+    endpoint = settings.judge.endpoint
+    key = Secret(environ.get(endpoint.api_key_env, ""))
+    if not key and endpoint.base_url is None:
+        raise JudgeFatalError(f"batch mode needs an API key: set ${endpoint.api_key_env}")
     return OpenAIBatchMode(settings.judge, settings.prices, key, s3)
 
 
@@ -67,8 +67,8 @@ def batch_watcher(base_url: str | None, api_key: Secret) -> BatchMode:
     """A batch capability that only watches batches (a trigger's): endpoint and key given."""
     from ragas_ops.judge.openai.batch_mode import OpenAIBatchMode
 
-    settings = JudgeSettings(base_url=base_url, max_attempts=BATCH_POLL_ATTEMPTS)
-    return OpenAIBatchMode(settings, {}, api_key)
+    endpoint = EndpointSpec(base_url=base_url, max_attempts=BATCH_POLL_ATTEMPTS)
+    return OpenAIBatchMode(JudgeSettings(endpoint=endpoint), {}, api_key)
 
 
 def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
@@ -80,7 +80,7 @@ def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
 
         # The local judge answers both kinds of call with its one model; the OpenAI model
         # names in the settings then play no part and would mislead.
-        local = f"local:{local_model_name(settings.local_model, settings.local_backend)}"
+        local = f"local:{local_model_name(settings.local.model, settings.local.backend)}"
         return JudgeIdentity(
             kind="local",
             chat_model=local,
@@ -88,7 +88,7 @@ def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
             rules_version=f"local-rules/v{LOCAL_JUDGE_VERSION}",
             caveats=(LOCAL_JUDGE_LIMITS,),
         )
-    return JudgeIdentity(settings.kind, settings.model, settings.embedding_model)
+    return JudgeIdentity(settings.kind, settings.endpoint.model, settings.endpoint.embedding_model)
 
 
 def local_judge_installed() -> bool:

@@ -111,7 +111,7 @@ class BatchWork:
             json.dumps(
                 {
                     "slices": [asdict(piece) for piece in chunk.slices],
-                    "model": settings.judge.model,
+                    "model": settings.judge.endpoint.model,
                 },
                 sort_keys=True,
             ).encode()

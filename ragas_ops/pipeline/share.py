@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ragas_ops.config import BudgetPool, Settings
+from ragas_ops.config import Settings
+from ragas_ops.judge.limits.spec import BudgetPool
 
 
 def judge_share(settings: Settings, pool: BudgetPool = "nightly") -> Settings:
@@ -20,10 +21,9 @@ def judge_share(settings: Settings, pool: BudgetPool = "nightly") -> Settings:
     """
     share = dataclasses.replace(settings)
     slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
-    judge = settings.judge
-    share.judge = dataclasses.replace(
-        judge, budget_pool=pool, static_share=judge.static_share / slots
-    )
+    shared = settings.judge.shared_budget
+    shared = dataclasses.replace(shared, pool=pool, static_share=shared.static_share / slots)
+    share.judge = dataclasses.replace(settings.judge, shared_budget=shared)
     return share
 
 
@@ -34,10 +34,12 @@ def chunk_settings(
     (see `judge_share`) and of the run's budget, in proportion to its rows."""
     share = judge_share(settings, pool)
     fraction = chunk_rows / day_rows if day_rows else 1.0
-    budget_usd, budget_tokens = settings.judge.budget_usd, settings.judge.budget_tokens
-    share.judge = dataclasses.replace(
-        share.judge,
+    limits = settings.judge.limits
+    budget_usd, budget_tokens = limits.budget_usd, limits.budget_tokens
+    limits = dataclasses.replace(
+        limits,
         budget_usd=None if budget_usd is None else budget_usd * fraction,
         budget_tokens=None if budget_tokens is None else max(1, int(budget_tokens * fraction)),
     )
+    share.judge = dataclasses.replace(share.judge, limits=limits)
     return share

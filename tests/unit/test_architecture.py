@@ -1,10 +1,14 @@
 """The house's rules, read from the code's own imports: no import circle, no arrow from a lower
-layer to a higher one, no private name taken across modules. (Which rooms may import Airflow
-and the SDKs is kept by ruff's banned-api, see pyproject.toml.)"""
+layer to a higher one, no private name taken across modules, settings modules that any floor
+may import. (Which rooms may import Airflow and the SDKs is kept by ruff's banned-api, see
+pyproject.toml.)"""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +21,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "ragas_ops"
 # and its cache, then the two providers, then the factory that builds them.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"contract", "text", "secrets", "sampling", "samples", "pricing", "storage", "testkit"}
+        {
+            "contract",
+            "text",
+            "secrets",
+            "sampling",
+            "samples",
+            "pricing",
+            "storage",
+            "testkit",
+            "settings_fields",
+        }
     ),
     frozenset({"prompts", "config", "tables"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
@@ -39,9 +53,19 @@ DOORS: dict[str, frozenset[str]] = {
         f"ragas_ops.judge.local.{name}" for name in ("rules", "evidence", "questions", "generator")
     ),
     "judge.limits": frozenset(),
-    "judge.cache": frozenset({"ragas_ops.judge.cache"}),
+    "judge.cache": frozenset({"ragas_ops.judge.cache", "ragas_ops.judge.cache.keys"}),
     "judge.factory": frozenset({"ragas_ops.judge.factory"}),
 }
+# A room's settings (the specs `config` composes) are in its `spec.py`, beside the part they
+# configure. A settings module imports nothing of ragas_ops but the settings toolkit, and the
+# packages it sits in import nothing at all when imported, so it stands on the toolkit's floor
+# and is a door of its room: `config` (floor 1) composes the judge's specs without an arrow up.
+TOOLKIT = "ragas_ops.settings_fields"
+SETTINGS_MODULE = "spec"
+
+
+def is_settings_module(module: str) -> bool:
+    return module.rsplit(".", 1)[-1] == SETTINGS_MODULE
 
 
 def module_name(path: Path) -> str:
@@ -76,6 +100,8 @@ def room(module: str) -> str:
 
 
 def floor(module: str) -> int:
+    if is_settings_module(module):
+        return floor(TOOLKIT)
     name = room(module)
     for level, rooms in enumerate(LAYERS):
         if name in rooms:
@@ -146,9 +172,72 @@ def test_the_judges_rooms_are_entered_by_their_doors() -> None:
         if not module.startswith("ragas_ops.judge")
         for imported, names, _ in imports(tree)
         for target in resolve(imported, names, known)
-        if room(target) in DOORS and target not in DOORS[room(target)]
+        if room(target) in DOORS
+        and target not in DOORS[room(target)]
+        and not is_settings_module(target)
     ]
     assert entered == []
+
+
+def settings_modules() -> dict[str, ast.Module]:
+    return {name: tree for name, tree in modules().items() if is_settings_module(name)}
+
+
+def test_the_judges_parts_have_their_settings_modules() -> None:
+    assert sorted(settings_modules()) == [
+        "ragas_ops.judge.cache.spec",
+        "ragas_ops.judge.limits.spec",
+        "ragas_ops.judge.local.spec",
+        "ragas_ops.judge.openai.spec",
+        "ragas_ops.judge.spec",
+    ]
+
+
+def every_import(tree: ast.Module) -> Iterator[str]:
+    """Every module `tree` imports, ragas_ops or not, lazy ones included."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+
+
+def test_a_settings_module_imports_only_the_toolkit_and_the_standard_library() -> None:
+    known = modules()
+    foreign = [
+        f"{module} imports {imported}"
+        for module, tree in {**settings_modules(), TOOLKIT: known[TOOLKIT]}.items()
+        for imported in every_import(tree)
+        if imported != TOOLKIT and imported.split(".")[0] not in sys.stdlib_module_names
+    ]
+    assert foreign == []
+
+
+def test_the_packages_of_a_settings_module_import_nothing_when_imported() -> None:
+    """Importing `ragas_ops.judge.cache.spec` runs `ragas_ops/judge/cache/__init__.py` first:
+    an import at its top (the SQLite cache, numpy) would come with every settings import."""
+    known = modules()
+    packages = {
+        ".".join(module.split(".")[:end])
+        for module in settings_modules()
+        for end in range(1, module.count(".") + 1)
+    }
+    eager = [
+        f"{package} imports {imported} when it is imported"
+        for package in sorted(packages)
+        for imported, _, top in imports(known[package])
+        if top
+    ]
+    assert eager == []
+
+
+def test_config_stays_light() -> None:
+    """The DAG files read settings while Airflow parses them: config and the settings modules
+    it composes import no heavy library."""
+    probe = "import sys, json, ragas_ops.config; print(json.dumps(sorted(sys.modules)))"
+    loaded = json.loads(subprocess.check_output([sys.executable, "-c", probe], text=True))
+    heavy = {"numpy", "pyarrow", "pandas", "pydantic", "openai", "redis", "sqlite3"}
+    assert heavy & {name.split(".")[0] for name in loaded} == set()
 
 
 def test_no_private_name_is_imported_across_modules() -> None:

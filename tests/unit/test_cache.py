@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragas_ops.judge.cache import ResponseCache, cache_key
+from ragas_ops.judge.cache.keys import cache_key
+from ragas_ops.judge.cache.local import ResponseCache
 
 BASE = {
     "kind": "chat",
@@ -249,7 +250,7 @@ def test_threads_share_one_instance_and_others_on_the_same_file(cache_file):
 
 
 def test_a_stored_failure_gives_way_to_a_newer_reply_but_an_answer_stays(tmp_path):
-    from ragas_ops.judge.cache import ResponseCache
+    from ragas_ops.judge.cache.local import ResponseCache
 
     cache = ResponseCache(tmp_path / "c.sqlite")
     failure = {"texts": ["nope"], "outcome": "output_invalid", "reason": "bad"}

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
-from ragas_ops.config import SECTIONS, ConfigError, Settings, apply_mapping, load_settings
+from ragas_ops.config import (
+    SECTIONS,
+    ConfigError,
+    JudgeSettings,
+    Settings,
+    apply_mapping,
+    load_settings,
+    section_keys,
+)
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.metrics import DEFAULT_METRICS
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -21,13 +28,13 @@ def _file(tmp_path: Path, text: str) -> Path:
 
 def test_defaults():
     settings = load_settings(environ={})
-    assert settings.judge.model == "gpt-4o-mini"
-    assert settings.judge.embedding_model == "text-embedding-3-small"
-    assert settings.judge.base_url is None
-    assert settings.judge.api_key_env == "OPENAI_API_KEY"
-    assert settings.judge.rpm == 500
-    assert settings.judge.tpm == 200_000
-    assert settings.judge.structured_output == "json_schema"
+    assert settings.judge.endpoint.model == "gpt-4o-mini"
+    assert settings.judge.endpoint.embedding_model == "text-embedding-3-small"
+    assert settings.judge.endpoint.base_url is None
+    assert settings.judge.endpoint.api_key_env == "OPENAI_API_KEY"
+    assert settings.judge.limits.rpm == 500
+    assert settings.judge.limits.tpm == 200_000
+    assert settings.judge.endpoint.structured_output == "json_schema"
     assert settings.metrics.names == DEFAULT_METRICS
     assert settings.metrics.options == {}
     assert settings.columns == ColumnMapping()
@@ -71,13 +78,13 @@ answer_chars = 1000
     )
     settings = load_settings(path, environ={})
     assert settings.batch_rows == 64
-    assert settings.judge.model == "gpt-4.1-mini"
-    assert settings.judge.base_url == "http://localhost:8000/v1"
-    assert settings.judge.rpm == 60
-    assert settings.judge.tpm == 200_000  # untouched
-    assert settings.judge.timeout_seconds == 30.0
-    assert isinstance(settings.judge.timeout_seconds, float)
-    assert settings.judge.cache_path is None
+    assert settings.judge.endpoint.model == "gpt-4.1-mini"
+    assert settings.judge.endpoint.base_url == "http://localhost:8000/v1"
+    assert settings.judge.limits.rpm == 60
+    assert settings.judge.limits.tpm == 200_000  # untouched
+    assert settings.judge.endpoint.timeout_seconds == 30.0
+    assert isinstance(settings.judge.endpoint.timeout_seconds, float)
+    assert settings.judge.cache.path is None
     assert settings.metrics.names == ("faithfulness", "context_relevance")
     assert settings.metrics.options == {
         "answer_relevance": {"questions": 5, "question_strategy": "sample"}
@@ -101,9 +108,9 @@ def test_environment_variables_override_the_file(tmp_path):
             "RAGAS_OPS_METRICS_QUESTION_STRATEGY": "sample",
         },
     )
-    assert settings.judge.model == "from-env"
-    assert settings.judge.rpm is None
-    assert settings.judge.tpm == 90_000
+    assert settings.judge.endpoint.model == "from-env"
+    assert settings.judge.limits.rpm is None
+    assert settings.judge.limits.tpm == 90_000
     assert settings.metrics.names == ("faithfulness", "answer_relevance")
     assert settings.batch_rows == 32
     assert settings.columns.answer == "response"
@@ -114,7 +121,7 @@ def test_environment_variables_override_the_file(tmp_path):
 @pytest.mark.parametrize("value", ["none", "None", "NULL", ""])
 def test_an_optional_setting_is_unset_by_none_null_or_empty(value):
     settings = load_settings(environ={"RAGAS_OPS_JUDGE_TPM": value})
-    assert settings.judge.tpm is None
+    assert settings.judge.limits.tpm is None
 
 
 @pytest.mark.parametrize(
@@ -174,7 +181,7 @@ def test_a_value_outside_a_literal_is_an_error_that_lists_the_choices(environ):
 
 def test_a_literal_value_inside_its_choices_is_accepted():
     settings = load_settings(environ={"RAGAS_OPS_JUDGE_STRUCTURED_OUTPUT": "json_object"})
-    assert settings.judge.structured_output == "json_object"
+    assert settings.judge.endpoint.structured_output == "json_object"
 
 
 def test_a_prices_table_adds_a_model_and_overrides_a_default(tmp_path):
@@ -284,11 +291,11 @@ def _ranged_fields() -> list[tuple[str, str, float]]:
     settings = Settings()
     found = []
     for section in SECTIONS:
-        for item in dataclasses.fields(getattr(settings, section)):
+        for key, (_, item, _) in section_keys(type(getattr(settings, section))).items():
             if "minimum" in item.metadata:
-                found.append((section, item.name, item.metadata["minimum"] - 1))
+                found.append((section, key, item.metadata["minimum"] - 1))
             elif "exclusive_minimum" in item.metadata:
-                found.append((section, item.name, item.metadata["exclusive_minimum"]))
+                found.append((section, key, item.metadata["exclusive_minimum"]))
     return found
 
 
@@ -303,3 +310,107 @@ def test_a_value_outside_a_declared_range_is_refused(
 def test_ranges_are_declared_on_the_fields_that_need_them() -> None:
     ranged = {name for _, name, _ in _ranged_fields()}
     assert {"max_concurrency", "rpm", "sample_fraction", "question_chars", "chunk_rows"} <= ranged
+    assert {"shared_cache_threads", "batch_max_requests", "flex_timeout_seconds"} <= ranged
+
+
+JUDGE_KEYS = [
+    "kind",
+    "local_model",
+    "local_backend",
+    "model",
+    "embedding_model",
+    "base_url",
+    "api_key_env",
+    "conn_id",
+    "rpm",
+    "tpm",
+    "max_concurrency",
+    "timeout_seconds",
+    "service_tier",
+    "flex_timeout_seconds",
+    "flex_fallback_after_seconds",
+    "flex_deadline",
+    "max_attempts",
+    "rate_limit_patience_seconds",
+    "structured_output",
+    "embedding_batch_size",
+    "cache_path",
+    "shared_cache",
+    "shared_cache_threads",
+    "shared_cache_timeout_seconds",
+    "shared_cache_retry_seconds",
+    "mode",
+    "batch_max_requests",
+    "batch_max_bytes",
+    "batch_completion_window",
+    "batch_poll_seconds",
+    "batch_wait_seconds",
+    "on_batch_unanswered",
+    "budget_usd",
+    "budget_tokens",
+    "retry_failed",
+    "unreachable_after",
+    "provider_counts",
+    "provider_burst_seconds",
+    "rate_margin",
+    "admission_margin",
+    "shared_budget",
+    "backfill_share",
+    "budget_pool",
+    "static_share",
+    "shared_budget_url",
+    "shared_budget_password_env",
+]
+"""The `[judge]` keys as they were when JudgeSettings was one flat dataclass of 46 fields."""
+
+
+def test_the_judges_keys_are_the_flat_ones_of_before() -> None:
+    assert sorted(section_keys(JudgeSettings)) == sorted(JUDGE_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "path", "expected"),
+    [
+        ("RAGAS_OPS_JUDGE_CACHE_PATH", "none", "cache.path", None),
+        ("RAGAS_OPS_JUDGE_SHARED_CACHE_THREADS", "4", "cache.shared_threads", 4),
+        ("RAGAS_OPS_JUDGE_BATCH_MAX_REQUESTS", "10", "batch.max_requests", 10),
+        ("RAGAS_OPS_JUDGE_MODE", "batch", "batch.mode", "batch"),
+        ("RAGAS_OPS_JUDGE_ON_BATCH_UNANSWERED", "status", "batch.on_unanswered", "status"),
+        ("RAGAS_OPS_JUDGE_FLEX_DEADLINE", "06:30", "flex.deadline", "06:30"),
+        ("RAGAS_OPS_JUDGE_SERVICE_TIER", "flex", "flex.service_tier", "flex"),
+        ("RAGAS_OPS_JUDGE_LOCAL_MODEL", "m", "local.model", "m"),
+        ("RAGAS_OPS_JUDGE_SHARED_BUDGET", "redis", "shared_budget.mode", "redis"),
+        ("RAGAS_OPS_JUDGE_BUDGET_POOL", "backfill", "shared_budget.pool", "backfill"),
+        (
+            "RAGAS_OPS_JUDGE_SHARED_BUDGET_URL",
+            "redis://h:1/0",
+            "shared_budget.url",
+            "redis://h:1/0",
+        ),
+        ("RAGAS_OPS_JUDGE_RPM", "60", "limits.rpm", 60),
+        ("RAGAS_OPS_JUDGE_MAX_ATTEMPTS", "2", "endpoint.max_attempts", 2),
+        ("RAGAS_OPS_JUDGE_KIND", "local", "kind", "local"),
+    ],
+)
+def test_a_flat_key_sets_the_field_of_the_spec_that_declares_it(
+    name: str, value: str, path: str, expected: object
+) -> None:
+    found: object = load_settings(environ={name: value}).judge
+    for part in path.split("."):
+        found = getattr(found, part)
+    assert found == expected
+
+
+def test_a_spec_setting_out_of_range_is_named_by_its_key_and_source(tmp_path: Path) -> None:
+    path = _file(tmp_path, "[judge]\nshared_cache_threads = 0\n")
+    with pytest.raises(ConfigError, match=r"\[judge\]: shared_cache_threads must be at least 1"):
+        load_settings(path, environ={})
+    with pytest.raises(ConfigError, match="RAGAS_OPS_JUDGE_FLEX_DEADLINE: '7pm' is no deadline"):
+        load_settings(environ={"RAGAS_OPS_JUDGE_FLEX_DEADLINE": "7pm"})
+
+
+def test_an_unknown_judge_key_lists_the_flat_keys() -> None:
+    with pytest.raises(ConfigError, match="unknown setting 'path'") as refused:
+        apply_mapping(Settings(), {"judge": {"path": "x"}}, source="test")
+    assert "'cache_path'" in str(refused.value)
+    assert "'endpoint'" not in str(refused.value)

@@ -13,9 +13,10 @@ import httpx
 import openai
 import pytest
 
-from ragas_ops.config import ConfigError, JudgeSettings, load_settings, parse_flex_deadline
+from ragas_ops.config import ConfigError, JudgeSettings, load_settings, updated_section
 from ragas_ops.judge.base import Usage
 from ragas_ops.judge.openai.replies import BadReplyError, read_chat_reply
+from ragas_ops.judge.openai.spec import parse_flex_deadline
 from ragas_ops.judge.openai.tiers import (
     TierPolicy,
     TierState,
@@ -51,7 +52,7 @@ def test_a_deadline_in_another_form_is_refused_with_the_forms_accepted(text):
 def test_a_bad_deadline_is_refused_when_the_settings_are_read():
     with pytest.raises(ConfigError, match=r"FLEX_DEADLINE: .dawn. is no deadline"):
         load_settings(environ={"RAGAS_OPS_JUDGE_FLEX_DEADLINE": "dawn"})
-    assert load_settings(environ={"RAGAS_OPS_JUDGE_FLEX_DEADLINE": "06:30"}).judge.flex_deadline
+    assert load_settings(environ={"RAGAS_OPS_JUDGE_FLEX_DEADLINE": "06:30"}).judge.flex.deadline
 
 
 @pytest.mark.parametrize(
@@ -70,8 +71,11 @@ def test_seconds_to_the_deadline(deadline, now, seconds):
 
 
 def policy(clock: list[float], **settings) -> TierPolicy:
-    judge = JudgeSettings(**settings)
-    return TierPolicy(judge, random.Random(0), Counter(), clock=lambda: clock[0], now=AT_0530)
+    """The policy of the `[judge]` settings given by their config keys."""
+    judge = updated_section(JudgeSettings(), settings, "test")
+    return TierPolicy(
+        judge.flex, judge.endpoint, random.Random(0), Counter(), clock=lambda: clock[0], now=AT_0530
+    )
 
 
 def test_default_sends_no_tier_and_no_timeout_of_its_own():

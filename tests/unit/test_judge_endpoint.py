@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragas_ops.config import ConfigError, check_base_url
+from ragas_ops.config import ConfigError
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
+from ragas_ops.judge.spec import check_base_url
 
 
 @pytest.mark.parametrize(

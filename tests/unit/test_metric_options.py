@@ -183,4 +183,4 @@ def test_a_metric_option_with_a_flag_of_its_own_is_a_flag(tmp_path: Path) -> Non
         options = build_parser().parse_args(["score", "in", "out", "--toy-model", "large"])
         settings = settings_from_options(options)
     assert settings.metrics.options["toy"] == {"model": "large"}
-    assert settings.judge.model != "large"
+    assert settings.judge.endpoint.model != "large"

@@ -8,8 +8,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.openai.chat_request import chat_messages
+from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.metrics import ALL_PROMPTS
 from ragas_ops.metrics.answer_relevance import QUESTIONS_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT, VERDICTS_PROMPT
@@ -289,8 +289,8 @@ def test_with_strict_structured_output_the_schema_is_sent_once() -> None:
     Other modes need it in the text."""
     data = {"contexts": ["c"], "statements": ["s"]}
     schema = json.dumps(VERDICTS_PROMPT.json_schema, sort_keys=True)
-    strict = chat_messages(JudgeSettings(structured_output="json_schema"), VERDICTS_PROMPT, data)
-    loose = chat_messages(JudgeSettings(structured_output="json_object"), VERDICTS_PROMPT, data)
+    strict = chat_messages(EndpointSpec(structured_output="json_schema"), VERDICTS_PROMPT, data)
+    loose = chat_messages(EndpointSpec(structured_output="json_object"), VERDICTS_PROMPT, data)
     assert schema not in strict[0]["content"]
     assert schema in loose[0]["content"]
     assert strict[1] == loose[1]

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 from ragas_ops_testing.judge_process import free_port
 
-from ragas_ops.config import ConfigError, JudgeSettings
+from ragas_ops.config import ConfigError
 from ragas_ops.judge.limits.account_buckets import AccountPlan, CoordinatorError, Rates
 from ragas_ops.judge.limits.rate_limit import RateLimiter
 from ragas_ops.judge.limits.redis_budget import RedisCoordinator, RedisTarget, redis_url_for
 from ragas_ops.judge.limits.shared_budget import shared_budget_for
+from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 
 fakeredis = pytest.importorskip("fakeredis", reason="the redis extra's test server")
 
@@ -18,8 +19,8 @@ PASSWORD = "budget-" + "pass-0123456789"
 PLAN = AccountPlan(Rates(60, None), backfill_share=0.25)
 
 
-def _settings(url: str | None) -> JudgeSettings:
-    return JudgeSettings(shared_budget="redis", shared_budget_url=url, rpm=60, tpm=None)
+def _settings(url: str | None) -> SharedBudgetSpec:
+    return SharedBudgetSpec(mode="redis", url=url)
 
 
 def test_the_url_must_be_a_redis_url_without_credentials():
@@ -63,9 +64,11 @@ def test_a_redis_that_is_down_is_a_coordinator_failure_without_the_password():
 
 
 def test_shared_budget_for_redis_needs_no_cache_folder(fake_redis_url):
-    settings = _settings(fake_redis_url)
-    settings.cache_path = None
-    budget = shared_budget_for(settings, "http://127.0.0.1:1/v1", RateLimiter(60, None))
+    limits = LimitsSpec(rpm=60, tpm=None)
+    account = "http://127.0.0.1:1/v1 gpt-4o-mini"
+    budget = shared_budget_for(
+        _settings(fake_redis_url), limits, account, None, RateLimiter(60, None)
+    )
     assert budget is not None
     assert isinstance(budget.coordinator, RedisCoordinator)
     assert budget.where.startswith("redis at 127.0.0.1:")

@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.limits.account_buckets import (
     AccountPlan,
     Rates,
@@ -26,6 +25,7 @@ from ragas_ops.judge.limits.shared_budget import (
     shared_budget_for,
     static_rates,
 )
+from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from tests.unit.test_rate_limit import START, FakeTime, _admit_for
 
 ACCOUNT = Rates(rpm=600, tpm=400_000)
@@ -361,20 +361,22 @@ async def test_a_coordinator_failing_mid_run_falls_back_and_the_request_goes_on(
 
 
 def test_shared_budget_for_follows_the_settings(tmp_path):
-    settings = JudgeSettings(cache_path=str(tmp_path / "c" / "judge.sqlite"), rpm=600, tpm=None)
+    spec, limits = SharedBudgetSpec(), LimitsSpec(rpm=600, tpm=None)
+    cache_path = str(tmp_path / "c" / "judge.sqlite")
+    account = "http://127.0.0.1:1/v1 gpt-4o-mini"
     limiter = RateLimiter(600, None)
-    budget = shared_budget_for(settings, "http://127.0.0.1:1/v1", limiter)
+    budget = shared_budget_for(spec, limits, account, cache_path, limiter)
     assert budget is not None
     assert isinstance(budget.coordinator, LocalCoordinator)
     assert budget.coordinator.path == tmp_path / "c" / "budget.sqlite"
-    assert budget.coordinator.account == "http://127.0.0.1:1/v1 gpt-4o-mini"
+    assert budget.coordinator.account == account
     assert budget.plan == AccountPlan(Rates(570, None), 0.25)  # less rate_margin (5%)
-    settings.shared_budget = "none"
-    assert shared_budget_for(settings, "x", limiter) is None
-    settings.shared_budget, settings.cache_path = "local", None
-    assert shared_budget_for(settings, "x", limiter) is None  # no file to share
-    settings.shared_budget, settings.rpm = "local", None
-    assert shared_budget_for(settings, "x", limiter) is None  # no limit to share
+    spec.mode = "none"
+    assert shared_budget_for(spec, limits, "x", cache_path, limiter) is None
+    spec.mode = "local"
+    assert shared_budget_for(spec, limits, "x", None, limiter) is None  # no file to share
+    limits.rpm = None
+    assert shared_budget_for(spec, limits, "x", cache_path, limiter) is None  # no limit to share
 
 
 # -- the pipeline's chunks ------------------------------------------------------------------------
@@ -385,20 +387,20 @@ def test_a_chunk_keeps_the_account_under_the_shared_budget_and_falls_back_to_its
     from ragas_ops.pipeline.share import chunk_settings
 
     settings = Settings()
-    settings.judge.rpm, settings.judge.tpm = 600, 400_000
+    settings.judge.limits.rpm, settings.judge.limits.tpm = 600, 400_000
     share = chunk_settings(settings, chunk_rows=10, day_rows=40, pool="backfill").judge
-    assert (share.rpm, share.tpm) == (600, 400_000)  # the coordinator divides it
-    assert share.budget_pool == "backfill"
+    assert (share.limits.rpm, share.limits.tpm) == (600, 400_000)  # the coordinator divides it
+    assert share.shared_budget.pool == "backfill"
     slots = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
-    assert share.static_share == pytest.approx(1 / slots)
+    assert share.shared_budget.static_share == pytest.approx(1 / slots)
 
-    settings.judge.shared_budget = "redis"
+    settings.judge.shared_budget.mode = "redis"
     across_hosts = chunk_settings(settings, chunk_rows=10, day_rows=40).judge
-    assert (across_hosts.rpm, across_hosts.budget_pool) == (600, "nightly")
+    assert (across_hosts.limits.rpm, across_hosts.shared_budget.pool) == (600, "nightly")
 
-    settings.judge.shared_budget = "none"
+    settings.judge.shared_budget.mode = "none"
     static = chunk_settings(settings, chunk_rows=10, day_rows=40).judge
-    alone = static_rates(static)
-    paced = 1 - settings.judge.rate_margin
+    alone = static_rates(static.limits, static.shared_budget)
+    paced = 1 - settings.judge.limits.rate_margin
     assert (alone.rpm, alone.tpm) == pytest.approx((600 * paced / slots, 400_000 * paced / slots))
-    assert static.budget_pool == "nightly"
+    assert static.shared_budget.pool == "nightly"

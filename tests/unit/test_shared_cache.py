@@ -12,8 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragas_ops.config import ConfigError, JudgeSettings, Settings, apply_mapping
-from ragas_ops.judge.cache import ResponseCache, open_cache
+from ragas_ops.config import ConfigError, Settings, apply_mapping
+from ragas_ops.judge.cache import open_cache
+from ragas_ops.judge.cache.local import ResponseCache
+from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.cache.tiered import TieredCache
 from ragas_ops.storage import locate
 
@@ -120,11 +122,9 @@ def test_a_store_that_fails_is_warned_of_once_counted_and_tried_again_later(
 
 
 def test_without_a_shared_location_the_cache_is_the_local_file_alone(tmp_path: Path) -> None:
-    cache = open_cache(JudgeSettings(cache_path=str(tmp_path / "c.sqlite")))
+    cache = open_cache(CacheSpec(path=str(tmp_path / "c.sqlite")))
     assert isinstance(cache, ResponseCache)
-    shared = open_cache(
-        JudgeSettings(cache_path=str(tmp_path / "c.sqlite"), shared_cache=str(tmp_path / "s"))
-    )
+    shared = open_cache(CacheSpec(path=str(tmp_path / "c.sqlite"), shared=str(tmp_path / "s")))
     assert isinstance(shared, TieredCache)
     shared.close()
 

@@ -74,11 +74,11 @@ def test_the_test_judge_gets_a_budget_that_does_not_look_broken(tmp_path: Path) 
     settings = settings_from_environment(airflow_environment(Standalone(tmp_path, 1, 2), judge))
     tasks = settings.pipeline.pool_slots + settings.pipeline.backfill_pool_slots
 
-    assert settings.judge.base_url == "http://127.0.0.1:18124/v1"
-    assert settings.judge.rpm is not None
-    assert settings.judge.rpm / tasks / 60 > 100, "requests a second per scoring task"
-    assert settings.judge.tpm is None
-    openai = settings_from_environment(judge_environment("openai", None)).judge
+    assert settings.judge.endpoint.base_url == "http://127.0.0.1:18124/v1"
+    assert settings.judge.limits.rpm is not None
+    assert settings.judge.limits.rpm / tasks / 60 > 100, "requests a second per scoring task"
+    assert settings.judge.limits.tpm is None
+    openai = settings_from_environment(judge_environment("openai", None)).judge.limits
     assert openai.rpm == 500, "OpenAI keeps the account's defaults"
 
 

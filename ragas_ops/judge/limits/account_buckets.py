@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ragas_ops.config import BudgetPool
+from ragas_ops.judge.limits.spec import BudgetPool
 
 BURST_SECONDS = 1.0
 """The account's buckets hold this many seconds of its rates, split like the rates: the

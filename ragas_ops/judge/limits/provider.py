@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ragas_ops.config import ProviderCounts
+from ragas_ops.judge.limits.spec import ProviderCounts
 
 
 @dataclass(frozen=True)

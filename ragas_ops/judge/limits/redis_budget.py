@@ -25,13 +25,14 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from ragas_ops.config import BudgetPool, ConfigError, JudgeSettings
+from ragas_ops.config import ConfigError
 from ragas_ops.judge.limits.account_buckets import (
     AccountPlan,
     CoordinatorError,
     loaded_state,
     take_from,
 )
+from ragas_ops.judge.limits.spec import BudgetPool, SharedBudgetSpec
 from ragas_ops.secrets import Secret, redact
 
 KEY_PREFIX = "ragas-ops:budget:"
@@ -52,12 +53,12 @@ class RedisTarget:
         self.where = f"{parts.hostname}:{parts.port or 6379}"
 
 
-def redis_url_for(settings: JudgeSettings, environ: dict[str, str] | None = None) -> RedisTarget:
+def redis_url_for(spec: SharedBudgetSpec, environ: dict[str, str] | None = None) -> RedisTarget:
     """The server of `shared_budget_url`, with the password from `shared_budget_password_env`.
     Refuses a missing URL, another scheme, and a URL with credentials in it (the message does
     not repeat them)."""
     source = "judge.shared_budget_url"
-    url = settings.shared_budget_url
+    url = spec.url
     if not url:
         raise ConfigError(f"{source}: judge.shared_budget = redis needs the server's URL")
     parts = urlsplit(url)
@@ -66,12 +67,12 @@ def redis_url_for(settings: JudgeSettings, environ: dict[str, str] | None = None
     if parts.username is not None or parts.password is not None:
         raise ConfigError(
             f"{source}: the URL holds credentials ({parts.scheme}://***@...): put the password "
-            f"in the environment variable {settings.shared_budget_password_env} instead"
+            f"in the environment variable {spec.password_env} instead"
         )
     if not parts.hostname:
         raise ConfigError(f"{source}: the URL has no host (expected redis://host:6379/0)")
     environ = dict(os.environ) if environ is None else environ
-    password = environ.get(settings.shared_budget_password_env)
+    password = environ.get(spec.password_env)
     return RedisTarget(url, Secret(password) if password else None)
 
 

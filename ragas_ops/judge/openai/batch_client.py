@@ -81,7 +81,8 @@ class BatchClient:
         self._api_key = api_key
         self._price = price
         # Control-plane calls (files, batches): the SDK's own backoff is enough.
-        self._client = openai_client(settings, api_key, max_retries=settings.max_attempts)
+        endpoint = settings.endpoint
+        self._client = openai_client(endpoint, api_key, max_retries=endpoint.max_attempts)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -100,7 +101,7 @@ class BatchClient:
             batch = await self._client.batches.create(
                 input_file_id=uploaded.id,
                 endpoint="/v1/chat/completions",
-                completion_window=self.settings.batch_completion_window,  # type: ignore[arg-type]
+                completion_window=self.settings.batch.completion_window,  # type: ignore[arg-type]
                 metadata={PART_METADATA_KEY: part_key},
             )
         log.info("submitted batch %s for %s (%d bytes)", batch.id, part_key, len(content))
@@ -195,8 +196,9 @@ class BatchClient:
                 raise
             raise JudgeFatalError(
                 f"{doing}: the endpoint refused (HTTP {error.status_code}): "
-                f"{self._safe(error.message)}. Check the key in ${self.settings.api_key_env}, "
-                "the base URL, and that this endpoint offers the Batch API."
+                f"{self._safe(error.message)}. Check the key in "
+                f"${self.settings.endpoint.api_key_env}, the base URL, and that this endpoint "
+                "offers the Batch API."
             ) from None
 
     def _safe(self, text: str) -> str:

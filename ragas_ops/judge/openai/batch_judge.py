@@ -66,7 +66,7 @@ class BatchPassJudge:
         sync_judge: Callable[[], Judge],
     ) -> None:
         self.settings = settings
-        self.endpoint = endpoint_name(effective_base_url(settings.base_url))
+        self.endpoint = endpoint_name(effective_base_url(settings.endpoint.base_url))
         self._price = price
         self._book = book
         self._build_sync_judge = sync_judge
@@ -81,11 +81,11 @@ class BatchPassJudge:
 
     @property
     def description(self) -> str:
-        return describe_judge(self.settings.model, self.endpoint)
+        return describe_judge(self.settings.endpoint.model, self.endpoint)
 
     @property
     def embedding_description(self) -> str:
-        return describe_judge(self.settings.embedding_model, self.endpoint)
+        return describe_judge(self.settings.endpoint.embedding_model, self.endpoint)
 
     def usage_total(self) -> Usage:
         total = Usage()
@@ -119,8 +119,8 @@ class BatchPassJudge:
     async def complete(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
-        messages = chat_messages(self.settings, prompt, data)
-        params = chat_params(self.settings, prompt, n, data)
+        messages = chat_messages(self.settings.endpoint, prompt, data)
+        params = chat_params(self.settings.endpoint, prompt, n, data)
         texts, usage = self._answer(prompt, messages, params)
         single = {key: value for key, value in params.items() if key != "n"}
         while len(texts) < n:  # an endpoint that ignored `n`: top up, as the sync judge does
@@ -163,7 +163,7 @@ class BatchPassJudge:
         if missing is not None:
             if missing.over_budget:
                 raise BudgetExhaustedError(f"{prompt.id}: {missing.reason}")
-            if self.settings.on_batch_unanswered == "sync" and not missing.sync_tried:
+            if self.settings.batch.on_unanswered == "sync" and not missing.sync_tried:
                 self.sync_retries[custom_id] = SyncRetry(prompt, messages, params)
                 raise AwaitingBatch(f"{prompt.id}: to be sent again in sync mode")
             raise JudgeUnavailableError(f"{prompt.id}: not answered: {missing.reason}")

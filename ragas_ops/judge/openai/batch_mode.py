@@ -47,7 +47,7 @@ class OpenAIBatchMode:
         self._prices = prices
         self._api_key = api_key
         self._s3 = s3
-        self._price = price_for(settings.model, prices)
+        self._price = price_for(settings.endpoint.model, prices)
         self._client = BatchClient(settings, api_key, self._price)
 
     def pass_judge(self, book: AnswerBook) -> BatchPassJudge:
@@ -65,7 +65,7 @@ class OpenAIBatchMode:
                 planned.not_sent[request.custom_id] = Unanswered(str(refused), over_budget=True)
                 continue
             sent.append(request)
-        files = batch_files(sent, self.settings.batch_max_requests, self.settings.batch_max_bytes)
+        files = batch_files(sent, self.settings.batch.max_requests, self.settings.batch.max_bytes)
         for custom_id in files.too_large:
             planned.not_sent[custom_id] = Unanswered(
                 "too large for a batch input file (judge.batch_max_bytes)", sync_tried=True
@@ -89,7 +89,9 @@ class OpenAIBatchMode:
 
     async def send_in_sync(self, retries: Mapping[str, SyncRetry], book: AnswerBook) -> AnswerBook:
         """Those that fail again are marked so (`sync_tried`), those over budget too."""
-        judge = OpenAIJudge(self.settings, self._api_key, self._prices, open_cache(self.settings))
+        judge = OpenAIJudge(
+            self.settings, self._api_key, self._prices, open_cache(self.settings.cache)
+        )
         judge.budget.add_spent(book.spent())
         answered = AnswerBook()
 
@@ -116,7 +118,7 @@ class OpenAIBatchMode:
     def _sync_judge(self, book: AnswerBook) -> OpenAIJudge:
         """For embeddings and what the batches did not answer; the batches' spending counts
         against the budget."""
-        cache = open_cache(self.settings, self._s3)
+        cache = open_cache(self.settings.cache, self._s3)
         judge = OpenAIJudge(self.settings, self._api_key, self._prices, cache)
         judge.budget.add_spent(book.spent())
         return judge

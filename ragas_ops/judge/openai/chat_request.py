@@ -8,8 +8,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragas_ops.config import JudgeSettings
-from ragas_ops.judge.cache import cache_key
+from ragas_ops.judge.cache.keys import cache_key
+from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.judge.tokens import REQUEST_OVERHEAD_TOKENS, estimate_chat_tokens
 from ragas_ops.prompts import Prompt, encode_data
 from ragas_ops.text import estimate_tokens
@@ -62,20 +62,20 @@ def output_tokens_for(prompt: Prompt[Any], data: Mapping[str, Any]) -> int:
 
 
 def chat_params(
-    settings: JudgeSettings,
+    endpoint: EndpointSpec,
     prompt: Prompt[Any],
     n: int,
     data: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The request parameters besides the messages (sync and batch requests alike)."""
     params: dict[str, Any] = {
-        "model": settings.model,
+        "model": endpoint.model,
         "temperature": prompt.temperature,
         "max_tokens": prompt.max_output_tokens if data is None else output_tokens_for(prompt, data),
     }
     if n > 1:
         params["n"] = n
-    if settings.structured_output == "json_schema":
+    if endpoint.structured_output == "json_schema":
         params["response_format"] = {
             "type": "json_schema",
             "json_schema": {
@@ -84,17 +84,17 @@ def chat_params(
                 "schema": prompt.json_schema,
             },
         }
-    elif settings.structured_output == "json_object":
+    elif endpoint.structured_output == "json_object":
         params["response_format"] = {"type": "json_object"}
     return params
 
 
 def chat_messages(
-    settings: JudgeSettings, prompt: Prompt[Any], data: Mapping[str, Any]
+    endpoint: EndpointSpec, prompt: Prompt[Any], data: Mapping[str, Any]
 ) -> list[dict[str, str]]:
     """The messages of a request: with strict json_schema output the schema goes only in
     `response_format`, not in the text too."""
-    return prompt.messages(data, schema_in_text=settings.structured_output != "json_schema")
+    return prompt.messages(data, schema_in_text=endpoint.structured_output != "json_schema")
 
 
 def chat_cache_key(

@@ -35,7 +35,9 @@ from ragas_ops.judge.base import (
     RowTicket,
     Usage,
 )
-from ragas_ops.judge.cache import JudgeCache, ResponseCache, cache_key
+from ragas_ops.judge.cache.base import JudgeCache
+from ragas_ops.judge.cache.keys import cache_key
+from ragas_ops.judge.cache.local import ResponseCache
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
 from ragas_ops.judge.limits.budget import Budget, Spend
 from ragas_ops.judge.limits.shared_budget import SharedBudget
@@ -106,12 +108,12 @@ class OpenAIJudge:
     ) -> None:
         self.settings = settings
         self._api_key = api_key
-        self.base_url = effective_base_url(settings.base_url)
+        self.base_url = effective_base_url(settings.endpoint.base_url)
         self.endpoint = endpoint_name(self.base_url)
         """Where the judge is (no credentials): part of its name and of every cache key."""
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
-        self._transport = Transport(settings, api_key, self.base_url)
+        self._transport = Transport(settings.endpoint, api_key, self.base_url)
         self._retry = RetryPolicy(
             settings, api_key, self.endpoint, self.events, rng or random.Random()
         )
@@ -123,11 +125,11 @@ class OpenAIJudge:
 
     @property
     def description(self) -> str:
-        return describe_judge(self.settings.model, self.endpoint)
+        return describe_judge(self.settings.endpoint.model, self.endpoint)
 
     @property
     def embedding_description(self) -> str:
-        return describe_judge(self.settings.embedding_model, self.endpoint)
+        return describe_judge(self.settings.endpoint.embedding_model, self.endpoint)
 
     @property
     def total(self) -> Usage:
@@ -170,8 +172,8 @@ class OpenAIJudge:
     async def complete(
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
-        messages = chat_messages(self.settings, prompt, data)
-        params = chat_params(self.settings, prompt, n, data)
+        messages = chat_messages(self.settings.endpoint, prompt, data)
+        params = chat_params(self.settings.endpoint, prompt, n, data)
         key = chat_cache_key(self.endpoint, prompt, params, messages)
         # Identical rows get one answer and one status: the cache lookup, the request, the
         # repair and the stored outcome happen once per key at a time, and whoever asks later
@@ -239,7 +241,7 @@ class OpenAIJudge:
                 return None
             self.events["cache_hit"] += 1
             return Completion(outputs, Usage(cache_hits=1))
-        if self.settings.retry_failed:
+        if self.settings.endpoint.retry_failed:
             self.events["stored_failure_asked_again"] += 1
             return None
         self.events["cache_hit"] += 1
@@ -340,7 +342,7 @@ class OpenAIJudge:
         max_completion = most_completion_tokens(params)
         counted_prompt = estimate_chat_tokens(messages) + REQUEST_OVERHEAD_TOKENS
         counted_prompt += schema_tokens(params)
-        prompt_tokens = round(counted_prompt * (1 + self.settings.admission_margin))
+        prompt_tokens = round(counted_prompt * (1 + self.settings.limits.admission_margin))
         request = Request(
             what=prompt.id,
             send=lambda options: self._transport.chat(messages, params, options),
@@ -379,7 +381,7 @@ class OpenAIJudge:
             text: cache_key(
                 kind="embedding",
                 endpoint=self.endpoint,
-                model=self.settings.embedding_model,
+                model=self.settings.endpoint.embedding_model,
                 text=text,
             )
             for text in distinct
@@ -407,7 +409,7 @@ class OpenAIJudge:
             size = estimate_tokens(text)
             if (
                 not batches
-                or len(batches[-1]) >= self.settings.embedding_batch_size
+                or len(batches[-1]) >= self.settings.endpoint.embedding_batch_size
                 or (tokens + size > MAX_EMBEDDING_TOKENS_PER_REQUEST)
             ):
                 batches.append([])
@@ -418,7 +420,8 @@ class OpenAIJudge:
 
     async def _embed_batch(self, texts: list[str], call: _Call) -> dict[str, np.ndarray[Any, Any]]:
         estimate = round(
-            sum(estimate_tokens(text) for text in texts) * (1 + self.settings.admission_margin)
+            sum(estimate_tokens(text) for text in texts)
+            * (1 + self.settings.limits.admission_margin)
         )
 
         def read(content_type: str, body: bytes) -> EmbeddingReply:
@@ -431,7 +434,9 @@ class OpenAIJudge:
 
         request = Request(
             what="embeddings",
-            send=lambda options: self._transport.embeddings(self.settings.embedding_model, texts),
+            send=lambda options: self._transport.embeddings(
+                self.settings.endpoint.embedding_model, texts
+            ),
             read=read,
             tokens=estimate,
             counted_besides_usage=0,

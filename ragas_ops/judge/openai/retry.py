@@ -65,7 +65,7 @@ class RetryPolicy:
         self._endpoint = endpoint
         self._events = events
         self._rng = rng
-        self.tiers = TierPolicy(settings, rng, events)
+        self.tiers = TierPolicy(settings.flex, settings.endpoint, rng, events)
         self.fatal: JudgeFatalError | None = None
         """Set once a failure says no request can succeed (raised for every later attempt)."""
         self._answered = False
@@ -77,7 +77,7 @@ class RetryPolicy:
         attempt, sent = 0, 0
         first_429_at: float | None = None
         tiers = TierState()
-        while attempt < self.settings.max_attempts:
+        while attempt < self.settings.endpoint.max_attempts:
             attempt += 1
             sent += 1
             outcome = await attempt_once(self._on_tier(request, tiers), sent)
@@ -93,7 +93,7 @@ class RetryPolicy:
                 last_problem = outcome.problem
                 now = time.monotonic()
                 first_429_at = now if first_429_at is None else first_429_at
-                if now - first_429_at >= self.settings.rate_limit_patience_seconds:
+                if now - first_429_at >= self.settings.limits.rate_limit_patience_seconds:
                     break
                 attempt -= 1
                 if outcome.retry_after is not None:
@@ -108,9 +108,9 @@ class RetryPolicy:
                 request.what,
                 last_problem,
                 attempt,
-                self.settings.max_attempts,
+                self.settings.endpoint.max_attempts,
             )
-            if attempt < self.settings.max_attempts:
+            if attempt < self.settings.endpoint.max_attempts:
                 await asyncio.sleep(self.backoff(attempt))
         raise JudgeUnavailableError(
             f"{request.what}: gave up after {sent} attempts; last: {last_problem}"
@@ -184,14 +184,14 @@ class RetryPolicy:
         used an attempt: only past the cap when there is no fall-back."""
         wait = self.tiers.after_capacity_429(tiers, retry_after)
         counted = self.tiers.gives_up(tiers)
-        if not counted or attempt < self.settings.max_attempts:
+        if not counted or attempt < self.settings.endpoint.max_attempts:
             await asyncio.sleep(wait)
         return counted
 
     def _count_failure_before_any_answer(self, problem: str) -> None:
         """Stop the run when the endpoint has never answered and enough attempts failed: a
         wrong URL, DNS, TLS or a dead server would otherwise give every row a status."""
-        limit = self.settings.unreachable_after
+        limit = self.settings.endpoint.unreachable_after
         if self._answered or limit == 0:
             return
         self._failures_before_any_answer += 1
@@ -222,8 +222,8 @@ class RetryPolicy:
         if status in (401, 403):
             raise JudgeFatalError(
                 f"the judge endpoint refused the credentials (HTTP {status}): {detail}. Check the "
-                f"key in ${self.settings.api_key_env} and that it may use model "
-                f"{self.settings.model!r}."
+                f"key in ${self.settings.endpoint.api_key_env} and that it may use model "
+                f"{self.settings.endpoint.model!r}."
             ) from None
         if status == 404:
             raise JudgeFatalError(

@@ -21,7 +21,8 @@ from typing import Any
 
 import openai
 
-from ragas_ops.config import JudgeSettings, parse_flex_deadline
+from ragas_ops.judge.openai.spec import FlexSpec, parse_flex_deadline
+from ragas_ops.judge.spec import EndpointSpec
 
 STANDARD_TIER = "default"
 """What a request falling back is sent as: OpenAI's standard processing, named explicitly
@@ -90,23 +91,25 @@ class TierPolicy:
 
     def __init__(
         self,
-        settings: JudgeSettings,
+        flex: FlexSpec,
+        endpoint: EndpointSpec,
         rng: random.Random,
         events: Counter[str],
+        *,
         clock: Callable[[], float] = time.monotonic,
         now: datetime | None = None,
     ) -> None:
-        self.requested = settings.service_tier
-        self._timeout = settings.timeout_seconds
-        self._flex_timeout = settings.flex_timeout_seconds
-        self._fallback_after = settings.flex_fallback_after_seconds
-        self._max_attempts = settings.max_attempts
+        self.requested = flex.service_tier
+        self._timeout = endpoint.timeout_seconds
+        self._flex_timeout = flex.timeout_seconds
+        self._fallback_after = flex.fallback_after_seconds
+        self._max_attempts = endpoint.max_attempts
         self._rng = rng
         self._clock = clock
         self._deadline_at = (
             None
-            if settings.flex_deadline is None or self.requested == "default"
-            else clock() + seconds_to_deadline(settings.flex_deadline, now or datetime.now(UTC))
+            if flex.deadline is None or self.requested == "default"
+            else clock() + seconds_to_deadline(flex.deadline, now or datetime.now(UTC))
         )
         self._events = events
 

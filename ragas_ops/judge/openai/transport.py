@@ -16,9 +16,9 @@ from typing import Any
 
 import openai
 
-from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.endpoint import effective_base_url
 from ragas_ops.judge.openai.replies import BadReplyError
+from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.secrets import Secret
 
 RETRIED_ERRORS = (openai.APIStatusError, openai.APIConnectionError, BadReplyError)
@@ -38,13 +38,13 @@ class RawReply:
 
 
 def openai_client(
-    settings: JudgeSettings, api_key: Secret, *, max_retries: int, base_url: str | None = None
+    endpoint: EndpointSpec, api_key: Secret, *, max_retries: int, base_url: str | None = None
 ) -> openai.AsyncOpenAI:
     """The SDK client for the judge endpoint (an endpoint without keys still needs a value)."""
     return openai.AsyncOpenAI(
         api_key=api_key.reveal() or "no-key",
-        base_url=base_url or effective_base_url(settings.base_url),
-        timeout=settings.timeout_seconds,
+        base_url=base_url or effective_base_url(endpoint.base_url),
+        timeout=endpoint.timeout_seconds,
         max_retries=max_retries,
     )
 
@@ -52,9 +52,9 @@ def openai_client(
 class Transport:
     """Sends one request to the judge endpoint; raises the SDK's errors for the others."""
 
-    def __init__(self, settings: JudgeSettings, api_key: Secret, base_url: str) -> None:
+    def __init__(self, endpoint: EndpointSpec, api_key: Secret, base_url: str) -> None:
         # Retries are the judge's: they must go through the rate limiter.
-        self._client = openai_client(settings, api_key, max_retries=0, base_url=base_url)
+        self._client = openai_client(endpoint, api_key, max_retries=0, base_url=base_url)
 
     async def chat(
         self,

@@ -110,7 +110,7 @@ def choose_judge(requested: JudgeChoice, environ: Mapping[str, str]) -> JudgeCho
 
 def check_judge(judge: JudgeChoice, environ: Mapping[str, str]) -> None:
     """Refuse a judge asked for that could not score, before anything starts."""
-    settings = settings_from_environment(environ).judge
+    settings = settings_from_environment(environ).judge.endpoint
     if judge == "openai" and not environ.get(settings.api_key_env) and not settings.base_url:
         raise StandaloneError(
             f"--judge openai needs ${settings.api_key_env} (or RAGAS_OPS_JUDGE_BASE_URL for "

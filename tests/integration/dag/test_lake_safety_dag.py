@@ -297,7 +297,7 @@ def publish_run(run_id: str, metrics: str, cache: Path, barrier: Any = None) -> 
 
     settings = settings_from_environment()
     settings.metrics.names = tuple(metrics.split(","))
-    settings.judge.cache_path = str(cache)
+    settings.judge.cache.path = str(cache)
     where = Lake(settings.pipeline)
     if barrier is not None:
         barrier.wait()

@@ -164,7 +164,9 @@ def test_the_manifest_names_the_model_that_ran_not_an_unused_setting() -> None:
     from ragas_ops.pipeline.manifest import manifest_base
 
     settings = Settings()
-    assert manifest_base("2026-01-01", "r", settings)["judge_model"] == settings.judge.model
+    assert (
+        manifest_base("2026-01-01", "r", settings)["judge_model"] == settings.judge.endpoint.model
+    )
     settings.judge.kind = "local"
     manifest = manifest_base("2026-01-01", "r", settings)
     assert manifest["judge_kind"] == "local"

@@ -37,7 +37,7 @@ def test_a_chunk_logs_one_summary_line_and_no_request_lines(
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     for name in HTTP_LOGGERS:  # as a fresh task process finds them
         monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
-    settings = settings_for(judge_server, tmp_path, rpm=600.0)
+    settings = settings_for(judge_server, tmp_path, rpm=600)
     settings.pipeline.raw_uri = str(tmp_path / "raw")
     settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
     lake = Lake(settings.pipeline)
@@ -111,8 +111,8 @@ if sys.argv[1] == "quiet":
     quiet_libraries()
 from ragas_ops.judge.factory import build_judge
 settings = Settings()
-settings.judge.kind, settings.judge.cache_path = "local", None
-settings.judge.local_backend = "torch"  # the ONNX backend loads no weights with a progress bar
+settings.judge.kind, settings.judge.cache.path = "local", None
+settings.judge.local.backend = "torch"  # the ONNX backend loads no weights with a progress bar
 asyncio.run(build_judge(settings).embed(["hello"]))
 """
 

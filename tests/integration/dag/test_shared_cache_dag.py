@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
-from ragas_ops.judge.cache import ResponseCache
+from ragas_ops.judge.cache.local import ResponseCache
 from ragas_ops.samples import sample_interactions
 from tests.integration.dag import test_pipeline_dag as dag_tests
 from tests.integration.dag.test_pipeline_dag import DAY, run_dag, state, warehouse, write_logs

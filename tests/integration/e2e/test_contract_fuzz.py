@@ -118,7 +118,7 @@ def test_every_generated_file_is_scored_row_for_row_or_rejected_with_a_reason(
     files: list[Path], tmp_path: Path
 ) -> None:
     settings = Settings()
-    settings.judge.cache_path = None
+    settings.judge.cache.path = None
     rejected_alone: dict[str, str] = {}
     for path in files:
         rows = pq.read_metadata(path).num_rows

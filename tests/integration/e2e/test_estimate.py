@@ -276,9 +276,9 @@ def test_the_estimate_of_each_metric_matches_a_run_over_wikieval_sized_rows(
     assert table.num_rows == 60
     pq.write_table(table, source)
     settings = settings_for(judge_server, tmp_path)
-    settings.judge.cache_path = None
-    settings.judge.model = "gpt-4o-mini"  # priced models
-    settings.judge.embedding_model = "text-embedding-3-small"
+    settings.judge.cache.path = None
+    settings.judge.endpoint.model = "gpt-4o-mini"  # priced models
+    settings.judge.endpoint.embedding_model = "text-embedding-3-small"
     settings.metrics.names = (metric,)
 
     estimate = estimate_input(str(source), settings)

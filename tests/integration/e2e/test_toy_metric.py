@@ -75,7 +75,7 @@ def test_a_toy_metric_with_a_prompt_is_scored_by_the_test_judge_and_the_local_ju
     assert judge_server.stats()["requests_by_prompt"][f"{toy}.off_topic"] == 3
 
     settings.judge.kind = "local"
-    settings.judge.cache_path = None
+    settings.judge.cache.path = None
     asyncio.run(score_file(str(source), str(tmp_path / "local.parquet"), settings, progress=False))
     assert _scores(tmp_path / "local.parquet", toy) == SCORES
     assert pq.read_table(tmp_path / "local.parquet")["judge"][0].as_py().startswith("local:")

@@ -23,6 +23,8 @@ from ragas_ops.judge.base import JudgeUnavailableError
 from ragas_ops.judge.cache import open_cache
 from ragas_ops.judge.openai.chat_request import chat_cache_key, chat_messages, chat_params
 from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.spec import FlexSpec
+from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.pricing import Price
@@ -43,7 +45,7 @@ CHAT_METRICS = ("faithfulness", "context_relevance")  # chat requests only: all 
 def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> OpenAIJudge:
     options = {"unreachable_after": 0, **judge}
     settings = settings_for(server, tmp_path, **options)
-    return OpenAIJudge(settings.judge, Secret(""), PRICES, open_cache(settings.judge))
+    return OpenAIJudge(settings.judge, Secret(""), PRICES, open_cache(settings.judge.cache))
 
 
 def clean_table(rows: int) -> pa.Table:
@@ -209,7 +211,7 @@ def test_without_a_fall_back_persistent_capacity_429s_end_in_a_status(
 
     with pytest.raises(JudgeUnavailableError, match="flex capacity unavailable") as raised:
         asyncio.run(once())
-    attempts = JudgeSettings().max_attempts
+    attempts = EndpointSpec().max_attempts
     # 4 x max_attempts free capacity 429s, then each uses one of the max_attempts.
     assert server.stats()["injected"]["flex_unavailable"] == 4 * attempts + attempts - 1
     assert raised.value.usage.requests == server.stats()["requests"]
@@ -284,10 +286,10 @@ def test_the_cache_key_and_the_request_are_unchanged_for_default() -> None:
     # The tier goes with each attempt, never into the request's parameters or its key.
     keys = set()
     for tier in ("default", "flex", "auto"):
-        settings = JudgeSettings(service_tier=tier)  # type: ignore[arg-type]
-        params = chat_params(settings, STATEMENTS_PROMPT, 1, ROW)
+        settings = JudgeSettings(flex=FlexSpec(service_tier=tier))  # type: ignore[arg-type]
+        params = chat_params(settings.endpoint, STATEMENTS_PROMPT, 1, ROW)
         assert "service_tier" not in params
-        messages = chat_messages(settings, STATEMENTS_PROMPT, ROW)
+        messages = chat_messages(settings.endpoint, STATEMENTS_PROMPT, ROW)
         keys.add(chat_cache_key("api.openai.com", STATEMENTS_PROMPT, params, messages))
     assert len(keys) == 1
 

@@ -53,8 +53,8 @@ def test_the_client_counts_a_request_as_the_server_does(
     server = start_judge_server(tpm=1_000_000)
     settings = settings_for(server, tmp_path, tpm=1_000_000)
     judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
-    messages = chat_messages(settings.judge, prompt, data)  # type: ignore[arg-type]
-    params = chat_params(settings.judge, prompt, n, data)  # type: ignore[arg-type]
+    messages = chat_messages(settings.judge.endpoint, prompt, data)  # type: ignore[arg-type]
+    params = chat_params(settings.judge.endpoint, prompt, n, data)  # type: ignore[arg-type]
 
     async def ask() -> None:
         try:

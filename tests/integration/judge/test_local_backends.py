@@ -16,7 +16,7 @@ from ragas_ops.judge.local.int8_model import (
     fused_encoder,
     quantized_model,
 )
-from ragas_ops.judge.local.judge import DEFAULT_LOCAL_MODEL, LocalJudge, embedder_for
+from ragas_ops.judge.local.judge import LocalJudge, embedder_for
 from ragas_ops.judge.local.onnx_embedder import (
     MAX_TOKENS,
     ONNX_INT8_MODEL_NAME,
@@ -27,6 +27,7 @@ from ragas_ops.judge.local.onnx_embedder import (
     onnx_available,
     tokenizer_path,
 )
+from ragas_ops.judge.local.spec import DEFAULT_LOCAL_MODEL, LocalSpec
 
 pytestmark = pytest.mark.skipif(not onnx_available(), reason="the [local] extra is not installed")
 
@@ -51,9 +52,9 @@ def test_auto_runs_the_packaged_model_as_int8_onnx_and_other_models_on_torch() -
 
 
 def test_the_backend_is_part_of_the_judges_name_and_so_of_its_cache_keys() -> None:
-    assert LocalJudge(backend="onnx").description == f"local:{ONNX_INT8_MODEL_NAME}"
-    assert LocalJudge(backend="onnx-float").description == f"local:{ONNX_MODEL_NAME}"
-    assert LocalJudge(backend="torch").description == f"local:{DEFAULT_LOCAL_MODEL}"
+    assert LocalJudge(LocalSpec(backend="onnx")).description == f"local:{ONNX_INT8_MODEL_NAME}"
+    assert LocalJudge(LocalSpec(backend="onnx-float")).description == f"local:{ONNX_MODEL_NAME}"
+    assert LocalJudge(LocalSpec(backend="torch")).description == f"local:{DEFAULT_LOCAL_MODEL}"
 
 
 @pytest.mark.parametrize(("precision", "least"), [("float", 0.99), ("int8", 0.95)])

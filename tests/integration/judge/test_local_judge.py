@@ -27,7 +27,7 @@ CONTEXT = (
 def _judge():  # type: ignore[no-untyped-def]
     settings = Settings()
     settings.judge.kind = "local"
-    settings.judge.cache_path = None
+    settings.judge.cache.path = None
     return build_judge(settings)
 
 

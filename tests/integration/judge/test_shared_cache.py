@@ -18,8 +18,9 @@ import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, main
-from ragas_ops.config import JudgeSettings
-from ragas_ops.judge.cache import ResponseCache, open_cache
+from ragas_ops.judge.cache import open_cache
+from ragas_ops.judge.cache.local import ResponseCache
+from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.samples import sample_interactions
 from tests.support import TEST_KEY
 
@@ -190,10 +191,9 @@ def test_a_store_that_refuses_writes_is_counted_and_scoring_goes_on(
     judge_server: JudgeServer, tmp_path: Path, s3: Any
 ) -> None:
     """A bucket that is not there: reads miss, writes fail; the judge's events count it."""
-    settings = JudgeSettings(
-        cache_path=str(tmp_path / "c.sqlite"), shared_cache="s3://no-such-bucket/cache"
+    cache = open_cache(
+        CacheSpec(path=str(tmp_path / "c.sqlite"), shared="s3://no-such-bucket/cache")
     )
-    cache = open_cache(settings)
     events: Counter[str] = Counter()
     cache.count_in(events)
     assert cache.get("k" * 64) is None
@@ -242,7 +242,7 @@ KEYS = [f"{index:064x}" for index in range(60)]
 
 def _write_all(shared: str, cache_path: str, worker: int, start: Any) -> None:
     """Run in a child process: store every key with this worker's answer and vector."""
-    cache = open_cache(JudgeSettings(cache_path=cache_path, shared_cache=shared))
+    cache = open_cache(CacheSpec(path=cache_path, shared=shared))
     start.wait()
     for key in KEYS:
         cache.put(key, {"texts": [f"answer of worker {worker} " * 20]})
@@ -270,7 +270,7 @@ def test_two_processes_writing_the_same_keys_at_once_leave_one_whole_value_each(
         process.join(timeout=120)
     assert [process.exitcode for process in workers] == [0, 0]
 
-    reader = open_cache(JudgeSettings(cache_path=None, shared_cache=shared))
+    reader = open_cache(CacheSpec(path=None, shared=shared))
     answers = {json.dumps(reader.get(key)) for key in KEYS}
     whole = {json.dumps({"texts": [f"answer of worker {n} " * 20]}) for n in range(2)}
     assert answers <= whole
@@ -293,7 +293,7 @@ def test_the_shared_tier_reaches_s3_with_the_options_it_is_given(
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-environment")
     options = S3Options(endpoint_url=endpoint, access_key=Secret("conn"), secret_key=Secret("pw"))
-    settings = JudgeSettings(cache_path=None, shared_cache=SHARED)
+    settings = CacheSpec(path=None, shared=SHARED)
     events: Counter[str] = Counter()
     writer = open_cache(settings, options)
     writer.count_in(events)

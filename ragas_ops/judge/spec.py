@@ -1,0 +1,103 @@
+"""The judge's own settings: the endpoint and how requests are made (`EndpointSpec`), and batch
+mode (`BatchSpec`); `[judge]` keys of the config file (see `config.JudgeSettings`). A settings
+module: it imports nothing of ragas_ops but the settings toolkit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+from ragas_ops.settings_fields import ConfigError, at_least_one, positive, setting
+
+StructuredOutput = Literal["json_schema", "json_object", "none"]
+JudgeMode = Literal["sync", "batch"]
+OnBatchUnanswered = Literal["sync", "status"]
+
+
+def check_base_url(url: str, source: str = "judge.base_url") -> None:
+    """Refuse a base URL that is not http(s)://host[:port][/path] (a query string or fragment
+    included), or that holds credentials (they would travel as Basic auth and come back in
+    error messages). The message never repeats the credentials."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{source}: the judge's base URL must start with http:// or https://")
+    where = f"{parts.scheme}://{parts.hostname or ''}"
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(
+            f"{source}: the base URL holds credentials ({parts.scheme}://***@...): credentials "
+            "never travel in a URL; put the key in the environment variable that "
+            "judge.api_key_env names (OPENAI_API_KEY by default)"
+        )
+    if not parts.hostname:
+        raise ConfigError(f"{source}: the base URL has no host (expected http(s)://host/v1)")
+    if "?" in url or "#" in url:
+        # A query string would be sent in every request line (and logged by every proxy on
+        # the way): `?api_key=KEY` is how some gateways take a key.
+        raise ConfigError(
+            f"{source}: the base URL {where}/... has a query string or fragment: only "
+            "http(s)://host[:port][/path] is taken; a key goes in the environment variable "
+            "that judge.api_key_env names"
+        )
+    try:
+        parts.port  # noqa: B018 (urllib checks the port when it is read)
+    except ValueError:
+        port = parts.netloc.rpartition(":")[2]
+        raise ConfigError(
+            f"{source}: the base URL {where}:... has an invalid port {port!r} (1-65535)"
+        ) from None
+
+
+@dataclass
+class EndpointSpec:
+    """Which endpoint and models the judge asks, and how a request is made and retried."""
+
+    model: str = "gpt-4o-mini"
+    embedding_model: str = "text-embedding-3-small"
+    base_url: str | None = setting(None, check=check_base_url)
+    """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never
+    with credentials in it (`user:key@`): the key is read from `api_key_env`."""
+    api_key_env: str = "OPENAI_API_KEY"
+    conn_id: str | None = "ragas_ops_judge"
+    """In Airflow: the connection (type `openai`: host = the base URL, password = the key) the
+    scoring tasks and the batch trigger read the endpoint and key from, through a secrets
+    backend, `AIRFLOW_CONN_<ID>` or the metadata database; when it is not defined (or None),
+    `base_url` and `api_key_env` as outside Airflow. The CLI never reads it."""
+    timeout_seconds: float = positive(60.0)
+    max_attempts: int = at_least_one(8)
+    """Tries per request, counting the first, across 5xx errors, timeouts and replies that are
+    no API reply; 429s use none (see `rate_limit_patience_seconds`)."""
+    structured_output: StructuredOutput = "json_schema"
+    """How to ask for JSON: OpenAI's strict json_schema, plain json_object, or the prompt only."""
+    embedding_batch_size: int = at_least_one(512)
+    """Texts per embeddings request (OpenAI accepts up to 2048)."""
+    retry_failed: bool = False
+    """Ask again the requests whose stored reply was unusable (it did not parse after the
+    repair, or a content filter refused it); by default a rerun reuses those outcomes and
+    pays nothing for them."""
+    unreachable_after: int = field(default=20, metadata={"minimum": 0})
+    """The run stops (exit 4) when this many attempts in a row failed (connection refused,
+    DNS, TLS, timeouts, 5xx, replies that are no API replies) before any request succeeded;
+    0: never."""
+
+
+@dataclass
+class BatchSpec:
+    """Sync or batch mode, and how batches are cut, waited for and finished."""
+
+    mode: JudgeMode = "sync"
+    """`sync`: one request at a time through the rate limiter; `batch`: the OpenAI Batch API
+    (half the price, answers within `batch_completion_window`; the pipeline only)."""
+    max_requests: int = at_least_one(50_000, key="batch_max_requests")
+    """Most requests per batch input file (OpenAI's limit); larger rounds are split."""
+    max_bytes: int = at_least_one(190_000_000, key="batch_max_bytes")
+    """Most bytes per batch input file (OpenAI's limit is 200 MB); larger rounds are split."""
+    completion_window: str = setting("24h", key="batch_completion_window")
+    poll_seconds: float = positive(60.0, key="batch_poll_seconds")
+    """How often the Airflow triggerer asks whether submitted batches are done."""
+    wait_seconds: float = positive(26 * 3600, key="batch_wait_seconds")
+    """How long a scoring task waits for its batches before failing (its retry re-attaches to
+    them): a little more than the completion window."""
+    on_unanswered: OnBatchUnanswered = setting("sync", key="on_batch_unanswered")
+    """Requests a batch did not answer (expired, failed, errors): `sync` sends them again in
+    sync mode; `status` gives their rows `judge_unavailable` with the batch's reason."""
