@@ -188,7 +188,7 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     footers, unreadable = [], {}
     for path in paths:
         try:
-            footers.append(read_footer(folder.filesystem, path))
+            footers.append(read_footer(folder.filesystem, path, settings.columns))
             if settings.pipeline.verify_input_pages:
                 decode_check(folder.filesystem, path)
         except StorageError as error:
