@@ -65,6 +65,11 @@ class JudgeServerConfig:
     # Keep every chat and embeddings request for `GET /requests` (arrival, end, status, body):
     # which rows were asked how often, and when, across all the clients (kept in memory).
     request_log: bool = False
+    # Behave like a gateway that reflects the caller's credential (seen in the wild: debug
+    # headers, "invalid key sk-..." errors): every reply carries the Authorization header it
+    # was sent in `x-echo-authorization` and its bare key in `x-echo-key`, and a JSON reply
+    # repeats both in its body (an error reply: in its message too).
+    echo_key: bool = False
 
 
 # The kinds of replies that are not API replies, by the setting that makes them (one draw
