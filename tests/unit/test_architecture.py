@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "settings_fields",
         }
     ),
-    frozenset({"prompts", "config", "tables"}),
+    frozenset({"prompts", "config", "tables", "labels"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.openai", "judge.local"}),
     frozenset({"judge.factory"}),
