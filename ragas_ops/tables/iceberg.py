@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 NAMESPACE = "ragas_ops"
 DAY_COLUMN = "dt"
-TABLES = ("scored", "daily_metrics", "runs")
+TABLES = ("scored", "daily_metrics", "runs", "label_queue", "labels")
 COMMIT_ATTEMPTS = 10
 """Tries of a commit that lost a race with another writer (each re-applied on the new state)."""
 DAY_PROPERTY = "ragas-ops.day"
@@ -181,8 +181,18 @@ class IcebergTables:
         )
         return self._overwrite(name, day, rows, condition, _properties(day, run_id, None))
 
+    def append_rows(self, name: str, day: str, rows: pa.Table, run_id: str) -> int:
+        """Add `rows` to `day` of table `name` in one commit, keeping every row already there
+        (an append-only table: the labels); returns its snapshot id."""
+        return self._overwrite(name, day, rows, None, _properties(day, run_id, None))
+
     def _overwrite(
-        self, name: str, day: str, rows: pa.Table, condition: str, properties: dict[str, str]
+        self,
+        name: str,
+        day: str,
+        rows: pa.Table,
+        condition: str | None,
+        properties: dict[str, str],
     ) -> int:
         from pyiceberg.exceptions import CommitFailedException, ValidationException
 
@@ -191,13 +201,18 @@ class IcebergTables:
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             table = self._table_for(name, rows.schema)
             try:
-                with warnings.catch_warnings():  # a first publish of a day deletes nothing
-                    warnings.filterwarnings("ignore", "Delete operation did not match any records")
-                    table.overwrite(
-                        _as_table_schema(rows, table),
-                        overwrite_filter=condition,
-                        snapshot_properties=properties,
-                    )
+                if condition is None:
+                    table.append(_as_table_schema(rows, table), snapshot_properties=properties)
+                else:
+                    with warnings.catch_warnings():  # a first publish of a day deletes nothing
+                        warnings.filterwarnings(
+                            "ignore", "Delete operation did not match any records"
+                        )
+                        table.overwrite(
+                            _as_table_schema(rows, table),
+                            overwrite_filter=condition,
+                            snapshot_properties=properties,
+                        )
             except (CommitFailedException, ValidationException):
                 # Another writer committed first (pyiceberg's own retries and conflict check
                 # gave up): load its state and apply this day's overwrite on top of it.

@@ -190,6 +190,7 @@ def test_the_judges_parts_have_their_settings_modules() -> None:
         "ragas_ops.judge.local.spec",
         "ragas_ops.judge.openai.spec",
         "ragas_ops.judge.spec",
+        "ragas_ops.labels.spec",
     ]
 
 
