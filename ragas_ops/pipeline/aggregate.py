@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
+from ragas_ops.labels.calibration import with_calibration
 from ragas_ops.labels.store import write_queue
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import day_spend, with_spend
@@ -51,6 +52,7 @@ def aggregate_day(
     if published is not None:
         check_current(lake, day, published, run_id, settings)
     queued = write_queue(tables, day, scored, settings)
+    table = with_calibration(table, tables, day, scored, settings)
     publish_id = None if published is None else published["publish_id"]
     target = tables.write_daily_metrics(day, table, publish_id, run_id)
     regression = day_regression(lake, day, settings, table)
