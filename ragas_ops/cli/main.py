@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ragas_ops.capture.openinference import add_import_parser
 
     add_import_parser(commands)
+    from ragas_ops.cli.labels import add_labels_parser
+
+    add_labels_parser(commands)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",
