@@ -145,6 +145,8 @@ class App:
             self._end(reply)
             if endpoint in ("chat", "embeddings") and self.settings().request_log:
                 self._log_request(endpoint, started_at, reply, body)
+        if reply is not None and self.settings().echo_key:
+            echo_key(reply, authorization)
         return reply
 
     def _log_request(
@@ -488,6 +490,20 @@ def _bad_reply(kind: str, chat: bool) -> Reply:
     if kind == "truncated_body":
         return Reply(200, body[: len(body) // 2])
     return Reply(200, body, reset_after_headers=True)  # "reset"
+
+
+def echo_key(reply: Reply, authorization: str | None) -> None:
+    """`reply` reflecting the caller's credential, as a leaky gateway does (`echo_key`)."""
+    if not authorization:
+        return
+    key = authorization.removeprefix("Bearer ").strip()
+    reply.headers["x-echo-authorization"] = authorization
+    reply.headers["x-echo-key"] = key
+    if isinstance(reply.payload, dict):
+        reply.payload["gateway_echo"] = {"authorization": authorization, "key": key}
+        error = reply.payload.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            error["message"] += f" (gateway: the request's key was {key})"
 
 
 def _server_error(status: int) -> Reply:

@@ -71,6 +71,11 @@ class JudgeServerConfig:
     # `GET /v1/models/{id}` besides the table's.
     model_aliases: dict[str, str] = field(default_factory=dict)
     shutdown_dates: dict[str, str] = field(default_factory=dict)
+    # Behave like a gateway that reflects the caller's credential (seen in the wild: debug
+    # headers, "invalid key sk-..." errors): every reply carries the Authorization header it
+    # was sent in `x-echo-authorization` and its bare key in `x-echo-key`, and a JSON reply
+    # repeats both in its body (an error reply: in its message too).
+    echo_key: bool = False
 
 
 # The kinds of replies that are not API replies, by the setting that makes them (one draw

@@ -187,6 +187,8 @@ def chat_job(request: Mapping[str, Any], settings: JudgeServerConfig) -> ChatJob
     else:
         data = _first_user_data(messages)
         contents = [_answer(prompt, data, sample) for sample in choices]
+    if model.id.endswith(LENIENT_SUFFIX):
+        contents = [lenient(content) for content in contents]
     prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
     prefix = _message_text(messages[0]) if messages else ""
     response_format = request.get("response_format")
@@ -274,6 +276,27 @@ def _first_user_data(messages: list[dict[str, Any]]) -> dict[str, Any]:
         return decode_data(_message_text(user))
     except ValueError as error:
         raise BadRequest(f"the first user message is not 'Input: <JSON object>': {error}") from None
+
+
+LENIENT_SUFFIX = "-lenient"
+"""A chat model whose name ends so (`test-judge-lenient`) is a judge biased on purpose: it
+finds every statement supported (faithfulness' verdicts all `yes`), as a lenient model would;
+its other answers are the test judge's. A change of judge whose raw series jumps, for the
+corrected means' tests."""
+
+
+def lenient(content: str) -> str:
+    """A reply with every verdict turned to `yes` (other replies unchanged)."""
+    try:
+        reply = json.loads(content)
+    except ValueError:
+        return content
+    if not isinstance(reply, dict) or not isinstance(reply.get("verdicts"), list):
+        return content
+    for verdict in reply["verdicts"]:
+        if isinstance(verdict, dict) and "verdict" in verdict:
+            verdict["verdict"] = "yes"
+    return json.dumps(reply)
 
 
 def _answer(prompt: Prompt[Any], data: Mapping[str, Any], sample: int) -> str:
