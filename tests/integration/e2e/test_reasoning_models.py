@@ -4,6 +4,7 @@ counted as the provider counts them, and a run refused the same way stopped earl
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +14,10 @@ import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_JUDGE, EXIT_OK, EXIT_USAGE, main
+from ragas_ops.estimate import estimate_input
 from ragas_ops.samples import sample_interactions
-from tests.support import TEST_KEY
+from ragas_ops.scoring.jobs import score_file
+from tests.support import TEST_KEY, settings_for
 
 ROWS = 40
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
@@ -172,3 +175,32 @@ def test_an_effort_the_profile_lacks_is_refused_before_any_request(
         capsys.readouterr().err
     )
     assert judge_server.stats()["requests"] == 0
+
+
+@pytest.mark.parametrize("effort", ["lowest", "high"])
+def test_the_estimate_of_a_reasoning_model_is_within_15_percent_of_its_run(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    effort: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    source = tmp_path / "logs.parquet"
+    pq.write_table(sample_interactions(ROWS, seed=4), source)
+    settings = settings_for(judge_server, tmp_path, model="gpt-5-mini", reasoning_effort=effort)
+    settings.judge.cache.path = None
+
+    estimated = estimate_input(str(source), settings)
+    assert judge_server.stats()["requests"] == 0
+    asyncio.run(score_file(str(source), str(tmp_path / "scored.parquet"), settings, progress=False))
+    real = judge_server.stats()
+
+    tally = estimated.total
+    assert tally.reasoning_tokens == pytest.approx(real["reasoning_tokens"], rel=0.15)
+    assert tally.prompt_tokens + tally.completion_tokens == pytest.approx(
+        real["prompt_tokens"] + real["completion_tokens"], rel=0.15
+    )
+    shown = "minimal" if effort == "lowest" else effort
+    [line] = [line for line in estimated.lines() if line.startswith("reasoning:")]
+    assert line.startswith(f"reasoning: profile gpt-5, effort {shown}: about ")
