@@ -4,6 +4,7 @@ saw of the day's rows, and the run failed when a policy says so."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pyarrow as pa
@@ -12,12 +13,14 @@ from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import TIMESTAMP
 from ragas_ops.contract.layout import Lake
 from ragas_ops.pipeline.aggregate import aggregate_day, day_regression, metrics_history
+from ragas_ops.pipeline.input_health import ALL_FILES_REJECTED, FAILURE, input_alarm
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import read_manifest, replaced_publish, write_manifest
 from ragas_ops.sampling import ROW_ID_COLUMN
 from ragas_ops.tables.format import DayTables, day_tables
 
 REPORT_DAYS = 30
+log = logging.getLogger(__name__)
 
 
 class RunProblem(RuntimeError):
@@ -52,6 +55,9 @@ def report_day(
     manifest["repeated_ids"] = repeated_ids(scored, settings)
     manifest["dated_elsewhere"] = dated_elsewhere(scored, day)
     manifest["replaced"] = replaced_publish(lake, day, manifest)
+    manifest["input_alarm"] = input_alarm(manifest["plan"], settings)
+    if manifest["input_alarm"] is not None:
+        log.warning("input alarm for %s: %s", day, manifest["input_alarm"]["message"])
     report = build_report(
         day,
         history,
@@ -81,8 +87,12 @@ def report_day(
 def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:
     """Why the run must fail, under the configured policies (empty: it must not)."""
     problems = []
+    alarm = manifest.get("input_alarm")
+    if alarm is not None and alarm["severity"] == FAILURE:
+        problems.append(f"{alarm['title'].lower()}: {alarm['message']}")
     rejected = manifest["plan"]["rejected_files"]
-    if rejected and settings.pipeline.on_bad_input == "fail":
+    all_rejected = alarm is not None and alarm["kind"] == ALL_FILES_REJECTED
+    if rejected and settings.pipeline.on_bad_input == "fail" and not all_rejected:
         problems.append(
             f"{len(rejected)} input file(s) rejected, e.g. {rejected[0]['path']}: "
             f"{rejected[0]['reason']}"
