@@ -17,6 +17,7 @@ from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_f
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
+from ragas_ops.secrets import mask_log_records
 from ragas_ops.storage import StorageError
 from ragas_ops.testkit import (
     INSTALL_TEST_KIT,
@@ -48,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=logging.DEBUG if options.verbose else logging.WARNING,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        mask_log_records()  # the key, once a Secret holds it, in no record of any library
         return int(options.run(options))
     except (ConfigError, ContractError, StorageError, MissingTestKitError, ValueError) as error:
         print(f"ragas-ops: error: {error}", file=sys.stderr)
@@ -109,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ragas_ops.capture.openinference import add_import_parser
 
     add_import_parser(commands)
+    from ragas_ops.cli.labels import add_labels_parser
+
+    add_labels_parser(commands)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",
