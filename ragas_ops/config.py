@@ -202,6 +202,9 @@ class PipelineSettings:
     regression_threshold: float = positive(0.05)
     """A drop of the daily mean below the trailing mean by more than this is a regression."""
     on_regression: OnProblem = "warn"
+    max_quiet_days: int = field(default=3, metadata={"minimum": 0})
+    """Nights in a row without traffic (no row logged since the raw root's last earlier day
+    folder) after which the run fails, so that a writer that stopped is seen; 0: never."""
     on_bad_input: OnProblem = "fail"
     """What a corrupt or contract-breaking input file does to the run (after the rest is
     scored and published): fail it, or only report it."""
