@@ -28,6 +28,7 @@ from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
 from ragas_ops.judge.openai.spec import FlexSpec
 from ragas_ops.judge.spec import BatchSpec, EndpointSpec
+from ragas_ops.labels.spec import LabelsSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
 from ragas_ops.settings_fields import ConfigError as ConfigError  # noqa: PLC0414 (re-exported)
 from ragas_ops.settings_fields import at_least_one, fraction, positive, setting_key
@@ -146,6 +147,22 @@ def _metric_settings(
 
 OnProblem = Literal["warn", "fail"]
 
+AIRFLOW_MAX_MAP_LENGTH = 1024
+"""Airflow's default `[core] max_map_length`: the most mapped tasks one task may expand to."""
+
+
+def check_max_chunks(value: int, source: str) -> None:
+    """Refuse more chunks than Airflow can map: the day would fail at its mapping with
+    "unmappable_return_value_length", after the plan, with no manifest or report."""
+    limit = int(os.environ.get("AIRFLOW__CORE__MAX_MAP_LENGTH", AIRFLOW_MAX_MAP_LENGTH))
+    if value > limit:
+        raise ConfigError(
+            f"{source}: max_chunks is {value}, above Airflow's [core] max_map_length "
+            f"({limit}): a day cut in more chunks than that cannot be mapped. Set it to at most "
+            f"{limit} (chunks grow past chunk_rows to fit), or raise max_map_length "
+            "(AIRFLOW__CORE__MAX_MAP_LENGTH) first"
+        )
+
 
 @dataclass
 class PipelineSettings:
@@ -159,8 +176,9 @@ class PipelineSettings:
     """Airflow aws connection for s3:// locations; none: the standard AWS credential chain."""
     chunk_rows: int = at_least_one(2000)
     """Rows per mapped scoring task (grown when a day would need more than max_chunks)."""
-    max_chunks: int = at_least_one(512)
-    """Most mapped tasks per day (Airflow's max_map_length is 1024 by default)."""
+    max_chunks: int = field(default=512, metadata={"minimum": 1, "check": check_max_chunks})
+    """Most mapped tasks per day: at most Airflow's `[core] max_map_length` (1024 unless
+    AIRFLOW__CORE__MAX_MAP_LENGTH says otherwise), refused above it."""
     pool: str = "ragas_ops_judge"
     """Airflow pool of the scoring tasks of nightly and manual runs."""
     pool_slots: int = at_least_one(4)
@@ -176,7 +194,8 @@ class PipelineSettings:
     retry_delay_seconds: float = positive(30.0)
     """Wait before the first retry; it doubles with each retry."""
     segments: tuple[str, ...] = ()
-    """Columns the daily metrics are broken down by (e.g. app, model_version)."""
+    """Columns the daily metrics are broken down by (e.g. app, model_version): the plan
+    refuses a day whose files have none of a segment's column, before any request."""
     regression_window_days: int = at_least_one(7)
     regression_threshold: float = positive(0.05)
     """A drop of the daily mean below the trailing mean by more than this is a regression."""
@@ -255,12 +274,13 @@ class Settings:
     size_budget: SizeBudget = field(default_factory=SizeBudget)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
+    labels: LabelsSpec = field(default_factory=LabelsSpec)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     batch_rows: int = at_least_one(256)
     """Rows scored together: the unit of streaming, progress and embeddings batching."""
 
 
-SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse")
+SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse", "labels")
 _BATCH_ROWS = next(f for f in dataclasses.fields(Settings) if f.name == "batch_rows")
 
 

@@ -31,6 +31,7 @@ from ragas_ops.contract.inputs import (
     validate_row,
 )
 from ragas_ops.contract.layout import Lake, parse_day
+from ragas_ops.contract.logs import is_text_log
 from ragas_ops.judge.tokens import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
 from ragas_ops.metrics import metric_kind
 from ragas_ops.metrics.base import Metric
@@ -39,7 +40,7 @@ from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import Prompt
 from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
 from ragas_ops.scoring.run import configured_metrics
-from ragas_ops.storage import Location, StorageError, locate
+from ragas_ops.storage import Location, StorageError, locate, read_text_log_or_fail
 from ragas_ops.text import estimate_tokens
 
 READ_BATCH_ROWS = 4096
@@ -387,6 +388,15 @@ def _read(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch
 def _read_groups(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch]:
     mapping = settings.columns
     contract = [mapping.question, mapping.contexts, mapping.answer]
+    if is_text_log(path):  # no row groups: the whole file is one, as `score` reads it
+        table = read_text_log_or_fail(filesystem, path, mapping)
+        check_columns(table.schema, mapping)
+        has_id = ROW_ID_COLUMN in table.column_names
+        batches = table.to_batches(max_chunksize=READ_BATCH_ROWS)
+        for index, batch in enumerate(batches):
+            last = index == len(batches) - 1
+            yield _read_batch(batch, contract, has_id, ends_row_group=last)
+        return
     with filesystem.open_input_file(path) as handle:
         parquet = pq.ParquetFile(handle)
         check_columns(parquet.schema_arrow, mapping)

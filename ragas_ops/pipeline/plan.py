@@ -11,7 +11,9 @@ types break the input contract, is rejected with the reason (`contract.inputs.un
 whatever the other files hold; the rest of the day is scored, and the run's manifest and report
 list the rejected files.
 
-Before anything is scored the plan refuses to shrink a published day without a reason: a raw
+Before anything is scored the plan refuses a day its settings do not fit: a segment
+(`pipeline.segments`) that none of the day's files has a column for. It also refuses to shrink
+a published day without a reason: a raw
 root that does not exist is a configuration error, and a day whose raw partition is gone (or
 holds far fewer rows) while the warehouse holds its scored rows needs `allow_shrink`.
 """
@@ -188,7 +190,7 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     footers, unreadable = [], {}
     for path in paths:
         try:
-            footers.append(read_footer(folder.filesystem, path))
+            footers.append(read_footer(folder.filesystem, path, settings.columns))
             if settings.pipeline.verify_input_pages:
                 decode_check(folder.filesystem, path)
         except StorageError as error:
@@ -207,6 +209,7 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
         if footer.path not in reasons
     ]
     plan.schema = unified.schema
+    check_segments(plan, settings)
     check_shrink(lake, day, plan.rows, settings, allow_shrink=allow_shrink, raw_present=present)
     plan.chunk_rows = max(
         settings.pipeline.chunk_rows, math.ceil(plan.rows / settings.pipeline.max_chunks)
@@ -219,6 +222,28 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     else:  # a normal outcome, but the one a backfill past the lake's first day also gives
         log.warning("plan %s", plan.describe())
     return plan
+
+
+def check_segments(plan: DayPlan, settings: Settings) -> None:
+    """Refuse, before any request, a day whose files have no column for a configured segment.
+
+    Failing, not skipping the segment: a segment is a breakdown of the daily metrics that
+    dashboards and the regression check follow day after day, so a night without it would be
+    a hole in every series it feeds, seen weeks later; and a missing column is a setting that
+    does not fit the logs, which every night would meet again. Columns some files lack are
+    fine (their rows hold null there)."""
+    segments = settings.pipeline.segments
+    if plan.schema is None or not segments:
+        return  # no file to score: no breakdown to make
+    missing = [segment for segment in segments if segment not in plan.schema.names]
+    if missing:
+        raise ConfigError(
+            f"pipeline.segments names {', '.join(map(repr, missing))}, but the files of "
+            f"{plan.day} ({plan.folder}) have no such column; their columns are "
+            f"{plan.schema.names}. Set pipeline.segments (RAGAS_OPS_PIPELINE_SEGMENTS) to "
+            "columns your logs have (a nested JSON field by its dotted path); nothing was "
+            "scored"
+        )
 
 
 def published_rows(location: Location) -> int:

@@ -3,8 +3,10 @@ saw of the day's rows, and the run failed when a policy says so."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -17,7 +19,12 @@ from ragas_ops.pipeline.manifest import read_manifest, replaced_publish, write_m
 from ragas_ops.sampling import ROW_ID_COLUMN
 from ragas_ops.tables.format import DayTables, day_tables
 
+if TYPE_CHECKING:
+    from ragas_ops.quality.report import RowsAt
+
 REPORT_DAYS = 30
+REPEATED_ROWS_READ = 20_000
+"""Rows of repeated ids whose content is read at a time (`repeated_ids`)."""
 
 
 class RunProblem(RuntimeError):
@@ -37,7 +44,7 @@ def report_day(
     With `published`, it reports the table this run published (or raises `Superseded`), and
     the run's staging folder is deleted at the end.
     """
-    from ragas_ops.quality.report import build_report
+    from ragas_ops.quality.report import build_report, ranked_columns
 
     tables = day_tables(lake, settings)
     publish_id = None if published is None else published["publish_id"]
@@ -48,8 +55,15 @@ def report_day(
     history = metrics_history(lake, day, REPORT_DAYS, settings=settings)
     regression = day_regression(lake, day, settings, None)
     manifest = read_manifest(lake, day, run_id, publish_id)
-    scored = tables.read_scored(day, published, run_id)
-    manifest["repeated_ids"] = repeated_ids(scored, settings)
+    # Only the columns ranked and counted by, for every row; the few rows shown (and the
+    # content of repeated ids) are read by position: memory follows the columns, not the texts.
+    columns = [*ranked_columns(settings.metrics.names, settings.columns), TIMESTAMP]
+    scored = tables.read_scored(day, published, run_id, columns=columns)
+
+    def rows_at(positions: Sequence[int], wanted: Sequence[str]) -> dict[int, dict[str, Any]]:
+        return tables.read_scored_rows(day, positions, wanted, published, run_id)
+
+    manifest["repeated_ids"] = repeated_ids(scored, settings, rows_at)
     manifest["dated_elsewhere"] = dated_elsewhere(scored, day)
     manifest["replaced"] = replaced_publish(lake, day, manifest)
     report = build_report(
@@ -61,6 +75,7 @@ def report_day(
         manifest=manifest,
         rerun=rerun_change(tables, day, settings, published),
         columns=settings.columns,
+        rows_at=rows_at,
     )
     if published is not None:
         check_current(lake, day, published, run_id, settings)
@@ -106,12 +121,19 @@ def rerun_change(
     return None if rerun is None else compare(day, rerun, metrics)
 
 
-def repeated_ids(table: pa.Table, settings: Settings) -> dict[str, int]:
+def repeated_ids(
+    table: pa.Table, settings: Settings, rows_at: RowsAt | None = None
+) -> dict[str, int]:
     """Rows of the day that share an `id` with another row: the same interaction logged twice
     (a copied file, an overlapping export) or an id reused for other content. Which copy is
     right no reader can tell, so every row is scored and published as logged; this counts
-    them for the manifest and the report. No `id` column: nothing to count."""
+    them for the manifest and the report. No `id` column: nothing to count.
+
+    `table` needs only the `id` column when `rows_at` gives the repeated rows' content (read
+    `REPEATED_ROWS_READ` rows at a time, so a day of many copies is never held whole)."""
     import pyarrow.compute as pc
+
+    from ragas_ops.quality.report import rows_of_table
 
     counted = {"rows": 0, "ids": 0, "ids_with_different_content": 0}
     if ROW_ID_COLUMN not in table.column_names or table.num_rows == 0:
@@ -124,12 +146,17 @@ def repeated_ids(table: pa.Table, settings: Settings) -> dict[str, int]:
         return counted
     mapping = settings.columns
     content = [mapping.question, mapping.contexts, mapping.answer]
-    rows = table.filter(pc.is_in(table[ROW_ID_COLUMN], repeated[ROW_ID_COLUMN]))
+    read = rows_at or rows_of_table(table)
+    positions = pc.indices_nonzero(pc.is_in(table[ROW_ID_COLUMN], repeated[ROW_ID_COLUMN]))
     seen: dict[Any, set[str]] = {}
-    for row in rows.select([ROW_ID_COLUMN, *content]).to_pylist():
-        text = json.dumps([row[name] for name in content], default=str)
-        seen.setdefault(row[ROW_ID_COLUMN], set()).add(text)
-    counted["rows"] = rows.num_rows
+    for start in range(0, len(positions), REPEATED_ROWS_READ):
+        part = positions.slice(start, REPEATED_ROWS_READ).to_pylist()
+        for row in read(part, [ROW_ID_COLUMN, *content]).values():
+            text = json.dumps([row.get(name) for name in content], default=str)
+            # a digest, not the text: the day's copies are counted, not kept
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            seen.setdefault(row[ROW_ID_COLUMN], set()).add(digest)
+    counted["rows"] = len(positions)
     counted["ids"] = repeated.num_rows
     counted["ids_with_different_content"] = sum(len(texts) > 1 for texts in seen.values())
     return counted

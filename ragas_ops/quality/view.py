@@ -22,7 +22,6 @@ the warehouse.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -44,7 +43,7 @@ from ragas_ops.quality.regression import (
     check_regression,
     scoring_changes,
 )
-from ragas_ops.quality.report.data import Example, example_of_row, worst_positions
+from ragas_ops.quality.report.data import Example, worst_examples_of
 from ragas_ops.quality.report.html import EXAMPLE_CSS, example_html
 from ragas_ops.quality.rerun import (
     RERUN_HEADER,
@@ -302,31 +301,18 @@ def worst_examples(
         return {}
     names = set(ranking.schema.names)
     metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
-    wanted = {
-        metric: worst_positions(ranking, metric, count, question=columns.question)
-        for metric in metrics
-    }
-    rows = tables.read_scored_rows(
-        day,
-        sorted({position for worst in wanted.values() for position, _ in worst}),
-        [
-            "id",
-            columns.question,
-            columns.answer,
-            columns.contexts,  # what Metric.explain may quote
-            *segment_columns,
-            *(f"{m}_{part}" for m in metrics for part in ("score", "reason", "evidence")),
-        ],
+
+    def rows_at(positions: Sequence[int], wanted: Sequence[str]) -> dict[int, dict[str, Any]]:
+        return tables.read_scored_rows(day, positions, wanted)
+
+    return worst_examples_of(
+        ranking,
+        rows_at,
+        metrics=metrics,
+        segment_columns=segment_columns,
+        count=count,
+        columns=columns,
     )
-    return {
-        metric: [
-            dataclasses.replace(
-                example_of_row(rows[position], metric, segment_columns, columns), repeats=repeats
-            )
-            for position, repeats in worst
-        ]
-        for metric, worst in wanted.items()
-    }
 
 
 # -- rendering -----------------------------------------------------------------------------------

@@ -150,7 +150,7 @@ def input_schema(source: Location, settings: Settings) -> InputFiles:
     footers, unreadable = [], []
     for path in paths:
         try:
-            footers.append(read_footer(source.filesystem, path))
+            footers.append(read_footer(source.filesystem, path, settings.columns))
         except StorageError as error:  # names the file; an outage is not a StorageError
             unreadable.append(str(error))
     output_names = output_column_names(settings.metrics.names)
@@ -207,7 +207,9 @@ async def score_file(
     check_output(source, paths, target)
     tables = (
         repair_utf8(table)
-        for table in read_files(source.filesystem, paths, schema, settings.batch_rows)
+        for table in read_files(
+            source.filesystem, paths, schema, settings.batch_rows, settings.columns
+        )
     )
     remove_leftovers(target)  # the staging files of a killed earlier run of this output
     judge = judge or build_judge(settings)

@@ -445,3 +445,21 @@ def test_an_unknown_judge_key_lists_the_flat_keys() -> None:
         apply_mapping(Settings(), {"judge": {"path": "x"}}, source="test")
     assert "'cache_path'" in str(refused.value)
     assert "'endpoint'" not in str(refused.value)
+
+
+def test_max_chunks_above_airflows_mapping_limit_is_refused_when_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AIRFLOW__CORE__MAX_MAP_LENGTH", raising=False)
+    assert (
+        load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "1024"}).pipeline.max_chunks == 1024
+    )
+
+    with pytest.raises(
+        ConfigError, match=r"max_chunks is 1025, above Airflow's \[core\] max_map_length \(1024\)"
+    ):
+        load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "1025"})
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "4096")  # an Airflow allowed more
+    assert (
+        load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "2000"}).pipeline.max_chunks == 2000
+    )

@@ -438,7 +438,7 @@ def test_each_chunk_reads_only_its_slice(lake: Path) -> None:
     day_plan = plan_day(where, DAY, settings)
 
     assert [chunk.rows for chunk in day_plan.chunks] == [20] * 5
-    third = pa.concat_tables(list(read_slices(where, day_plan.chunks[2])))
+    third = pa.concat_tables(list(read_slices(where, day_plan.chunks[2], settings.columns)))
     assert third.column("id").to_pylist() == table.column("id").to_pylist()[40:60]
 
 
