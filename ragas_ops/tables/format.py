@@ -137,6 +137,23 @@ class DayTables(Protocol):
         """The days that have daily metrics, oldest first."""
         ...
 
+    def write_label_queue(self, day: str, table: pa.Table) -> str:
+        """Replace the day's labelling queue (`ragas_ops.labels.queue`)."""
+        ...
+
+    def read_label_queue(self, day: str) -> pa.Table | None:
+        """The day's labelling queue, None before the day has one."""
+        ...
+
+    def append_labels(self, day: str, table: pa.Table, batch_id: str) -> str:
+        """Add one batch of labels of rows scored on `day`, whole or not at all; the labels
+        already there are never rewritten."""
+        ...
+
+    def read_labels(self, days: Sequence[str]) -> list[pa.Table]:
+        """Every label of rows scored on `days` (each table with a `dt` column)."""
+        ...
+
     def record_run(self, day: str, manifest: Mapping[str, Any]) -> None:
         """Record a run's manifest as a row of the `runs` table (when the format has one)."""
         ...
@@ -318,6 +335,42 @@ class ParquetDayTables:
     def metrics_days(self) -> list[str]:
         return self.lake.table_days("daily_metrics")
 
+    def write_label_queue(self, day: str, table: pa.Table) -> str:
+        target = self.lake.label_queue(day)
+        output = ParquetOutput(target, table.schema)
+        output.write(table)
+        output.commit()
+        return target.uri
+
+    def read_label_queue(self, day: str) -> pa.Table | None:
+        location = self.lake.label_queue(day)
+        return read_parquet(location) if location.exists() else None
+
+    def append_labels(self, day: str, table: pa.Table, batch_id: str) -> str:
+        """A new file of its own, written beside the folder and moved in whole."""
+        target = self.lake.labels_file(day, batch_id)
+        if target.exists():
+            raise FileExistsError(f"{target.uri} exists: a batch of labels is written once")
+        output = ParquetOutput(target, table.schema)
+        output.write(table)
+        output.commit()
+        return target.uri
+
+    def read_labels(self, days: Sequence[str]) -> list[pa.Table]:
+        import pyarrow.parquet as pq
+
+        from ragas_ops.storage import listing
+
+        found = []
+        for day in days:
+            folder = self.lake.labels_day(day)
+            if not folder.exists():
+                continue
+            for path in listing(folder)[0]:  # staged files (dot-prefixed) are not yet labels
+                rows = pq.read_table(path, filesystem=folder.filesystem)
+                found.append(rows.append_column("dt", pa_strings([day] * rows.num_rows)))
+        return found
+
     def record_run(self, day: str, manifest: Mapping[str, Any]) -> None:
         """Nothing to add: the manifest's JSON file is the Parquet layout's record."""
 
@@ -331,6 +384,12 @@ class ParquetDayTables:
             "expire and no small files to compact; nothing to do"
         )
         return {"table_format": "parquet", "expired": {}, "compacted": {}}
+
+
+def pa_strings(values: Sequence[str]) -> pa.Array:
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
 
 
 def read_parquet(location: Any, columns: Sequence[str] | None = None) -> pa.Table:
@@ -538,6 +597,26 @@ class IcebergDayTables:
 
     def metrics_days(self) -> list[str]:
         return list(self._guarded(lambda: self.tables.days("daily_metrics")))
+
+    def write_label_queue(self, day: str, table: pa.Table) -> str:
+        self._guarded(lambda: self.tables.publish_day("label_queue", day, table, "labels"))
+        return self._where("label_queue", day)
+
+    def read_label_queue(self, day: str) -> pa.Table | None:
+        rows = self._guarded(lambda: self.tables.read_day("label_queue", day))
+        return None if rows is None else _without_day(rows)
+
+    def append_labels(self, day: str, table: pa.Table, batch_id: str) -> str:
+        self._guarded(lambda: self.tables.append_rows("labels", day, table, batch_id))
+        return self._where("labels", day)
+
+    def read_labels(self, days: Sequence[str]) -> list[pa.Table]:
+        found = []
+        for day in days:
+            rows = self._guarded(lambda day=day: self.tables.read_day("labels", day))
+            if rows is not None:
+                found.append(rows)
+        return found
 
     def record_run(self, day: str, manifest: Mapping[str, Any]) -> None:
         row = runs_row(manifest)

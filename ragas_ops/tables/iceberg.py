@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 NAMESPACE = "ragas_ops"
 DAY_COLUMN = "dt"
-TABLES = ("scored", "daily_metrics", "runs")
+TABLES = ("scored", "daily_metrics", "runs", "label_queue", "labels")
 COMMIT_ATTEMPTS = 10
 """Tries of a commit that lost a race with another writer (each re-applied on the new state)."""
 DAY_PROPERTY = "ragas-ops.day"
@@ -184,12 +184,17 @@ class IcebergTables:
         )
         return self._overwrite(name, day, rows, condition, _properties(day, run_id, None))
 
+    def append_rows(self, name: str, day: str, rows: pa.Table, run_id: str) -> int:
+        """Add `rows` to `day` of table `name` in one commit, keeping every row already there
+        (an append-only table: the labels); returns its snapshot id."""
+        return self._overwrite(name, day, rows, None, _properties(day, run_id, None))
+
     def _overwrite(
         self,
         name: str,
         day: str,
         rows: pa.Table | DayParts,
-        condition: str,
+        condition: str | None,
         properties: dict[str, str],
     ) -> int:
         from pyiceberg.exceptions import CommitFailedException, ValidationException
@@ -461,17 +466,19 @@ class DayParts:
 
 
 def _overwrite_by_parts(
-    table: Any, condition: str, parts: DayParts, day: str, properties: dict[str, str]
+    table: Any, condition: str | None, parts: DayParts, day: str, properties: dict[str, str]
 ) -> None:
     """`Table.overwrite` (delete the day, append its rows: two snapshots, one commit) with
     the rows written part by part. pyiceberg streams a write only into an unpartitioned
     table (a RecordBatchReader; its issue 2152), so each part is turned into data files with
-    the function its own overwrite uses, and one fast append adds them all."""
+    the function its own overwrite uses, and one fast append adds them all. No condition: an
+    append-only table's rows are added, nothing deleted."""
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
     numbers = itertools.count()  # one count for the publish's files: their names must differ
     with table.transaction() as transaction:
-        transaction.delete(condition, snapshot_properties=properties)
+        if condition is not None:
+            transaction.delete(condition, snapshot_properties=properties)
         producer = transaction.update_snapshot(snapshot_properties=properties).fast_append()
         with producer as append:
             for part in parts.parts():
