@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragas_ops.cli.benchmark import add_benchmark_parser
+from ragas_ops.cli.compare import add_compare_parser
 from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_from_options
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_run_demo)
     _add_airflow_parser(commands)
     add_benchmark_parser(commands)
+    add_compare_parser(commands)
     from ragas_ops.capture.openinference import add_import_parser
 
     add_import_parser(commands)

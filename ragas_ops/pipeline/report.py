@@ -61,6 +61,7 @@ def report_day(
         manifest=manifest,
         rerun=rerun_change(tables, day, settings, published),
         columns=settings.columns,
+        comparison=day_comparison_rows(lake, day),
     )
     if published is not None:
         check_current(lake, day, published, run_id, settings)
@@ -76,6 +77,14 @@ def report_day(
     if problems:
         raise RunProblem("; ".join(problems) + f" (report: {html.uri})")
     return manifest["report"]  # type: ignore[no-any-return]
+
+
+def day_comparison_rows(lake: Lake, day: str) -> list[dict[str, Any]]:
+    """The day's shadow-judge comparison, a row per metric (none without a shadow judge)."""
+    from ragas_ops.pipeline.shadow import read_comparison
+
+    table = read_comparison(lake, day)
+    return [] if table is None else table.to_pylist()
 
 
 def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:

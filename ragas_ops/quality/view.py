@@ -36,6 +36,11 @@ import pyarrow.fs as pafs
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake, parse_day, report_of_path, report_path
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+)
 from ragas_ops.quality.regression import (
     SKIPPED,
     Outcome,
@@ -54,7 +59,7 @@ from ragas_ops.quality.rerun import (
     rerun_sentence,
 )
 from ragas_ops.storage import Location, S3Options
-from ragas_ops.tables.format import DayTables, day_tables
+from ragas_ops.tables.format import DayTables, day_tables, read_parquet
 
 DEFAULT_DAYS = 14
 MAX_DAYS = 90
@@ -152,6 +157,8 @@ class QualityOverview:
     """The shown days on which a metric's judge or versions changed."""
     rerun: RerunChange | None = None
     """What the selected day's latest publish changed against its previous one (iceberg)."""
+    comparison: list[dict[str, Any]] = field(default_factory=list)
+    """The selected day's shadow-judge comparison, a row per metric (`judge_comparison`)."""
 
     def row(self, day: str, column: str, value: str, metric: str) -> dict[str, Any] | None:
         return self.rows.get((day, column, value, metric))
@@ -234,6 +241,9 @@ def load_overview(
             segment_columns=segment_columns,
             count=worst,
         )
+    comparison = lake.day_file("judge_comparison", overview.selected)
+    if comparison.exists():
+        overview.comparison = read_parquet(comparison).to_pylist()
     columns = [f"{m}_{part}" for m in overview.metrics for part in ("score", "status")]
     rerun = tables.rerun(overview.selected, columns)
     if rerun is not None:
@@ -400,6 +410,7 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
     parts.append(_trend_table(overview))
     if overview.selected:
         parts.append(_day_detail(overview, overview.selected))
+        parts.append(_comparison_html(overview))
         parts.append(_rerun_html(overview))
         parts.append(_examples_html(overview))
     parts.append("</body></html>")
@@ -564,6 +575,23 @@ def _day_detail(overview: QualityOverview, day: str) -> str:
         + "<table><tr><th class='l'>segment</th><th class='l'>metric</th><th>rows</th>"
         "<th>scored</th><th>n/a</th><th>not sampled</th><th>failed</th><th>mean</th>"
         f"<th>95% CI</th><th>p10</th><th>median</th><th>p90</th></tr>{''.join(body)}</table>"
+    )
+
+
+def _comparison_html(overview: QualityOverview) -> str:
+    if not overview.comparison:
+        return ""
+    head = "".join(f"<th class='l'>{_esc(cell)}</th>" for cell in COMPARISON_HEADER)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td class='l'>{_esc(cell)}</td>" for cell in comparison_cells(row))
+        + "</tr>"
+        for row in overview.comparison
+    )
+    return (
+        f"<h2 id='shadow-judge'>{_esc(overview.selected)}: shadow judge</h2>"
+        f"<div class='muted small'>{_esc(comparison_sentence(overview.comparison))}</div>"
+        f"<table><tr>{head}</tr>{body}</table>"
     )
 
 

@@ -50,6 +50,7 @@ def build_report(
     worst_examples: int = 5,
     rerun: RerunChange | None = None,
     columns: ColumnMapping = DEFAULT_COLUMNS,
+    comparison: Sequence[Mapping[str, Any]] = (),
 ) -> Report:
     """Build the report of `day`.
 
@@ -58,7 +59,8 @@ def build_report(
     `regression` the day's `check_regression` result. `manifest`'s top-level scalar entries
     are listed at the end; `rerun`, what this publish changed against the day's previous one
     (a section after the verdict); `columns`, the logs' names of the question, contexts and
-    answer (the scored rows keep them).
+    answer (the scored rows keep them); `comparison`, the day's shadow-judge comparison
+    (`quality.judge_comparison`, a row per metric; a section after the cards).
     """
     if regression.day != day:
         raise ValueError(f"the regression check is for {regression.day}, not {day}")
@@ -73,8 +75,8 @@ def build_report(
     )
     return Report(
         day=day,
-        html=HtmlReport(data, manifest or {}, rerun).render(),
-        markdown=MarkdownReport(data, manifest or {}, rerun).render(),
+        html=HtmlReport(data, manifest or {}, rerun, comparison).render(),
+        markdown=MarkdownReport(data, manifest or {}, rerun, comparison).render(),
     )
 
 

@@ -11,6 +11,11 @@ from typing import Any
 from ragas_ops.contract.layout import EMPTY_DAY_FOLDER, NO_DAY_FOLDER, no_folder_sentence
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+)
 from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
@@ -129,6 +134,7 @@ class HtmlReport:
     data: ReportData
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
+    comparison: Sequence[Mapping[str, Any]] = ()
 
     def render(self) -> str:
         data = self.data
@@ -142,6 +148,7 @@ class HtmlReport:
             self._verdict(),
             self._rerun(),
             self._cards(),
+            self._comparison(),
             "<h2>Trends over the last 30 days</h2>",
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
@@ -349,6 +356,20 @@ class HtmlReport:
         return (
             '<h2 id="rerun">What this rerun changed</h2>'
             f'<div class="sub">{escape(rerun_sentence(self.rerun))}</div>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+    def _comparison(self) -> str:
+        if not self.comparison:
+            return ""
+        head = "".join(f"<th>{escape(cell)}</th>" for cell in COMPARISON_HEADER)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in comparison_cells(row)) + "</tr>"
+            for row in self.comparison
+        )
+        return (
+            '<h2 id="shadow-judge">Shadow judge</h2>'
+            f'<div class="sub">{escape(comparison_sentence(self.comparison))}</div>'
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
 

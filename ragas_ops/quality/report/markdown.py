@@ -10,6 +10,11 @@ from typing import Any
 
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+)
 from ragas_ops.quality.regression import Outcome
 from ragas_ops.quality.report.data import (
     TREND_DAYS,
@@ -63,6 +68,7 @@ class MarkdownReport:
     data: ReportData
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
+    comparison: Sequence[Mapping[str, Any]] = ()
 
     def render(self) -> str:
         data = self.data
@@ -77,6 +83,7 @@ class MarkdownReport:
         lines += self._verdict()
         lines += self._rerun()
         lines += self._metrics()
+        lines += self._comparison()
         lines += self._segments()
         lines += self._cost()
         lines += self._failures()
@@ -108,6 +115,18 @@ class MarkdownReport:
         lines += [
             "| " + " | ".join(_md(cell) for cell in cells) + " |"
             for cells in rerun_cells(self.rerun)
+        ]
+        return [*lines, ""]
+
+    def _comparison(self) -> list[str]:
+        if not self.comparison:
+            return []
+        lines = ["## Shadow judge", "", _md(comparison_sentence(self.comparison)), ""]
+        lines.append("| " + " | ".join(COMPARISON_HEADER) + " |")
+        lines.append("|---|" + "---:|" * (len(COMPARISON_HEADER) - 1))
+        lines += [
+            "| " + " | ".join(_md(cell) for cell in comparison_cells(row)) + " |"
+            for row in self.comparison
         ]
         return [*lines, ""]
 

@@ -1,0 +1,139 @@
+"""A shadow judge over three days of a demo-like lake, through the real DAG (`dag.test()`):
+the judge of record is the test judge over HTTP, the candidate the local judge; the
+candidate's rows land in `candidate_scored/` (never in the published scores or the daily
+means), and the day's comparison in `judge_comparison/`, the report and the quality page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from ragas_ops.cli.main import main
+from ragas_ops.config import settings_from_environment
+from ragas_ops.quality.judge_comparison import COMPARISON_HEADER, comparison_cells
+from ragas_ops.quality.view import load_overview, render_page
+from ragas_ops.samples import sample_interactions
+from ragas_ops.scoring.shadow import candidate_mask
+from ragas_ops.storage import locate
+from tests.integration.dag import test_pipeline_dag as dag_tests
+from tests.integration.dag.test_pipeline_dag import (
+    manifest_of,
+    run_dag,
+    state,
+    warehouse,
+    write_logs,
+)
+
+airflow_database = dag_tests.airflow_database
+lake = dag_tests.lake
+
+DAYS = ("2026-11-20", "2026-11-21", "2026-11-22")
+ROWS = 40
+SHARE = 0.3
+METRICS = ("faithfulness", "answer_relevance", "context_relevance")
+
+
+@pytest.fixture
+def shadowed(lake: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_KIND", "local")
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_SAMPLE", str(SHARE))
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_CHUNK_ROWS", str(ROWS))  # one chunk a day: quicker
+    return lake
+
+
+def day_table(root: Path, table: str, day: str) -> Path:
+    return warehouse(root, table, f"dt={day}", f"{table}.parquet")
+
+
+def test_a_shadow_judge_scores_a_sample_of_each_day_apart_and_is_compared(
+    shadowed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for seed, day in enumerate(DAYS, start=40):
+        write_logs(shadowed, day, sample_interactions(ROWS, seed=seed, day=day))
+        assert state(run_dag(day)) == "success"
+
+    for day in DAYS:
+        scored = pq.read_table(day_table(shadowed, "scored", day))
+        candidate = pq.read_table(day_table(shadowed, "candidate_scored", day))
+        ids = scored.column("id").to_pylist()
+        chosen = [
+            row_id for row_id, keep in zip(ids, candidate_mask(ids, SHARE), strict=True) if keep
+        ]
+        assert candidate.column("id").to_pylist() == chosen, "the sample, by id, in order"
+        assert 0 < len(chosen) < ROWS
+        assert set(candidate.column("judge").to_pylist()) == {
+            "local:all-MiniLM-L6-v2-onnx-fused-int8"
+        }
+        (record_judge,) = set(scored.column("judge").to_pylist())  # never mixed
+        assert record_judge.startswith("openai:test-judge@")
+        daily = pq.read_table(day_table(shadowed, "daily_metrics", day)).to_pylist()
+        assert {row["rows"] for row in daily if row["segment_column"] == "all"} == {ROWS}
+        manifest = manifest_of(shadowed, day)["candidate"]
+        assert (manifest["rows"], manifest["without_id"], manifest["failed_chunks"]) == (
+            len(chosen),
+            0,
+            [],
+        )
+
+        comparison = pq.read_table(day_table(shadowed, "judge_comparison", day)).to_pylist()
+        assert [row["metric"] for row in comparison] == list(METRICS)
+        record = {row["id"]: row for row in scored.to_pylist()}
+        for row in comparison:
+            metric = row["metric"]
+            pairs = [
+                (record[other["id"]][f"{metric}_score"], other[f"{metric}_score"])
+                for other in candidate.to_pylist()
+                if other[f"{metric}_status"] == "ok"
+                and record[other["id"]][f"{metric}_status"] == "ok"
+            ]
+            judge, shadow = np.array(pairs).T
+            assert row["pairs"] == len(pairs) >= 2
+            assert row["judge_mean"] == pytest.approx(judge.mean())
+            assert row["candidate_mean"] == pytest.approx(shadow.mean())
+            assert row["difference"] == pytest.approx((shadow - judge).mean())
+            assert row["difference_ci_low"] <= row["difference"] <= row["difference_ci_high"]
+            assert row["mean_abs_difference"] == pytest.approx(np.abs(shadow - judge).mean())
+            assert row["within_0_1"] == pytest.approx((np.abs(shadow - judge) <= 0.1).mean())
+
+        report = warehouse(shadowed, "reports", f"dt={day}", "report.html").read_text()
+        markdown = warehouse(shadowed, "reports", f"dt={day}", "report.md").read_text()
+        assert "Shadow judge" in report
+        assert "## Shadow judge" in markdown
+        for row in comparison:
+            difference = comparison_cells(row)[4]
+            assert difference in report
+            assert difference in markdown
+
+    settings = settings_from_environment()
+    page = render_page(
+        load_overview(locate(str(warehouse(shadowed))), settings, selected=DAYS[-1]), "/rag"
+    )
+    assert f"{DAYS[-1]}: shadow judge" in page
+    assert all(cell in page for cell in COMPARISON_HEADER)
+    last = pq.read_table(day_table(shadowed, "judge_comparison", DAYS[-1])).to_pylist()
+    assert all(comparison_cells(row)[4] in page for row in last)
+
+    # compare-judges over the three days: the estimate ($0: nothing to call) first, each day
+    # as the pipeline compared it, then the range's pairs together.
+    capsys.readouterr()
+    assert main(["compare-judges", "--from", DAYS[0], "--to", DAYS[-1]]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("estimate: $0.0000, no judge is called")
+    by_day = {
+        day: pq.read_table(day_table(shadowed, "judge_comparison", day)).to_pylist() for day in DAYS
+    }
+    labels = [line.split(": candidate ")[0] for line in lines if ": candidate " in line]
+    assert labels == [*DAYS, f"{DAYS[0]} to {DAYS[-1]}"]
+    for day, rows in by_day.items():
+        start = lines.index(next(line for line in lines if line.startswith(f"{day}: candidate")))
+        for offset, row in enumerate(rows, start=2):  # after the label and the header
+            assert re.split(r"\s{2,}", lines[start + offset].strip()) == comparison_cells(row)
+    start = lines.index(next(line for line in lines if line.startswith(f"{DAYS[0]} to ")))
+    for offset, metric in enumerate(METRICS, start=2):
+        cells = re.split(r"\s{2,}", lines[start + offset].strip())
+        pairs = sum(next(r for r in by_day[day] if r["metric"] == metric)["pairs"] for day in DAYS)
+        assert cells[:2] == [metric, f"{pairs} of {sum(r[0]['rows'] for r in by_day.values())}"]
