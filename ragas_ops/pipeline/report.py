@@ -11,7 +11,12 @@ import pyarrow as pa
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import TIMESTAMP
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline.aggregate import aggregate_day, day_regression, metrics_history
+from ragas_ops.pipeline.aggregate import (
+    aggregate_day,
+    day_regression,
+    days_before,
+    metrics_history,
+)
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import read_manifest, replaced_publish, write_manifest
 from ragas_ops.sampling import ROW_ID_COLUMN
@@ -62,6 +67,11 @@ def report_day(
         rerun=rerun_change(tables, day, settings, published),
         columns=settings.columns,
         comparison=day_comparison_rows(lake, day),
+        comparison_history=[
+            row
+            for earlier in [*days_before(day, REPORT_DAYS), day]
+            for row in day_comparison_rows(lake, earlier)
+        ],
     )
     if published is not None:
         check_current(lake, day, published, run_id, settings)

@@ -273,3 +273,32 @@ def comparison_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
         "(candidate - record) with a 95% paired bootstrap interval, and their agreement. "
         "These scores are not in the published ones nor in the daily means."
     )
+
+
+def switch_offset(
+    day: str, metric: str, new_judge: str | None, comparisons: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """What the shadow judge measured before a switch of judge: the latest comparison before
+    `day` of `metric` whose candidate is the judge scoring from `day` (`new_judge`, as the
+    daily metrics name it), as a phrase for the trend's mark; None when none was measured."""
+    measured = [
+        row
+        for row in comparisons
+        if row["metric"] == metric
+        and str(row["day"]) < day
+        and new_judge is not None
+        and row["candidate"] == new_judge
+        and row["difference"] is not None
+    ]
+    if not measured:
+        return None
+    row = max(measured, key=lambda found: str(found["day"]))
+    interval = (
+        f" (95% CI {_signed(row['difference_ci_low'])} to {_signed(row['difference_ci_high'])})"
+        if row["difference_ci_low"] is not None
+        else ""
+    )
+    return (
+        f"offset measured by the shadow judge on {row['day']}: "
+        f"{_signed(row['difference'])}{interval} over {row['pairs']:,} rows"
+    )

@@ -40,6 +40,7 @@ from ragas_ops.quality.judge_comparison import (
     COMPARISON_HEADER,
     comparison_cells,
     comparison_sentence,
+    switch_offset,
 )
 from ragas_ops.quality.regression import (
     SKIPPED,
@@ -159,6 +160,8 @@ class QualityOverview:
     """What the selected day's latest publish changed against its previous one (iceberg)."""
     comparison: list[dict[str, Any]] = field(default_factory=list)
     """The selected day's shadow-judge comparison, a row per metric (`judge_comparison`)."""
+    offsets: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(day, metric) of a switch of judge -> the offset the shadow judge measured before it."""
 
     def row(self, day: str, column: str, value: str, metric: str) -> dict[str, Any] | None:
         return self.rows.get((day, column, value, metric))
@@ -229,6 +232,7 @@ def load_overview(
     overview.changes = [
         change for change in scoring_changes(history, overview.metrics) if change.day in shown
     ]
+    overview.offsets = switch_offsets(lake, overview, history_days)
     if overview.selected is None:
         return overview
     segment_columns = list(dict.fromkeys(c for c, _ in overview.groupings if c != ALL))
@@ -249,6 +253,28 @@ def load_overview(
     if rerun is not None:
         overview.rerun = rerun_change(overview.selected, rerun, overview.metrics)
     return overview
+
+
+def switch_offsets(
+    lake: Lake, overview: QualityOverview, days: Sequence[str]
+) -> dict[tuple[str, str], str]:
+    """The offset the shadow judge measured before each shown switch of judge."""
+    judge_changes = [c for c in overview.changes if any("judge" in what for what in c.changes)]
+    if not judge_changes:
+        return {}
+    comparisons = [
+        row
+        for day in days
+        if (location := lake.day_file("judge_comparison", day)).exists()
+        for row in read_parquet(location).to_pylist()
+    ]
+    offsets = {}
+    for change in judge_changes:
+        row = overview.row(change.day, ALL, ALL, change.metric) or {}
+        offset = switch_offset(change.day, change.metric, row.get("judge"), comparisons)
+        if offset is not None:
+            offsets[(change.day, change.metric)] = offset
+    return offsets
 
 
 def tables_at(warehouse: Location, settings: Settings, s3: S3Options | None = None) -> DayTables:
@@ -490,12 +516,21 @@ def _mean_cell(
         classes.append("skipped")
     notes = [finding.message] if finding is not None and classes else []
     changed = [c.sentence for c in overview.changes if c.day == day and c.metric == metric]
+    offset = overview.offsets.get((day, metric))
     if changed:
         classes.append("change")
-        notes = [*changed, *notes]
+        notes = [*changed, *([offset] if offset else []), *notes]
     title = f" title='{_esc(' · '.join(notes))}'" if notes else ""
     mark = "<span class='change-mark'>◆</span> " if changed else ""
-    return f"<td class='{' '.join(classes)}'{title}>{mark}{_num(row['mean'] if row else None)}</td>"
+    # the measured offset itself on the overall mean (the shadow judge compares all rows)
+    overall = row is not None and row.get("segment_column") == ALL
+    shadow = (
+        f"<br><span class='muted small'>shadow {_esc(offset.split(': ', 1)[1].split()[0])}</span>"
+        if changed and offset and overall
+        else ""
+    )
+    mean = _num(row["mean"] if row else None)
+    return f"<td class='{' '.join(classes)}'{title}>{mark}{mean}{shadow}</td>"
 
 
 def _runs_cell(runs: Sequence[DayRun]) -> str:

@@ -13,6 +13,7 @@ from ragas_ops.quality.judge_comparison import (
     day_comparison,
     paired_bootstrap_ci,
     spearman,
+    switch_offset,
 )
 from ragas_ops.sampling import is_sampled
 from ragas_ops.scoring.shadow import (
@@ -133,3 +134,25 @@ def test_the_interval_covers_a_known_offset_and_the_rank_correlation_sees_order(
     assert spearman(judge, np.full(400, 0.5)) is None
     ties = np.array([0.0, 0.0, 1.0, 1.0])
     assert spearman(ties, np.array([0.1, 0.2, 0.3, 0.4])) == pytest.approx(0.894427, abs=1e-6)
+
+
+def test_a_switch_of_judge_is_given_the_offset_measured_last_before_it() -> None:
+    record = _scored(["a", "b", "c"], [0.2, 0.4, 0.6], "old")
+    earlier = day_comparison(
+        "2026-12-01", record, _scored(["a", "b", "c"], [0.3] * 3, "new"), ["faithfulness"]
+    )
+    latest = day_comparison(
+        "2026-12-02", record, _scored(["a", "b", "c"], [0.5] * 3, "new"), ["faithfulness"]
+    )
+    other = day_comparison(
+        "2026-12-02", record, _scored(["a", "b", "c"], [0.9] * 3, "x"), ["faithfulness"]
+    )
+    rows = [*earlier.to_pylist(), *latest.to_pylist(), *other.to_pylist()]
+    offset = switch_offset("2026-12-03", "faithfulness", "new", rows)
+    assert offset is not None
+    assert offset.startswith("offset measured by the shadow judge on 2026-12-02: +0.100 (95% CI ")
+    assert offset.endswith(" over 3 rows")
+    assert switch_offset("2026-12-02", "faithfulness", "new", rows) is not None  # 12-01's
+    assert switch_offset("2026-12-01", "faithfulness", "new", rows) is None  # none before
+    assert switch_offset("2026-12-03", "faithfulness", "another", rows) is None
+    assert switch_offset("2026-12-03", "answer_relevance", "new", rows) is None

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ragas_ops.contract.inputs import ColumnMapping
+from ragas_ops.quality.judge_comparison import switch_offset
 from ragas_ops.quality.regression import RegressionReport
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
@@ -51,6 +52,7 @@ def build_report(
     rerun: RerunChange | None = None,
     columns: ColumnMapping = DEFAULT_COLUMNS,
     comparison: Sequence[Mapping[str, Any]] = (),
+    comparison_history: Sequence[Mapping[str, Any]] = (),
 ) -> Report:
     """Build the report of `day`.
 
@@ -60,7 +62,9 @@ def build_report(
     are listed at the end; `rerun`, what this publish changed against the day's previous one
     (a section after the verdict); `columns`, the logs' names of the question, contexts and
     answer (the scored rows keep them); `comparison`, the day's shadow-judge comparison
-    (`quality.judge_comparison`, a row per metric; a section after the cards).
+    (`quality.judge_comparison`, a row per metric; a section after the cards);
+    `comparison_history`, the comparisons of the charted days: a switch of judge on the charts
+    is marked with the offset the shadow judge measured before it (`switch_offset`).
     """
     if regression.day != day:
         raise ValueError(f"the regression check is for {regression.day}, not {day}")
@@ -73,10 +77,23 @@ def build_report(
         worst_examples=worst_examples,
         columns=columns,
     )
+    offsets = {
+        (change.day, metric): offset
+        for metric, changes in (data.changes or {}).items()
+        for change in changes
+        if (
+            offset := switch_offset(
+                change.day,
+                metric,
+                (data.overall[metric].get(change.day) or {}).get("judge"),
+                comparison_history,
+            )
+        )
+    }
     return Report(
         day=day,
-        html=HtmlReport(data, manifest or {}, rerun, comparison).render(),
-        markdown=MarkdownReport(data, manifest or {}, rerun, comparison).render(),
+        html=HtmlReport(data, manifest or {}, rerun, comparison, offsets).render(),
+        markdown=MarkdownReport(data, manifest or {}, rerun, comparison, offsets).render(),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragas_ops.contract.layout import EMPTY_DAY_FOLDER, NO_DAY_FOLDER, no_folder_sentence
@@ -135,6 +135,8 @@ class HtmlReport:
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
     comparison: Sequence[Mapping[str, Any]] = ()
+    offsets: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(day, metric) of a switch of judge -> the offset the shadow judge measured before."""
 
     def render(self) -> str:
         data = self.data
@@ -243,8 +245,14 @@ class HtmlReport:
         checked = finding is not None and finding in self.data.regression.checked
         baseline = finding.baseline if finding and checked else None
         changes = (self.data.changes or {}).get(metric, [])
+        offsets = {day: text for (day, name), text in self.offsets.items() if name == metric}
         svg = trend_svg(
-            metric_title(metric), self.chart_days(), self.data.overall[metric], baseline, changes
+            metric_title(metric),
+            self.chart_days(),
+            self.data.overall[metric],
+            baseline,
+            changes,
+            offsets=offsets,
         )
         return f'<div class="card chart"><h3>{escape(metric_title(metric))}</h3>{svg}</div>'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragas_ops.contract.status import Status
@@ -69,6 +69,7 @@ class MarkdownReport:
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
     comparison: Sequence[Mapping[str, Any]] = ()
+    offsets: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def render(self) -> str:
         data = self.data
@@ -99,6 +100,7 @@ class MarkdownReport:
             lines.append("")
         changes = [
             f"- {_md(metric_title(metric))}: {_md(change.sentence)}"
+            + (f"; {_md(offset)}" if (offset := self.offsets.get((change.day, metric))) else "")
             for metric, found in (self.data.changes or {}).items()
             for change in found
         ]

@@ -5,6 +5,7 @@ means), and the day's comparison in `judge_comparison/`, the report and the qual
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -14,7 +15,11 @@ import pytest
 
 from ragas_ops.cli.main import main
 from ragas_ops.config import settings_from_environment
-from ragas_ops.quality.judge_comparison import COMPARISON_HEADER, comparison_cells
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    switch_offset,
+)
 from ragas_ops.quality.view import load_overview, render_page
 from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.shadow import candidate_mask
@@ -32,6 +37,7 @@ airflow_database = dag_tests.airflow_database
 lake = dag_tests.lake
 
 DAYS = ("2026-11-20", "2026-11-21", "2026-11-22")
+SWITCH = "2026-11-23"
 ROWS = 40
 SHARE = 0.3
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
@@ -50,7 +56,7 @@ def day_table(root: Path, table: str, day: str) -> Path:
 
 
 def test_a_shadow_judge_scores_a_sample_of_each_day_apart_and_is_compared(
-    shadowed: Path, capsys: pytest.CaptureFixture[str]
+    shadowed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for seed, day in enumerate(DAYS, start=40):
         write_logs(shadowed, day, sample_interactions(ROWS, seed=seed, day=day))
@@ -108,7 +114,36 @@ def test_a_shadow_judge_scores_a_sample_of_each_day_apart_and_is_compared(
             assert difference in report
             assert difference in markdown
 
+    # The operator switches: from the fourth day the local judge is the judge of record. The
+    # regression check leaves the days of the other judge out; the trend marks the switch
+    # with the offset the shadow judge measured on the last day before it.
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_KIND", "local")
+    monkeypatch.delenv("RAGAS_OPS_JUDGE_CANDIDATE_KIND")
+    write_logs(shadowed, SWITCH, sample_interactions(ROWS, seed=49, day=SWITCH))
+    assert state(run_dag(SWITCH)) == "success"
+    assert not day_table(shadowed, "candidate_scored", SWITCH).exists()
+    assert not list(warehouse(shadowed, "_staging").rglob("*.parquet")), "staging cleaned up"
+    findings = manifest_of(shadowed, SWITCH)["regression"]["findings"]
+    overall = [f for f in findings if f["segment_column"] == "all"]
+    assert all("judge" in f["change"] and f["excluded_days"] == len(DAYS) for f in overall)
+    before = pq.read_table(day_table(shadowed, "judge_comparison", DAYS[-1])).to_pylist()
+    switch_report = warehouse(shadowed, "reports", f"dt={SWITCH}", "report.html").read_text()
+    switch_markdown = warehouse(shadowed, "reports", f"dt={SWITCH}", "report.md").read_text()
+    for row in before:
+        offset = switch_offset(SWITCH, row["metric"], row["candidate"], before)
+        assert offset is not None
+        assert f"on {DAYS[-1]}: {comparison_cells(row)[4].split(' (')[0]}" in offset
+        assert html.escape(offset, quote=False) in switch_report
+        assert offset in switch_markdown.replace("\\", "")
+
     settings = settings_from_environment()
+    switched = render_page(
+        load_overview(locate(str(warehouse(shadowed))), settings, selected=SWITCH), "/rag"
+    )
+    for row in before:
+        offset = switch_offset(SWITCH, row["metric"], row["candidate"], before) or ""
+        assert html.escape(offset) in switched  # the tooltip of the mean
+        assert f"shadow {offset.split(': ', 1)[1].split()[0]}</span>" in switched
     page = render_page(
         load_overview(locate(str(warehouse(shadowed))), settings, selected=DAYS[-1]), "/rag"
     )
