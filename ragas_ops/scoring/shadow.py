@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.judge.openai.spec import FlexSpec
+from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
 from ragas_ops.sampling import ROW_ID_COLUMN, is_sampled, row_id_text
 
 NO_CANDIDATE = (
@@ -67,8 +67,10 @@ def candidate_settings(settings: Settings) -> Settings:
     """Settings whose judge is the candidate: its model, kind, endpoint, key and rates over
     the judge of record's (the cache, retries and budget shares are the same; the cache keys
     hold the model, so no answer of one judge is taken for the other's). Always sync and on
-    the standard tier: a sample is small, and the candidate may be a model without flex.
-    Every row it is given is scored (it never samples again)."""
+    the standard tier: a sample is small, and the candidate may be a model without flex. Its
+    model profile is the one its name matches, at the lowest effort (the `model_*` settings
+    and `reasoning_effort` are the judge of record's model's). Every row it is given is
+    scored (it never samples again)."""
     spec = settings.judge.candidate
     if not spec.enabled:
         raise ConfigError(NO_CANDIDATE)
@@ -94,6 +96,9 @@ def candidate_settings(settings: Settings) -> Settings:
         limits=limits,
         batch=dataclasses.replace(judge.batch, mode="sync"),
         flex=FlexSpec(),
+        # The record's model overrides are about its model: the candidate's profile is the
+        # one its name matches, at the lowest effort its profile lists.
+        model=ModelSpec(),
     )
     pipeline = dataclasses.replace(settings.pipeline, sample_fraction=1.0)
     return dataclasses.replace(settings, judge=candidate, pipeline=pipeline)
@@ -135,7 +140,9 @@ async def compare_folder(
     inputs = input_schema(source, settings)
     share = candidate_share(settings)
     pick = CandidatePick()
-    tables = read_files(source.filesystem, inputs.paths, inputs.schema, settings.batch_rows)
+    tables = read_files(
+        source.filesystem, inputs.paths, inputs.schema, settings.batch_rows, settings.columns
+    )
     chosen = list(pick.of((repair_utf8(table) for table in tables), share))
     if not pick.chosen:
         raise ConfigError(

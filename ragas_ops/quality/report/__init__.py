@@ -24,7 +24,10 @@ from ragas_ops.quality.report.data import (
     TEST_DOUBLE_PREFIXES,
     TREND_DAYS,
     ReportData,
+    RowsAt,
     distinct_interactions,
+    ranked_columns,
+    rows_of_table,
 )
 from ragas_ops.quality.report.html import HtmlReport, baseline_rule, judge_notice, verdict_findings
 from ragas_ops.quality.report.markdown import MarkdownReport, sparkline
@@ -53,6 +56,7 @@ def build_report(
     columns: ColumnMapping = DEFAULT_COLUMNS,
     comparison: Sequence[Mapping[str, Any]] = (),
     comparison_history: Sequence[Mapping[str, Any]] = (),
+    rows_at: RowsAt | None = None,
 ) -> Report:
     """Build the report of `day`.
 
@@ -61,10 +65,12 @@ def build_report(
     `regression` the day's `check_regression` result. `manifest`'s top-level scalar entries
     are listed at the end; `rerun`, what this publish changed against the day's previous one
     (a section after the verdict); `columns`, the logs' names of the question, contexts and
-    answer (the scored rows keep them); `comparison`, the day's shadow-judge comparison
-    (`quality.judge_comparison`, a row per metric; a section after the cards);
-    `comparison_history`, the comparisons of the charted days: a switch of judge on the charts
-    is marked with the offset the shadow judge measured before it (`switch_offset`).
+    answer (the scored rows keep them). With `rows_at` (the day's rows by position),
+    `scored` needs only the `ranked_columns`: the rows shown are read alone. `comparison`: the
+    day's shadow-judge comparison (`quality.judge_comparison`, a row per metric; a section
+    after the cards); `comparison_history`, the comparisons of the charted days: a switch of
+    judge on the charts is marked with the offset the shadow judge measured before it
+    (`switch_offset`).
     """
     if regression.day != day:
         raise ValueError(f"the regression check is for {regression.day}, not {day}")
@@ -76,6 +82,7 @@ def build_report(
         metrics=metrics,
         worst_examples=worst_examples,
         columns=columns,
+        rows_at=rows_at,
     )
     offsets = {
         (change.day, metric): offset
@@ -101,10 +108,13 @@ __all__ = [
     "TEST_DOUBLE_PREFIXES",
     "TREND_DAYS",
     "Report",
+    "RowsAt",
     "baseline_rule",
     "build_report",
     "distinct_interactions",
     "judge_notice",
+    "ranked_columns",
+    "rows_of_table",
     "sparkline",
     "trend_svg",
     "verdict_findings",
