@@ -68,7 +68,8 @@ async def score_candidate_chunk(
             expected_rows=pick.chosen,
         )
     except Exception as error:  # the published scores do not wait on the shadow judge
-        message = redact(f"{type(error).__name__}: {error}")
+        # The judge's own messages name the record's settings (judge.base_url...).
+        message = redact(f"the shadow judge ([judge.candidate]): {type(error).__name__}: {error}")
         log.warning(
             "chunk %d: the shadow judge failed, its rows are left out: %s", chunk.index, message
         )
@@ -148,6 +149,7 @@ def publish_candidate(
         "rows": written,
         "judges": sorted({shadow["judge"] for _, shadow in shadows if "judge" in shadow}),
         "without_id": sum(shadow["without_id"] for _, shadow in shadows),
+        "requests": sum(shadow["usage"]["requests"] for _, shadow in shadows if "usage" in shadow),
         "cost_usd": _total_cost([shadow for _, shadow in shadows if "usage" in shadow]),
         "failed_chunks": failed,
         "publish_id": new_publish_id(),

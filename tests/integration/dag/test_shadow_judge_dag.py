@@ -6,12 +6,15 @@ means), and the day's comparison in `judge_comparison/`, the report and the qual
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from ragas_ops_testing.judge_process import free_port
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import main
 from ragas_ops.config import settings_from_environment
@@ -26,12 +29,14 @@ from ragas_ops.scoring.shadow import candidate_mask
 from ragas_ops.storage import locate
 from tests.integration.dag import test_pipeline_dag as dag_tests
 from tests.integration.dag.test_pipeline_dag import (
+    DAY,
     manifest_of,
     run_dag,
     state,
     warehouse,
     write_logs,
 )
+from tests.support import TEST_KEY
 
 airflow_database = dag_tests.airflow_database
 lake = dag_tests.lake
@@ -172,3 +177,57 @@ def test_a_shadow_judge_scores_a_sample_of_each_day_apart_and_is_compared(
         cells = re.split(r"\s{2,}", lines[start + offset].strip())
         pairs = sum(next(r for r in by_day[day] if r["metric"] == metric)["pairs"] for day in DAYS)
         assert cells[:2] == [metric, f"{pairs} of {sum(r[0]['rows'] for r in by_day.values())}"]
+
+
+def test_in_batch_mode_the_shadow_judge_scores_its_sample_in_sync_after_the_batches(
+    lake: Path, judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_BATCH_POLL_SECONDS", "0.1")
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_CHUNK_ROWS", str(ROWS))  # one chunk: one wait
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_MODEL", "test-judge-shadow")
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_SAMPLE", str(SHARE))
+    judge_server.update(batch_seconds=0.2)
+    logs = sample_interactions(ROWS, seed=50, day=DAY)
+    write_logs(lake, DAY, logs)
+
+    assert state(run_dag(DAY, judge_mode="batch")) == "success"
+
+    ids = logs.column("id").to_pylist()
+    chosen = [row_id for row_id, keep in zip(ids, candidate_mask(ids, SHARE), strict=True) if keep]
+    candidate = pq.read_table(day_table(lake, "candidate_scored", DAY))
+    assert candidate.column("id").to_pylist() == chosen
+    (judge,) = set(candidate.column("judge").to_pylist())
+    assert judge.startswith("openai:test-judge-shadow@")
+    manifest = manifest_of(lake, DAY)
+    assert manifest["scoring"]["modes"] == ["batch"]
+    stats = judge_server.stats()
+    # the record's requests went in batches; every chat request sent alone is the candidate's
+    assert stats["requests_by_endpoint"]["chat"] == manifest["candidate"]["requests"] > 0
+    assert day_table(lake, "judge_comparison", DAY).exists()
+
+
+def test_a_shadow_judge_that_fails_never_fails_the_day(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_MODEL", "test-judge-shadow")
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_SAMPLE", str(SHARE))
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_UNREACHABLE_AFTER", "2")
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_CHUNK_ROWS", str(ROWS // 2))  # two chunks
+    logs = sample_interactions(ROWS, seed=51, day=DAY)
+    write_logs(lake, DAY, logs)
+
+    assert state(run_dag(DAY)) == "success"
+
+    scored = pq.read_table(day_table(lake, "scored", DAY))
+    assert scored.column("id").to_pylist() == logs.column("id").to_pylist()
+    shadow = manifest_of(lake, DAY)["candidate"]
+    assert shadow["rows"] == 0
+    assert shadow["table"] is None
+    assert [failed["chunk"] for failed in shadow["failed_chunks"]] == [0, 1]
+    assert all("JudgeUnreachableError" in failed["error"] for failed in shadow["failed_chunks"])
+    assert TEST_KEY not in json.dumps(shadow)
+    assert not day_table(lake, "candidate_scored", DAY).exists()
+    assert not day_table(lake, "judge_comparison", DAY).exists()
+    assert "Shadow judge" not in warehouse(lake, "reports", f"dt={DAY}", "report.html").read_text()
+    assert not list(warehouse(lake, "_staging").rglob("*.parquet"))
