@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,33 @@ def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
         lines.append(f"  {role:<10} {line}")
     lines.append(f"  total at most {_usd(total)} (answers the cache holds are not paid again)")
     return [*lines, ""]
+
+
+def shadow_estimate_lines(settings: Settings, estimate_for: Callable[[Settings], Any]) -> list[str]:
+    """What a configured shadow judge adds to a run `ragas-ops estimate` estimated (none
+    without one): `estimate_for` estimates the same input or days with other settings."""
+    from ragas_ops.estimate import Prices
+    from ragas_ops.scoring.shadow import candidate_settings, candidate_share
+
+    if not settings.judge.candidate.enabled:
+        return []
+    share = candidate_share(settings)
+    shadow = candidate_settings(settings)
+    shadow = dataclasses.replace(
+        shadow, pipeline=dataclasses.replace(shadow.pipeline, sample_fraction=share)
+    )
+    tally = estimate_for(shadow).total
+    rows = f"{tally.rows_sampled:,} rows ({share:g} by row id)"
+    if shadow.judge.kind == "local":
+        return ["", f"shadow judge ([judge.candidate]): the local judge on {rows}, no API request"]
+    prices = Prices.of(shadow)
+    tokens = tally.prompt_tokens + tally.completion_tokens
+    return [
+        "",
+        f"shadow judge ([judge.candidate]) {prices.chat_model} on at most {rows}: "
+        f"{tally.chat_requests:,} requests, {tokens:,} chat tokens, "
+        f"{_usd(prices.cost(tally, batch=False))} more (in sync, in every mode)",
+    ]
 
 
 def _compare_input(input_uri: str, settings: Settings) -> pa.Table:

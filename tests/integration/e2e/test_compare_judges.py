@@ -86,3 +86,30 @@ def test_compare_judges_without_a_candidate_says_how_to_name_one(
 ) -> None:
     assert main(["compare-judges", str(logs)]) == EXIT_USAGE
     assert "no shadow judge is configured: set [judge.candidate] model" in capsys.readouterr().err
+
+
+def test_the_estimate_of_a_run_says_what_a_shadow_judge_adds(
+    logs: Path,
+    judge_server: JudgeServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert main(["estimate", str(logs)]) == EXIT_OK
+    without = capsys.readouterr().out
+    assert "shadow judge" not in without
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_MODEL", "gpt-5-mini")
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_SAMPLE", str(SHARE))
+
+    assert main(["estimate", str(logs)]) == EXIT_OK
+
+    out = capsys.readouterr().out
+    assert out.startswith(without.rstrip("\n"))  # the run's own estimate, unchanged
+    ids = pa.concat_tables([pq.read_table(path) for path in sorted(logs.glob("*.parquet"))])
+    chosen = candidate_mask(ids.column("id").to_pylist(), SHARE).count(True)
+    (line,) = [line for line in out.splitlines() if line.startswith("shadow judge")]
+    assert line.startswith(
+        "shadow judge ([judge.candidate]) gpt-5-mini on at most "
+        f"{chosen} rows ({SHARE:g} by row id): "
+    )
+    assert re.search(r" chat tokens, \$\d+\.\d{4} more \(in sync, in every mode\)$", line)
+    assert judge_server.stats()["requests"] == 0, "an estimate calls no judge"
