@@ -101,7 +101,9 @@ def publish_candidate(
     lake: Lake, day: str, run_id: str, chunk_results: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     """Merge the chunks' candidate files into `candidate_scored/dt=D/` whole (None: no chunk
-    ran a shadow judge); checks that every row a chunk says it scored is there."""
+    ran a shadow judge). A chunk whose file is missing or holds other than the rows it says it
+    scored is left out and named in `failed_chunks`, as one whose shadow judge failed: the
+    published day never waits on the shadow judge, and no partial chunk is kept."""
     shadows = sorted(
         (
             (result["index"], result["candidate"])
@@ -112,48 +114,65 @@ def publish_candidate(
     )
     if not shadows:
         return None
-    files = [
-        (lake.candidate_chunk_file(day, run_id, index), shadow["rows"])
-        for index, shadow in shadows
-        if "error" not in shadow
-    ]
-    parquet = [pq.ParquetFile(file.path, filesystem=file.filesystem) for file, _ in files]
-    for (file, rows), opened in zip(files, parquet, strict=True):
-        if opened.metadata.num_rows != rows:
-            raise RuntimeError(
-                f"{file.uri}: {opened.metadata.num_rows} rows, the chunk scored {rows}"
-            )
-    target = lake.day_file("candidate_scored", day)
-    written = 0
-    if parquet:
-        schema = pa.unify_schemas([p.schema_arrow for p in parquet], promote_options="permissive")
-        snapshot = lake.scratch(day, run_id, "candidate_scored.parquet")
-        output = ParquetOutput(snapshot, schema)
-        try:
-            for opened in parquet:
-                for batch in opened.iter_batches():
-                    output.write(conform(pa.Table.from_batches([batch]), schema))
-                    written += batch.num_rows
-        except BaseException:
-            output.abort()
-            raise
-        output.commit()
-        copy_into_place(snapshot, target, lake.scratch(day, run_id, "candidate_scored.parquet"))
-    for file, _ in files:
-        file.filesystem.delete_file(file.path)
     failed = [
         {"chunk": index, "error": shadow["error"]} for index, shadow in shadows if "error" in shadow
     ]
+    parquet = []
+    for index, shadow in shadows:
+        if "error" in shadow:
+            continue
+        file = lake.candidate_chunk_file(day, run_id, index)
+        problem = _candidate_file_problem(file, shadow["rows"])
+        if problem is None:
+            parquet.append(pq.ParquetFile(file.path, filesystem=file.filesystem))
+        else:
+            failed.append({"chunk": index, "error": problem})
+    target = lake.day_file("candidate_scored", day)
+    written = _merge_into(parquet, target, lake, day, run_id) if parquet else 0
+    for index, _ in shadows:
+        file = lake.candidate_chunk_file(day, run_id, index)
+        if file.exists():
+            file.filesystem.delete_file(file.path)
+    kept = [shadow for _, shadow in shadows if "usage" in shadow]
     return {
         "table": target.uri if parquet else None,
         "rows": written,
-        "judges": sorted({shadow["judge"] for _, shadow in shadows if "judge" in shadow}),
+        "judges": sorted({shadow["judge"] for shadow in kept}),
         "without_id": sum(shadow["without_id"] for _, shadow in shadows),
-        "requests": sum(shadow["usage"]["requests"] for _, shadow in shadows if "usage" in shadow),
-        "cost_usd": _total_cost([shadow for _, shadow in shadows if "usage" in shadow]),
-        "failed_chunks": failed,
+        "requests": sum(shadow["usage"]["requests"] for shadow in kept),
+        "cost_usd": _total_cost(kept),
+        "failed_chunks": sorted(failed, key=lambda entry: entry["chunk"]),
         "publish_id": new_publish_id(),
     }
+
+
+def _candidate_file_problem(file: Any, rows: int) -> str | None:
+    """Why a chunk's candidate file cannot be published (None: it can)."""
+    if not file.exists():
+        return f"{file.uri} is missing"
+    found = pq.ParquetFile(file.path, filesystem=file.filesystem).metadata.num_rows
+    return None if found == rows else f"{file.uri}: {found} rows, the chunk scored {rows}"
+
+
+def _merge_into(
+    parquet: Sequence[pq.ParquetFile], target: Any, lake: Lake, day: str, run_id: str
+) -> int:
+    """The files merged into `target`, replaced whole; the rows written."""
+    schema = pa.unify_schemas([p.schema_arrow for p in parquet], promote_options="permissive")
+    snapshot = lake.scratch(day, run_id, "candidate_scored.parquet")
+    output = ParquetOutput(snapshot, schema)
+    written = 0
+    try:
+        for opened in parquet:
+            for batch in opened.iter_batches():
+                output.write(conform(pa.Table.from_batches([batch]), schema))
+                written += batch.num_rows
+    except BaseException:
+        output.abort()
+        raise
+    output.commit()
+    copy_into_place(snapshot, target, lake.scratch(day, run_id, "candidate_scored.parquet"))
+    return written
 
 
 def _total_cost(shadows: Sequence[Mapping[str, Any]]) -> float | None:

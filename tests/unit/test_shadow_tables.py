@@ -118,3 +118,34 @@ def test_the_candidate_rows_are_published_apart_and_compared_in_both_formats(
             "&#x27;", "'"
         )
     assert not list(Path(lake.staging_day(DAY).path).rglob("*.parquet"))
+
+
+def test_a_chunk_whose_candidate_file_is_not_what_it_scored_is_left_out_not_the_day(
+    tmp_path: Path,
+) -> None:
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    rows = fake_scored_day(DAY, 10, seed=6, judge="openai:gpt-5-mini")
+    first = lake.candidate_chunk_file(DAY, RUN_ID, 0)
+    Path(first.path).parent.mkdir(parents=True)
+    pq.write_table(rows.slice(0, 4), first.path)
+    pq.write_table(rows.slice(4, 3), lake.candidate_chunk_file(DAY, RUN_ID, 1).path)
+    shadow = {"without_id": 0, "judge": "openai:gpt-5-mini"}
+    usage = {"requests": 1, "cost_usd": 0.5}
+    results = [
+        {"index": 0, "candidate": {**shadow, "rows": 4, "usage": usage}},
+        {"index": 1, "candidate": {**shadow, "rows": 5, "usage": usage}},  # 3 in its file
+        {"index": 2, "candidate": {**shadow, "rows": 2, "usage": usage}},  # no file
+    ]
+
+    published = publish_candidate(lake, DAY, RUN_ID, results)
+
+    assert published is not None
+    assert published["rows"] == 4
+    assert [entry["chunk"] for entry in published["failed_chunks"]] == [1, 2]
+    assert "3 rows, the chunk scored 5" in published["failed_chunks"][0]["error"]
+    assert "is missing" in published["failed_chunks"][1]["error"]
+    kept = pq.read_table(lake.day_file("candidate_scored", DAY).path)
+    assert kept["id"].to_pylist() == rows["id"].to_pylist()[:4]
+    assert not list(Path(lake.staging_day(DAY).path).rglob("*.parquet"))
