@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -204,3 +205,37 @@ def test_the_estimate_of_a_reasoning_model_is_within_15_percent_of_its_run(
     shown = "minimal" if effort == "lowest" else effort
     [line] = [line for line in estimated.lines() if line.startswith("reasoning:")]
     assert line.startswith(f"reasoning: profile gpt-5, effort {shown}: about ")
+
+
+def test_a_model_shutting_down_in_20_days_is_warned_of_in_the_score_output(
+    start_judge_server: Callable[..., JudgeServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    ends = (datetime.now(UTC) + timedelta(days=20)).date().isoformat()
+    server = start_judge_server(shutdown_dates={"gpt-4o-mini": ends})
+    code, _ = score(server, tmp_path, "gpt-4o-mini")
+    out = capsys.readouterr().out
+    assert code == EXIT_OK
+    [line] = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert f"judge model gpt-4o-mini shuts down on {ends} (in 20 days)" in line
+    assert "the price table's successor is gpt-5.4-mini" in line
+    assert server.stats()["model_lookups"] == {"gpt-4o-mini": 1, "test-embedding": 1}
+
+    server.update(shutdown_dates={})  # 2027-01-14, 40 days ahead: past the 30 days
+    code, _ = score(server, tmp_path, "gpt-4o-mini", name="later")
+    assert code == EXIT_OK
+    assert "warning: " not in capsys.readouterr().out
+
+
+def test_an_endpoint_that_cannot_say_gives_no_warning_and_no_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragas_ops.config import Settings
+    from ragas_ops.judge.factory import shutdown_warnings
+
+    settings = Settings()
+    settings.judge.endpoint.base_url = "http://127.0.0.1:9/v1"  # nothing listens on port 9
+    assert shutdown_warnings(settings, {"OPENAI_API_KEY": TEST_KEY}) == []
