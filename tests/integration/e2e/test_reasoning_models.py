@@ -239,3 +239,38 @@ def test_an_endpoint_that_cannot_say_gives_no_warning_and_no_failure(
     settings = Settings()
     settings.judge.endpoint.base_url = "http://127.0.0.1:9/v1"  # nothing listens on port 9
     assert shutdown_warnings(settings, {"OPENAI_API_KEY": TEST_KEY}) == []
+
+
+@pytest.mark.parametrize(
+    ("strategy", "ignore_n"), [("list", False), ("sample", False), ("sample", True)]
+)
+def test_answer_relevance_keeps_its_questions_on_a_model_taking_only_temperature_1(
+    start_judge_server: Callable[..., JudgeServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    strategy: str,
+    ignore_n: bool,
+) -> None:
+    """One request asking for n questions (the default), n choices at the model's own
+    temperature, or n requests (an endpoint without `n`): no temperature sent, every row's
+    n questions come back (docs/judge.md has what each costs)."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    server = start_judge_server(ignore_n=ignore_n, request_log=True)
+    code, target = score(
+        server, tmp_path, "gpt-5-mini", "--metrics", "answer_relevance",
+        "--question-strategy", strategy,
+    )  # fmt: skip
+    assert code == EXIT_OK
+    table = pq.read_table(target)
+    statuses = set(table.column("answer_relevance_status").to_pylist())
+    assert statuses <= {"ok", "invalid_input"}
+    assert server.stats()["refused_by_param"] == {}
+    bodies = [
+        json.loads(entry["body"]) for entry in server.requests() if entry["endpoint"] == "chat"
+    ]
+    assert not any("temperature" in body for body in bodies)
+    evidence = [
+        json.loads(text) for text in table.column("answer_relevance_evidence").to_pylist() if text
+    ]
+    assert evidence
+    assert all(len(item["questions"]) == 3 for item in evidence)
