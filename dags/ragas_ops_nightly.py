@@ -33,7 +33,7 @@ PIPELINE = SETTINGS.pipeline
 @task
 def plan() -> dict[str, Any]:
     """List and check the day's input files and cut them into chunks."""
-    from ragas_ops.airflow import task_context
+    from ragas_ops.airflow import hooks, task_context
     from ragas_ops.pipeline.plan import plan_day, plan_result
 
     context = get_current_context()
@@ -42,7 +42,10 @@ def plan() -> dict[str, Any]:
     settings = task_context.pipeline_settings()
     lake = task_context.lake_for(settings)
     day_plan = plan_day(lake, day, settings, allow_shrink=task_context.allow_shrink(context))
-    return plan_result(day_plan, backfill=task_context.is_backfill(context))
+    warnings = hooks.model_shutdown_warnings(settings)
+    return plan_result(
+        day_plan, backfill=task_context.is_backfill(context), model_warnings=warnings
+    )
 
 
 @task

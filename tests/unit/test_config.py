@@ -350,6 +350,7 @@ JUDGE_KEYS = [
     "limit_parameter",
     "send_temperature",
     "reasoning_effort",
+    "shutdown_warning_days",
     "local_model",
     "local_backend",
     "model",
