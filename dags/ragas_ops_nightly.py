@@ -72,6 +72,7 @@ def publish(
     from ragas_ops.airflow import task_context
     from ragas_ops.pipeline.manifest import run_manifest, write_manifest
     from ragas_ops.pipeline.publish import publish_day
+    from ragas_ops.pipeline.shadow import publish_candidate
 
     context = get_current_context()
     settings = task_context.pipeline_settings()
@@ -97,6 +98,8 @@ def publish(
         chunk_results=chunk_results,
         published=published,
     )
+    # The shadow judge's rows, apart from the published scores (null: none configured).
+    manifest["candidate"] = publish_candidate(lake, day, context["run_id"], chunk_results)
     announce_day(context["outlet_events"], SCORED, day, published["table"])
     return {
         "day": day,
