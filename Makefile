@@ -110,6 +110,7 @@ bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_local_judge.py
 	$(BIN)/python benchmarks/bench_capture.py
 	$(BIN)/python benchmarks/bench_batch.py
+	$(BIN)/python benchmarks/bench_ppi_coverage.py
 
 # The reference library (ragas 0.4.3) lives in a venv of its own, never in .venv.
 RAGAS_VENV := benchmarks/.venv-ragas

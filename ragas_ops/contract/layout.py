@@ -32,8 +32,12 @@ _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _DAY_FOLDER = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 
-DAY_TABLES = ("scored", "daily_metrics")
+DAY_TABLES = ("scored", "daily_metrics", "label_queue")
 """The tables kept as one Parquet file a day, `<table>/dt=D/<table>.parquet`."""
+LABELS_TABLE = "labels"
+"""The human labels: append-only, one Parquet file per batch of labels,
+`labels/dt=D/labels-<batch>.parquet` (D is the labelled row's scored day)."""
+_BATCH = re.compile(r"[0-9a-f]{32}")
 REPORT_EXTENSIONS = ("html", "md")
 
 
@@ -189,6 +193,20 @@ class Lake:
     def day_file(self, table: str, day: str) -> Location:
         """The file of one day of `table` (one of `DAY_TABLES`)."""
         return self.warehouse.child(table, day_folder(day), table_file(table))
+
+    def label_queue(self, day: str) -> Location:
+        """The day's labelling queue: which scored rows are put up for labelling."""
+        return self.day_file("label_queue", day)
+
+    def labels_day(self, day: str) -> Location:
+        """The folder of the labels of the rows scored on `day`."""
+        return self.warehouse.child(LABELS_TABLE, day_folder(day))
+
+    def labels_file(self, day: str, batch_id: str) -> Location:
+        """One batch of labels of `day` (a uuid4 hex): written once, never replaced."""
+        if not _BATCH.fullmatch(batch_id):
+            raise ValueError(f"a labels batch id is 32 hex digits, got {batch_id!r}")
+        return self.labels_day(day).child(f"{LABELS_TABLE}-{batch_id}.parquet")
 
     def table_days(self, table: str) -> list[str]:
         """The days that have a partition folder of `table` (`scored`, `daily_metrics`,

@@ -10,8 +10,11 @@ import pyarrow as pa
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
+from ragas_ops.labels.calibration import with_calibration
+from ragas_ops.labels.store import write_queue
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import day_spend, with_spend
+from ragas_ops.sampling import ROW_ID_COLUMN
 from ragas_ops.tables.format import day_tables
 
 
@@ -32,6 +35,7 @@ def aggregate_day(
 
     metrics, segments = settings.metrics.names, settings.pipeline.segments
     wanted = [
+        ROW_ID_COLUMN,
         *segments,
         *(f"{metric}_{suffix}" for metric in metrics for suffix in ("score", "status", "version")),
         *TOKEN_COLUMNS,
@@ -47,10 +51,12 @@ def aggregate_day(
     table = with_spend(table, day_spend(lake, day, version))
     if published is not None:
         check_current(lake, day, published, run_id, settings)
+    queued = write_queue(tables, day, scored, settings)
+    table = with_calibration(table, tables, day, scored, settings)
     publish_id = None if published is None else published["publish_id"]
     target = tables.write_daily_metrics(day, table, publish_id, run_id)
     regression = day_regression(lake, day, settings, table)
-    return {"daily_metrics": target, "regression": regression.to_dict()}
+    return {"daily_metrics": target, "regression": regression.to_dict(), "label_queue": queued}
 
 
 def day_regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None) -> Any:

@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "settings_fields",
         }
     ),
-    frozenset({"prompts", "config", "tables"}),
+    frozenset({"prompts", "config", "tables", "labels"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.openai", "judge.local"}),
     frozenset({"judge.factory"}),
@@ -190,6 +190,7 @@ def test_the_judges_parts_have_their_settings_modules() -> None:
         "ragas_ops.judge.local.spec",
         "ragas_ops.judge.openai.spec",
         "ragas_ops.judge.spec",
+        "ragas_ops.labels.spec",
     ]
 
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 README_MAX_LINES = 250
-SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse")
+SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse", "labels")
 
 # Pages that other branches are adding at the same time as this one (judge faults, lake
 # safety, the local judge, the quality report, Airflow on one machine). The index and the
@@ -122,6 +122,7 @@ SETTINGS_TABLES = [
     ("size_budget", "configuration.md", "### `[size_budget]`"),
     ("pipeline", "pipeline.md", "## Settings of the pipeline"),
     ("warehouse", "configuration.md", "### `[warehouse]`"),
+    ("labels", "configuration.md", "### `[labels]`"),
 ]
 
 

@@ -1,0 +1,184 @@
+"""`ragas-ops labels export|import`: the labelling queue as a spreadsheet, and its labels back.
+
+`export` writes the queued rows of one or more scored days that still lack a label (CSV or
+JSON lines: day, row id, question, contexts, answer, and one empty column per metric; never the
+judge's score). A person fills the metric columns with 0, 0.5 or 1 (none / some / all; a blank
+cell is no label) and `import` checks the whole file (`labels.store.check_candidates`): a
+refused label is listed with its record and reason, and then nothing is written unless
+`--skip-refused` says to write the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ragas_ops.config import ConfigError, Settings, load_settings
+from ragas_ops.contract.layout import Lake, parse_day
+from ragas_ops.labels.store import Candidate, Checked, check_candidates, queue_rows, write_labels
+from ragas_ops.pipeline.aggregate import days_before
+from ragas_ops.tables.format import DayTables, day_tables
+
+IMPORT_VERSION = "import/1"
+"""`page_version` of the labels `ragas-ops labels import` writes."""
+FIXED_COLUMNS = ("dt", "row_id", "question", "contexts", "answer", "labeller")
+EXIT_REFUSED = 1
+
+
+def add_labels_parser(commands: Any) -> None:
+    """Add `labels` and its `export` and `import` to the main parser's subcommands."""
+    labels = commands.add_parser(
+        "labels", help="the blind human labels: export the labelling queue, import its labels"
+    )
+    actions = labels.add_subparsers(dest="action", required=True, metavar="ACTION")
+    export = actions.add_parser(
+        "export",
+        help="write the queued rows still to label as CSV or JSON lines (no judge scores)",
+    )
+    export.add_argument("output", type=Path, metavar="FILE", help="the file to write")
+    export.add_argument("--day", required=True, help="the (last) scored day, YYYY-MM-DD")
+    export.add_argument(
+        "--days", type=int, default=1, help="this many days up to --day (default 1)"
+    )
+    export.add_argument("--format", choices=["csv", "jsonl"], help="default: FILE's suffix")
+    export.add_argument(
+        "--labeller", help="leave out what this person labelled already (default: anyone)"
+    )
+    export.set_defaults(run=_run_export)
+    imported = actions.add_parser(
+        "import", help="add the labels of an exported file, every one checked first"
+    )
+    imported.add_argument("input", type=Path, metavar="FILE", help="an exported file, filled")
+    imported.add_argument("--format", choices=["csv", "jsonl"], help="default: FILE's suffix")
+    imported.add_argument(
+        "--labeller", help="who labelled the rows whose labeller column is empty or missing"
+    )
+    imported.add_argument(
+        "--skip-refused",
+        action="store_true",
+        help="write the labels that pass even when others are refused",
+    )
+    imported.set_defaults(run=_run_import)
+    for parser in (export, imported):
+        parser.add_argument("--config", type=Path, help="TOML config file")
+        parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def _tables(settings: Settings) -> DayTables:
+    return day_tables(Lake(settings.pipeline), settings)
+
+
+def _format(path: Path, given: str | None) -> str:
+    if given is not None:
+        return given
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix in ("csv", "jsonl"):
+        return suffix
+    raise ConfigError(f"{path}: say --format csv or jsonl (the name ends in neither)")
+
+
+def _run_export(options: argparse.Namespace) -> int:
+    settings = load_settings(options.config)
+    if options.days < 1:
+        raise ConfigError("--days must be at least 1")
+    last = parse_day(options.day)
+    days = [*days_before(last, options.days - 1), last]
+    tables = _tables(settings)
+    rows = [
+        row for day in days for row in queue_rows(tables, day, settings, labeller=options.labeller)
+    ]
+    metrics = settings.metrics.names
+    kind = _format(options.output, options.format)
+    with options.output.open("w", encoding="utf-8", newline="") as handle:
+        if kind == "csv":
+            writer = csv.DictWriter(handle, fieldnames=[*FIXED_COLUMNS[:5], *metrics, "labeller"])
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(_flat(row, metrics, options.labeller, json.dumps))
+        else:
+            for row in rows:
+                handle.write(json.dumps(_flat(row, metrics, options.labeller, list)) + "\n")
+    print(f"{len(rows)} row(s) to label from {len(days)} day(s) -> {options.output}")
+    return 0
+
+
+def _flat(
+    row: dict[str, Any], metrics: tuple[str, ...], labeller: str | None, contexts: Any
+) -> dict[str, Any]:
+    """A queued row as a record of the file: a metric already labelled is left out (`-`)."""
+    record = {name: row[name] for name in FIXED_COLUMNS[:5] if name != "contexts"}
+    record["contexts"] = contexts(row["contexts"])
+    for metric in metrics:
+        record[metric] = "" if metric in row["metrics"] else "-"
+    record["labeller"] = labeller or ""
+    return record
+
+
+def _records(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:  # spreadsheets add a BOM
+        if kind == "csv":
+            yield from csv.DictReader(handle)
+            return
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ConfigError(f"{path}: line {number} is not JSON: {error.msg}") from None
+
+
+def _candidates(options: argparse.Namespace, metrics: tuple[str, ...]) -> list[Candidate]:
+    found = []
+    for number, record in enumerate(
+        _records(options.input, _format(options.input, options.format)), 1
+    ):
+        missing = [name for name in ("dt", "row_id") if not record.get(name)]
+        if missing:
+            raise ConfigError(f"{options.input}: record {number} has no {' or '.join(missing)}")
+        labeller = str(record.get("labeller") or options.labeller or "")
+        extra = [name for name in record if name not in FIXED_COLUMNS and name not in metrics]
+        for metric in [*metrics, *extra]:
+            cell = record.get(metric)
+            text = "" if cell is None else str(cell).strip()
+            if text in ("", "-"):  # no label given, or the export's "labelled already"
+                continue
+            found.append(
+                Candidate(number, str(record["dt"]), str(record["row_id"]), metric, text, labeller)
+            )
+    return found
+
+
+def _run_import(options: argparse.Namespace) -> int:
+    settings = load_settings(options.config)
+    metrics = settings.metrics.names
+    candidates = _candidates(options, metrics)
+    tables = _tables(settings)
+    checked = check_candidates(tables, candidates, metrics)
+    _print_refused(checked)
+    if checked.refused and not options.skip_refused:
+        print(
+            f"ragas-ops: {len(checked.refused)} of {len(candidates)} label(s) refused; nothing "
+            "was written (fix them, or --skip-refused to write the others)",
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
+    written = write_labels(tables, checked, IMPORT_VERSION)
+    print(
+        f"{checked.accepted_count} label(s) added, {len(checked.refused)} refused, "
+        f"in {len(written)} day(s)"
+    )
+    return 0
+
+
+def _print_refused(checked: Checked) -> None:
+    for refused in checked.refused:
+        print(
+            f"refused: record {refused.line} ({refused.day}, {refused.row_id}, "
+            f"{refused.metric}): {refused.reason}",
+            file=sys.stderr,
+        )

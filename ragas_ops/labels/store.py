@@ -1,0 +1,224 @@
+"""The labels in the warehouse: the day's queue written each night, labels checked and added
+(append-only, by the page and by `ragas-ops labels import` alike), and the queue read back for
+people to label (the page, `ragas-ops labels export`).
+
+A label is refused, with its reason, when its row is not in its day's queue (a label of a row
+chosen by hand would bias the corrected mean), its value is not one of the three levels, its
+metric is not scored, its labeller is missing, or the same person labelled the same row and
+metric already (in the warehouse, or earlier in the same batch). A batch is checked whole
+before anything is written, and each day's share of it is one file (or one Iceberg commit).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ragas_ops.contract.layout import parse_day
+from ragas_ops.labels.agreement import LEVELS
+from ragas_ops.labels.queue import label_queue
+from ragas_ops.sampling import ROW_ID_COLUMN
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ragas_ops.config import Settings
+    from ragas_ops.tables.format import DayTables
+
+LABEL_KEY = ("dt", "row_id", "metric", "labeller")
+"""What makes a label a duplicate of another: one person, one row, one metric."""
+
+
+def labels_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("row_id", pa.string()),
+            ("metric", pa.string()),
+            ("label", pa.float64()),
+            ("labeller", pa.string()),
+            ("labelled_at", pa.timestamp("us", tz="UTC")),
+            ("page_version", pa.string()),
+            ("batch_id", pa.string()),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A label as someone gave it, before it is checked. `line` says where it came from (the
+    line of an imported file, or the page's form)."""
+
+    line: int
+    day: str
+    row_id: str
+    metric: str
+    label: str
+    labeller: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    line: int
+    day: str
+    row_id: str
+    metric: str
+    reason: str
+
+
+@dataclass
+class Checked:
+    """A batch of candidates checked: what may be written, by day, and what was refused."""
+
+    accepted: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    refused: list[Refused] = field(default_factory=list)
+
+    @property
+    def accepted_count(self) -> int:
+        return sum(len(rows) for rows in self.accepted.values())
+
+
+def parse_level(text: str) -> float | None:
+    """The label level a cell means (`0`, `0.5`, `.5`, `1`, `1.0`...), None if none."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if value in LEVELS else None
+
+
+def write_queue(tables: DayTables, day: str, scored: pa.Table, settings: Settings) -> int:
+    """Write the day's labelling queue from its scored rows; the rows queued (0: none, and
+    nothing written, when `labels.per_day` is 0)."""
+    if settings.labels.per_day == 0:
+        return 0
+    queue = label_queue(
+        scored, settings.metrics.names, settings.pipeline.segments, settings.labels.per_day
+    )
+    tables.write_label_queue(day, queue)
+    return int(queue.num_rows)
+
+
+def existing_keys(tables: DayTables, days: Iterable[str]) -> set[tuple[str, str, str, str]]:
+    return {
+        (str(row["dt"]), row["row_id"], row["metric"], row["labeller"])
+        for table in tables.read_labels(sorted(set(days)))
+        for row in table.select(list(LABEL_KEY)).to_pylist()
+    }
+
+
+def check_candidates(
+    tables: DayTables, candidates: Sequence[Candidate], metrics: Sequence[str]
+) -> Checked:
+    """Check a batch whole (see the module's docstring): nothing is written here."""
+    days = {candidate.day for candidate in candidates}
+    queues: dict[str, set[str]] = {}
+    for day in days:
+        try:
+            queue = tables.read_label_queue(parse_day(day))
+        except ValueError:
+            queue = None
+        queues[day] = set() if queue is None else set(queue.column("row_id").to_pylist())
+    known = existing_keys(tables, [day for day in days if queues[day]])
+    checked, seen = Checked(), set()
+    for candidate in candidates:
+        key = (candidate.day, candidate.row_id, candidate.metric, candidate.labeller)
+        value = parse_level(candidate.label)
+        reason = None
+        if not queues[candidate.day]:
+            reason = f"no labelling queue for the day {candidate.day!r}"
+        elif candidate.row_id not in queues[candidate.day]:
+            reason = "the row is not in the day's labelling queue (unknown row)"
+        elif candidate.metric not in metrics:
+            reason = f"unknown metric {candidate.metric!r} (scored: {', '.join(metrics)})"
+        elif value is None:
+            reason = f"label {candidate.label!r} is not one of 0, 0.5, 1"
+        elif not candidate.labeller.strip():
+            reason = "no labeller: who labelled it?"
+        elif key in known:
+            reason = "a duplicate: this person labelled this row and metric already"
+        elif key in seen:
+            reason = "a duplicate: the same row and metric earlier in this batch"
+        if reason is not None:
+            checked.refused.append(
+                Refused(candidate.line, candidate.day, candidate.row_id, candidate.metric, reason)
+            )
+            continue
+        seen.add(key)
+        checked.accepted.setdefault(candidate.day, []).append(
+            {
+                "row_id": candidate.row_id,
+                "metric": candidate.metric,
+                "label": value,
+                "labeller": candidate.labeller.strip(),
+            }
+        )
+    return checked
+
+
+def write_labels(
+    tables: DayTables, checked: Checked, page_version: str, now: datetime | None = None
+) -> list[str]:
+    """Add the accepted labels, one batch per day (one file, or one Iceberg commit, each);
+    where they went."""
+    import pyarrow as pa
+
+    labelled_at = now or datetime.now(UTC)
+    written = []
+    for day, rows in sorted(checked.accepted.items()):
+        batch_id = uuid.uuid4().hex
+        records = [
+            {**row, "labelled_at": labelled_at, "page_version": page_version, "batch_id": batch_id}
+            for row in rows
+        ]
+        table = pa.Table.from_pylist(records, schema=labels_schema())
+        written.append(tables.append_labels(day, table, batch_id))
+    return written
+
+
+def queue_rows(
+    tables: DayTables,
+    day: str,
+    settings: Settings,
+    *,
+    labeller: str | None = None,
+) -> list[dict[str, Any]]:
+    """The day's queued rows in queue order, as people see them (id, question, contexts,
+    answer: never the judge's score or evidence), with the metrics each still lacks a label
+    of (by `labeller`, or by anyone). Rows with nothing left to label are left out."""
+    queue = tables.read_label_queue(day)
+    if queue is None:
+        return []
+    metrics = settings.metrics.names
+    done: dict[str, set[str]] = {}
+    for table in tables.read_labels([day]):
+        for row in table.select(["row_id", "metric", "labeller"]).to_pylist():
+            if labeller is None or row["labeller"] == labeller:
+                done.setdefault(row["row_id"], set()).add(row["metric"])
+    columns = settings.columns
+    texts = (columns.question, columns.contexts, columns.answer)
+    scored = tables.read_scored(day, columns=[ROW_ID_COLUMN, *texts])
+    by_id: dict[str, dict[str, Any]] = {}
+    for row in scored.to_pylist():
+        by_id.setdefault(str(row[ROW_ID_COLUMN]), row)
+    found = []
+    for entry in queue.sort_by("position").to_pylist():
+        left = [metric for metric in metrics if metric not in done.get(entry["row_id"], set())]
+        row = by_id.get(entry["row_id"])
+        if not left or row is None:
+            continue
+        found.append(
+            {
+                "dt": day,
+                "row_id": entry["row_id"],
+                "question": row[columns.question],
+                "contexts": list(row[columns.contexts] or []),
+                "answer": row[columns.answer],
+                "metrics": left,
+            }
+        )
+    return found
