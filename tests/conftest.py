@@ -23,6 +23,7 @@ XDIST_GROUPS = {
     "tests/integration/s3/test_bi_sql.py": "bi_warehouse",  # its module's warehouse
     "tests/integration/e2e/test_doc_examples.py": "doc_examples",  # its two demo lakes
     "tests/integration/labels/test_labels_cli.py": "labels_cli",  # its two warehouses
+    "tests/integration/e2e/test_tables_every_reader.py": "every_reader",  # its two warehouses
 }
 
 
