@@ -90,7 +90,9 @@ class ScoreOutcome:
             f"retried: {retries or 'none'}; repairs: {self.events['repair']}; "
             f"cache hits: {self.events['cache_hit']:,}",
             f"tokens: {total.prompt_tokens:,} prompt ({total.cached_prompt_tokens:,} cached), "
-            f"{total.completion_tokens:,} completion, {total.embedding_tokens:,} embeddings",
+            f"{total.completion_tokens:,} completion"
+            + (f" ({total.reasoning_tokens:,} reasoning)" if total.reasoning_tokens else "")
+            + f", {total.embedding_tokens:,} embeddings",
             "cost: "
             + (
                 'unknown (no price for a model in use: add a [prices."MODEL"] table to the '
