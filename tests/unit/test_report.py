@@ -15,7 +15,7 @@ from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import Report, build_report, sparkline
 from ragas_ops.quality.report.data import ReportData
-from ragas_ops.quality.report.html import HtmlReport, example_html
+from ragas_ops.quality.report.html import HtmlReport, example_html, manifest_scalars
 from ragas_ops.quality.view import EVIDENCE_ITEMS, DayVerdict, QualityOverview, render_page
 from tests.fixtures.scored_tables import METRICS, fake_history_days, fake_scored_day
 
@@ -436,3 +436,9 @@ def test_worst_examples_read_the_logs_own_column_names() -> None:
     assert all(questions), "every example shows its question"
     assert all(answers), "and its answer"
     assert set(questions) <= set(scored["query"].to_pylist())
+
+
+def test_the_run_facts_read_as_words_not_python_literals() -> None:
+    facts = dict(manifest_scalars({"no_traffic": False, "try_number": None, "rows": 12345}))
+
+    assert facts == {"no_traffic": "no", "try_number": "none", "rows": "12,345"}
