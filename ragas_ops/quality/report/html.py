@@ -143,7 +143,7 @@ class HtmlReport:
             self._verdict(),
             self._rerun(),
             self._cards(),
-            "<h2>Trends over the last 30 days</h2>",
+            f"<h2>Trends over the last {len(self.chart_days())} day(s)</h2>",
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
             "</div>",
