@@ -88,9 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     score = commands.add_parser(
         "score",
-        help="score a Parquet file or folder of logged interactions",
+        help="score a log file or folder (Parquet, JSON Lines, CSV) of logged interactions",
         description="Score logged RAG interactions. INPUT and OUTPUT are local paths, "
-        "file:// or s3:// URIs; INPUT is a Parquet file or a folder of them.",
+        "file:// or s3:// URIs; INPUT is a log file (Parquet, JSON Lines or CSV) or a folder "
+        "of them.",
     )
     score.add_argument("input", metavar="INPUT")
     score.add_argument("output", metavar="OUTPUT", help="the scored Parquet file to write")

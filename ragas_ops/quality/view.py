@@ -379,6 +379,7 @@ td.run{white-space:normal;max-width:290px;overflow-wrap:normal;font-size:12px}
 td.change{box-shadow:inset 3px 0 0 #8250df}
 .change-mark{color:#8250df;font-weight:700}
 .banner{border-radius:6px;padding:10px 14px;margin:10px 0}
+.scroll{overflow-x:auto;max-width:100%}
 .example{max-width:1100px}
 a{color:#0b5394}
 """
@@ -512,9 +513,9 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
         "each day with the trailing days scored by the same judge, embedding model and metric "
         "and prompt versions (grey: not checked, hover for why; a purple edge: the judge or a "
         "version changed that day). Pick a day for its segments and worst examples.</div>"
-        "<table><tr><th class='l'>day</th><th class='l'>verdict</th><th>rows</th>"
-        f"{head}<th class='l'>judge</th><th class='l'>run</th><th class='l'>report</th></tr>"
-        f"{''.join(body)}</table>"
+        "<div class='scroll'><table><tr><th class='l'>day</th><th class='l'>verdict</th>"
+        f"<th>rows</th>{head}<th class='l'>judge</th><th class='l'>run</th>"
+        f"<th class='l'>report</th></tr>{''.join(body)}</table></div>"
     )
 
 

@@ -152,7 +152,7 @@ class HtmlReport:
             self._rerun(),
             self._cards(),
             self._comparison(),
-            "<h2>Trends over the last 30 days</h2>",
+            f"<h2>Trends over the last {len(self.chart_days())} day(s)</h2>",
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
             "</div>",
@@ -510,11 +510,23 @@ def input_rows_sentence(plan: Mapping[str, Any]) -> str:
     return held
 
 
+def fact_text(value: str | float | bool | None) -> str:
+    """A manifest's value as a reader of the report reads it: `yes`/`no`, `none`, a count
+    with separators, never Python's `True`, `None` or `1234567`."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
 def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run's facts: the manifest's top-level values, then what was read, rejected and
     published (a rejected input file is listed with its reason: someone has to look)."""
     facts = [
-        (str(key), str(value))
+        (str(key), fact_text(value))
         for key, value in manifest.items()
         if isinstance(value, str | int | float | bool) or value is None
     ]
