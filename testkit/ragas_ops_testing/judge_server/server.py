@@ -199,6 +199,10 @@ class JudgeServer:
         """A snapshot of what the server has seen and done (see `Stats`); thread-safe."""
         return self._app.stats()
 
+    def request_log(self) -> list[dict[str, Any]]:
+        """The chat and embeddings requests kept (`request_log=True`), as `GET /requests`."""
+        return self._app.request_log()
+
     def reset_stats(self) -> None:
         """Start counting afresh (rate-limit buckets are left as they are)."""
         self._app.reset_stats()
