@@ -26,7 +26,7 @@ from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
-from ragas_ops.judge.openai.spec import FlexSpec
+from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.spec import BatchSpec, EndpointSpec
 from ragas_ops.labels.spec import LabelsSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -64,6 +64,8 @@ class JudgeSettings:
     """Sync or batch mode, and the batches' sizes and waits (`judge/spec.py`)."""
     flex: FlexSpec = field(default_factory=FlexSpec)
     """The service tier and the flex tier's timeouts and deadline (`judge/openai/spec.py`)."""
+    model: ModelSpec = field(default_factory=ModelSpec)
+    """What the model takes and the effort asked of it (`judge/openai/spec.py`)."""
     local: LocalSpec = field(default_factory=LocalSpec)
     """The local judge's model and how it runs (`judge/local/spec.py`)."""
 
@@ -200,6 +202,9 @@ class PipelineSettings:
     regression_threshold: float = positive(0.05)
     """A drop of the daily mean below the trailing mean by more than this is a regression."""
     on_regression: OnProblem = "warn"
+    max_quiet_days: int = field(default=3, metadata={"minimum": 0})
+    """Nights in a row without traffic (no row logged since the raw root's last earlier day
+    folder) after which the run fails, so that a writer that stopped is seen; 0: never."""
     on_bad_input: OnProblem = "fail"
     """What a corrupt or contract-breaking input file does to the run (after the rest is
     scored and published): fail it, or only report it."""

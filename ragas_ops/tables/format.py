@@ -547,26 +547,30 @@ class IcebergDayTables:
         published: Mapping[str, Any] | None = None,
         run_id: str | None = None,
     ) -> dict[int, dict[str, Any]]:
-        """The day is scanned in those columns batch by batch (a scan reads whole data files
-        anyway), keeping only the rows at `positions`."""
+        """The day's data files that hold `positions` are read, in those columns, batch by
+        batch (a scan reads whole data files anyway); the others are skipped."""
         import pyarrow as pa
 
         snapshot = None if published is None else published.get("snapshot_id")
-        batches = self._guarded(
-            lambda: self.tables.day_batches("scored", day, snapshot_id=snapshot, columns=columns)
+        files = self._guarded(
+            lambda: self.tables.day_files("scored", day, snapshot_id=snapshot, columns=columns)
         )
-        if batches is None:
+        if files is None:
             raise FileNotFoundError(f"no scored rows in {self.scored_uri(day)}")
         ordered = sorted(set(positions))
         found: dict[int, dict[str, Any]] = {}
         start = 0
-        for batch in batches:
-            inside = [i for i in ordered if start <= i < start + batch.num_rows]
-            if inside:
-                rows = _without_day(pa.Table.from_batches([batch]))
-                offsets = pa.array([i - start for i in inside], pa.int64())
-                found.update(zip(inside, rows.take(offsets).to_pylist(), strict=True))
-            start += batch.num_rows
+        for file in files:
+            if file.rows is not None and not any(start <= i < start + file.rows for i in ordered):
+                start += file.rows
+                continue
+            for batch in file.read():
+                inside = [i for i in ordered if start <= i < start + batch.num_rows]
+                if inside:
+                    rows = _without_day(pa.Table.from_batches([batch]))
+                    offsets = pa.array([i - start for i in inside], pa.int64())
+                    found.update(zip(inside, rows.take(offsets).to_pylist(), strict=True))
+                start += batch.num_rows
         return found
 
     def write_daily_metrics(

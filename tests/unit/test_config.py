@@ -346,6 +346,10 @@ def test_ranges_are_declared_on_the_fields_that_need_them() -> None:
 
 JUDGE_KEYS = [
     "kind",
+    "model_profile",
+    "limit_parameter",
+    "send_temperature",
+    "reasoning_effort",
     "local_model",
     "local_backend",
     "model",

@@ -55,7 +55,7 @@ def test_sigterm_to_a_scoring_task_stops_it_gracefully_and_the_rerun_pays_only_t
         process.kill()
         process.wait(timeout=30)
     output = log_path.read_text()
-    first = server.request_log()
+    first = server.requests()
 
     assert took < 10
     assert "stopped on request: the judge was asked nothing more" in output
@@ -73,6 +73,6 @@ def test_sigterm_to_a_scoring_task_stops_it_gracefully_and_the_rerun_pays_only_t
         dags_test(), env=environ, capture_output=True, text=True, timeout=300, check=False
     )
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
-    again = set(asked(server.request_log()))
+    again = set(asked(server.requests()))
     assert again
     assert [request for request in asked(answered_before) if request in again] == []

@@ -69,7 +69,7 @@ def test_sigterm_mid_run_keeps_the_answers_in_flight_and_the_rerun_pays_only_the
     finally:
         if process.poll() is None:
             process.kill()
-    first = server.request_log()
+    first = server.requests()
 
     assert process.returncode == 143, err
     assert took < 10
@@ -98,7 +98,7 @@ def test_sigterm_mid_run_keeps_the_answers_in_flight_and_the_rerun_pays_only_the
     )
     assert done.returncode == 0, done.stderr
     assert pq.read_metadata(out).num_rows == 40
-    rerun = set(asked(server.request_log()))
+    rerun = set(asked(server.requests()))
     paid_twice = [request for request in asked(answered_before) if request in rerun]
     answered_at_all = [request for request in asked(first) if request in rerun]
     assert rerun
