@@ -29,6 +29,7 @@ import openai
 from ragas_ops.judge.endpoint import effective_base_url
 from ragas_ops.judge.openai.replies import BadReplyError
 from ragas_ops.judge.spec import EndpointSpec
+from ragas_ops.judge.stopping import STOP_GATE
 from ragas_ops.secrets import Secret
 
 RETRIED_ERRORS = (openai.APIStatusError, openai.APIConnectionError, BadReplyError)
@@ -122,6 +123,7 @@ class Transport:
 
     async def _post(self, path: str, body: dict[str, Any], options: Mapping[str, Any]) -> RawReply:
         """`options`: this attempt's `service_tier` (sent in the body) and `timeout`."""
+        await STOP_GATE.before_send()  # a graceful stop sends nothing more (judge/stopping)
         if options.get("service_tier") is not None:
             body = {**body, "service_tier": options["service_tier"]}
         url = self._base + path
