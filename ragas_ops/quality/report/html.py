@@ -12,6 +12,7 @@ from ragas_ops.contract.layout import EMPTY_DAY_FOLDER, NO_DAY_FOLDER, no_folder
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
+from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
     VERDICT_ITEMS,
@@ -121,6 +122,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
     + EXAMPLE_CSS
+    + CALIBRATION_CSS
 )
 
 
@@ -146,6 +148,7 @@ class HtmlReport:
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
             "</div>",
+            calibration_html(data.metrics, self.chart_days(), data.overall),
             self._segments(),
             '<div class="two"><div>',
             "<h2>Cost and tokens</h2>",

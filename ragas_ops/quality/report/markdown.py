@@ -11,6 +11,7 @@ from typing import Any
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.regression import Outcome
+from ragas_ops.quality.report.calibration import calibration_markdown
 from ragas_ops.quality.report.data import (
     TREND_DAYS,
     ReportData,
@@ -77,6 +78,7 @@ class MarkdownReport:
         lines += self._verdict()
         lines += self._rerun()
         lines += self._metrics()
+        lines += calibration_markdown(data.metrics, data.days, data.overall)
         lines += self._segments()
         lines += self._cost()
         lines += self._failures()
