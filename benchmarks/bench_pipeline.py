@@ -395,7 +395,9 @@ def child_read(which: str) -> dict[str, Any]:
     chunk = day_plan.chunks[0] if which == "first" else day_plan.chunks[-1]
     started = time.perf_counter()
     rows = batches = 0
-    for table in read_slices(lake, chunk):  # consumed batch by batch, as score_chunk does
+    for table in read_slices(
+        lake, chunk, settings.columns
+    ):  # consumed batch by batch, as score_chunk does
         rows += table.num_rows
         batches += 1
         del table

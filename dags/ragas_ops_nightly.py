@@ -21,18 +21,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import Asset, CronDataIntervalTimetable, Param, dag, get_current_context, task
+from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
+from ragas_ops.airflow.assets import DAILY_METRICS, SCORED, announce_day
 from ragas_ops.airflow.operators import JUDGE_MODES, ScoreChunkOperator
 from ragas_ops.config import settings_from_environment
 
 SETTINGS = settings_from_environment()
 PIPELINE = SETTINGS.pipeline
-
-
-# Assets downstream DAGs can be scheduled on. Each event's extra says which day was written
-# and where (the location is deployment configuration, not the asset's identity).
-SCORED = Asset("ragas_ops_scored")
-DAILY_METRICS = Asset("ragas_ops_daily_metrics")
 
 
 @task
@@ -66,7 +61,7 @@ SCORING_TASK: dict[str, Any] = {
 }
 
 
-@task(trigger_rule="none_failed", outlets=[SCORED])
+@task(trigger_rule="none_failed", outlets=SCORED.outlets)
 def publish(
     day_plan: dict[str, Any], scored: list[dict[str, Any]], backfilled: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -99,7 +94,7 @@ def publish(
         chunk_results=chunk_results,
         published=published,
     )
-    context["outlet_events"][SCORED].extra = {"day": day, "table": published["table"]}
+    announce_day(context["outlet_events"], SCORED, day, published["table"])
     return {
         "day": day,
         "publish_id": published["publish_id"],
@@ -107,7 +102,7 @@ def publish(
     }
 
 
-@task(outlets=[DAILY_METRICS])
+@task(outlets=DAILY_METRICS.outlets)
 def aggregate(published: dict[str, Any]) -> dict[str, Any]:
     """Daily metrics per segment and metric, and the regression check against the baseline."""
     from ragas_ops.airflow import task_context
@@ -123,10 +118,9 @@ def aggregate(published: dict[str, Any]) -> dict[str, Any]:
             published=published,
             run_id=context["run_id"],
         )
-    context["outlet_events"][DAILY_METRICS].extra = {
-        "day": published["day"],
-        "table": aggregated["daily_metrics"],
-    }
+    announce_day(
+        context["outlet_events"], DAILY_METRICS, published["day"], aggregated["daily_metrics"]
+    )
     return aggregated
 
 

@@ -10,6 +10,8 @@ The API key is never a setting: the judge reads it from the environment variable
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import logging
 import math
 import os
 import tomllib
@@ -24,7 +26,7 @@ from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
-from ragas_ops.judge.openai.spec import FlexSpec
+from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.spec import BatchSpec, EndpointSpec
 from ragas_ops.labels.spec import LabelsSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -37,6 +39,8 @@ from ragas_ops.settings_fields import at_least_one, fraction, positive, setting_
 DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 JudgeKind = Literal["openai", "local"]
 TableFormat = Literal["parquet", "iceberg"]
+log = logging.getLogger(__name__)
+
 ENV_PREFIX = "RAGAS_OPS_"
 
 
@@ -60,6 +64,8 @@ class JudgeSettings:
     """Sync or batch mode, and the batches' sizes and waits (`judge/spec.py`)."""
     flex: FlexSpec = field(default_factory=FlexSpec)
     """The service tier and the flex tier's timeouts and deadline (`judge/openai/spec.py`)."""
+    model: ModelSpec = field(default_factory=ModelSpec)
+    """What the model takes and the effort asked of it (`judge/openai/spec.py`)."""
     local: LocalSpec = field(default_factory=LocalSpec)
     """The local judge's model and how it runs (`judge/local/spec.py`)."""
 
@@ -143,6 +149,22 @@ def _metric_settings(
 
 OnProblem = Literal["warn", "fail"]
 
+AIRFLOW_MAX_MAP_LENGTH = 1024
+"""Airflow's default `[core] max_map_length`: the most mapped tasks one task may expand to."""
+
+
+def check_max_chunks(value: int, source: str) -> None:
+    """Refuse more chunks than Airflow can map: the day would fail at its mapping with
+    "unmappable_return_value_length", after the plan, with no manifest or report."""
+    limit = int(os.environ.get("AIRFLOW__CORE__MAX_MAP_LENGTH", AIRFLOW_MAX_MAP_LENGTH))
+    if value > limit:
+        raise ConfigError(
+            f"{source}: max_chunks is {value}, above Airflow's [core] max_map_length "
+            f"({limit}): a day cut in more chunks than that cannot be mapped. Set it to at most "
+            f"{limit} (chunks grow past chunk_rows to fit), or raise max_map_length "
+            "(AIRFLOW__CORE__MAX_MAP_LENGTH) first"
+        )
+
 
 @dataclass
 class PipelineSettings:
@@ -156,8 +178,9 @@ class PipelineSettings:
     """Airflow aws connection for s3:// locations; none: the standard AWS credential chain."""
     chunk_rows: int = at_least_one(2000)
     """Rows per mapped scoring task (grown when a day would need more than max_chunks)."""
-    max_chunks: int = at_least_one(512)
-    """Most mapped tasks per day (Airflow's max_map_length is 1024 by default)."""
+    max_chunks: int = field(default=512, metadata={"minimum": 1, "check": check_max_chunks})
+    """Most mapped tasks per day: at most Airflow's `[core] max_map_length` (1024 unless
+    AIRFLOW__CORE__MAX_MAP_LENGTH says otherwise), refused above it."""
     pool: str = "ragas_ops_judge"
     """Airflow pool of the scoring tasks of nightly and manual runs."""
     pool_slots: int = at_least_one(4)
@@ -173,11 +196,15 @@ class PipelineSettings:
     retry_delay_seconds: float = positive(30.0)
     """Wait before the first retry; it doubles with each retry."""
     segments: tuple[str, ...] = ()
-    """Columns the daily metrics are broken down by (e.g. app, model_version)."""
+    """Columns the daily metrics are broken down by (e.g. app, model_version): the plan
+    refuses a day whose files have none of a segment's column, before any request."""
     regression_window_days: int = at_least_one(7)
     regression_threshold: float = positive(0.05)
     """A drop of the daily mean below the trailing mean by more than this is a regression."""
     on_regression: OnProblem = "warn"
+    max_quiet_days: int = field(default=3, metadata={"minimum": 0})
+    """Nights in a row without traffic (no row logged since the raw root's last earlier day
+    folder) after which the run fails, so that a writer that stopped is seen; 0: never."""
     on_bad_input: OnProblem = "fail"
     """What a corrupt or contract-breaking input file does to the run (after the rest is
     scored and published): fail it, or only report it."""
@@ -303,9 +330,18 @@ def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) ->
 
 
 def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
-    """Apply `RAGAS_OPS_<SECTION>_<FIELD>` variables; unknown ones are an error, not ignored."""
+    """Apply `RAGAS_OPS_<SECTION>_<FIELD>` variables. An unknown one close to a setting's name
+    is a typo, an error; any other unknown one (another tool's variable, a setting of a later
+    version) is named in a warning and left alone: a DAG file must not fail to import for it."""
+    unknown = unknown_environment_names(environ)
+    if unknown:
+        log.warning(
+            "ignoring environment variable(s) that are not ragas-ops settings: %s "
+            "(the settings are in docs/configuration.md)",
+            ", ".join(unknown),
+        )
     for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX) or name in _NOT_SETTINGS:
+        if not name.startswith(ENV_PREFIX) or name in _NOT_SETTINGS or name in unknown:
             continue
         key = name.removeprefix(ENV_PREFIX).lower()
         if key == "batch_rows":
@@ -325,6 +361,37 @@ def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
 # Variables with the prefix that name where settings are, rather than being settings.
 CONFIG_FILE_ENV = "RAGAS_OPS_CONFIG"
 _NOT_SETTINGS = frozenset({CONFIG_FILE_ENV})
+# How close (difflib's ratio, over the name without its prefix) an unknown variable must be
+# to a setting's to be taken as its typo: RAGAS_OPS_JUDGE_MODLE is, RAGAS_OPS_LOG_LEVEL is not.
+_TYPO_SIMILARITY = 0.8
+
+
+def environment_names() -> set[str]:
+    """Every `RAGAS_OPS_*` variable that is a setting (or names the config file)."""
+    names = {f"{ENV_PREFIX}BATCH_ROWS", *_NOT_SETTINGS}
+    for section in SECTIONS:
+        keys = set(section_keys(type(getattr(Settings(), section))))
+        if section == "metrics":
+            keys |= set(MOVED_METRIC_KEYS)
+        names |= {f"{ENV_PREFIX}{section}_{key}".upper() for key in keys}
+    return names
+
+
+def unknown_environment_names(environ: Mapping[str, str]) -> list[str]:
+    """The `RAGAS_OPS_*` variables of `environ` that are no setting; a ConfigError when one
+    of them is close to a setting's name (a typo, which would otherwise go unnoticed)."""
+    known = environment_names()
+    unknown = sorted(n for n in environ if n.startswith(ENV_PREFIX) and n.upper() not in known)
+    suffixes = [name.removeprefix(ENV_PREFIX) for name in known]
+    for name in unknown:
+        close = difflib.get_close_matches(
+            name.upper().removeprefix(ENV_PREFIX), suffixes, n=1, cutoff=_TYPO_SIMILARITY
+        )
+        if close:
+            raise ConfigError(
+                f"unknown environment setting {name}; did you mean {ENV_PREFIX}{close[0]}?"
+            )
+    return unknown
 
 
 def settings_from_environment(environ: Mapping[str, str] | None = None) -> Settings:

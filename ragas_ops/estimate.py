@@ -13,6 +13,7 @@ Only the columns the contract needs are read, a batch of rows at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -31,6 +32,8 @@ from ragas_ops.contract.inputs import (
     validate_row,
 )
 from ragas_ops.contract.layout import Lake, parse_day
+from ragas_ops.contract.logs import is_text_log
+from ragas_ops.judge.factory import reasoning_estimate
 from ragas_ops.judge.tokens import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
 from ragas_ops.metrics import metric_kind
 from ragas_ops.metrics.base import Metric
@@ -39,7 +42,7 @@ from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import Prompt
 from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
 from ragas_ops.scoring.run import configured_metrics
-from ragas_ops.storage import Location, StorageError, locate
+from ragas_ops.storage import Location, StorageError, locate, read_text_log_or_fail
 from ragas_ops.text import estimate_tokens
 
 READ_BATCH_ROWS = 4096
@@ -80,6 +83,8 @@ class Tally:
     chat_requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of `completion_tokens`: a reasoning model's hidden reasoning, billed as output."""
     embedding_requests: int = 0
     embedding_tokens: int = 0
     requests_by_metric: Counter[str] = field(default_factory=Counter)
@@ -93,6 +98,7 @@ class Tally:
         self.chat_requests += other.chat_requests
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.reasoning_tokens += other.reasoning_tokens
         self.embedding_requests += other.embedding_requests
         self.embedding_tokens += other.embedding_tokens
         self.requests_by_metric.update(other.requests_by_metric)
@@ -159,6 +165,7 @@ class Estimate:
         return {
             "source": self.source,
             "judge_model": prices.chat_model,
+            "reasoning": dataclasses.asdict(reasoning_estimate(self.settings.judge)),
             "embedding_model": prices.embedding_model,
             "judge_price_per_million_tokens": _price_dict(prices.chat),
             "embedding_price_per_million_tokens": _price_dict(prices.embedding),
@@ -183,6 +190,7 @@ class Estimate:
             "chat_requests_by_metric": dict(sorted(tally.requests_by_metric.items())),
             "prompt_tokens": tally.prompt_tokens,
             "completion_tokens": tally.completion_tokens,
+            "reasoning_tokens": tally.reasoning_tokens,
             "embedding_requests": tally.embedding_requests,
             "embedding_tokens": tally.embedding_tokens,
             "cost_usd": {
@@ -199,6 +207,7 @@ class Estimate:
             "estimate only: no judge was called and nothing was spent",
             f"source: {self.source}",
             f"judge {prices.chat_model}: {_price_text(prices.chat, batched=True)}",
+            self._reasoning_line(),
             f"embeddings {prices.embedding_model}: {_price_text(prices.embedding)}",
             f"metrics: {metrics}; sample_fraction {self.settings.pipeline.sample_fraction:g}",
             "",
@@ -215,6 +224,17 @@ class Estimate:
             *(f"- {line}" for line in assumptions(self.settings.metrics.names)),
         ]
         return lines
+
+    def _reasoning_line(self) -> str:
+        reasoning = reasoning_estimate(self.settings.judge)
+        if not reasoning.tokens_per_reply:
+            return f"reasoning: none (profile {reasoning.profile})"
+        effort = reasoning.effort or "none sent: the provider's default, medium"
+        return (
+            f"reasoning: profile {reasoning.profile}, effort {effort}: about "
+            f"{reasoning.tokens_per_reply:,} tokens a reply, billed as output "
+            f"({self.total.reasoning_tokens:,} of the completion tokens)"
+        )
 
     @staticmethod
     def _line(label: str, tally: Tally, prices: Prices) -> str:
@@ -268,7 +288,9 @@ def _money(value: float | None) -> str:
 class _RowCounter:
     """Adds up the requests and tokens of rows, metric by metric, as a run would send them."""
 
-    def __init__(self, metrics: Sequence[Metric], *, schema_in_text: bool) -> None:
+    def __init__(
+        self, metrics: Sequence[Metric], *, schema_in_text: bool, reasoning_per_reply: int = 0
+    ) -> None:
         unknown = [
             metric.name
             for metric in metrics
@@ -277,6 +299,9 @@ class _RowCounter:
         if unknown:
             raise ValueError(f"no cost estimate for metric(s) {unknown}")
         self.metrics = metrics
+        self.reasoning_per_reply = reasoning_per_reply
+        """Hidden reasoning tokens each reply spends before its answer (the model's profile,
+        at the effort asked)."""
         self.schema_in_text = schema_in_text
         """As the judge sends it: the schema is in the text unless it is a strict
         response_format (`openai_judge.chat_messages`)."""
@@ -291,6 +316,9 @@ class _RowCounter:
                 tally.chat_requests += 1
                 tally.requests_by_metric[metric.name] += 1
                 tally.prompt_tokens += self._prompt_tokens(call.prompt, call.data)
+                reasoning = call.n * self.reasoning_per_reply
+                tally.reasoning_tokens += reasoning
+                tally.completion_tokens += reasoning
                 tally.completion_tokens += call.n * estimate_tokens(call.reply.model_dump_json())
 
     def embedding_inputs(self, row: Interaction) -> list[tuple[str | None, int]]:
@@ -387,6 +415,15 @@ def _read(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch
 def _read_groups(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch]:
     mapping = settings.columns
     contract = [mapping.question, mapping.contexts, mapping.answer]
+    if is_text_log(path):  # no row groups: the whole file is one, as `score` reads it
+        table = read_text_log_or_fail(filesystem, path, mapping)
+        check_columns(table.schema, mapping)
+        has_id = ROW_ID_COLUMN in table.column_names
+        batches = table.to_batches(max_chunksize=READ_BATCH_ROWS)
+        for index, batch in enumerate(batches):
+            last = index == len(batches) - 1
+            yield _read_batch(batch, contract, has_id, ends_row_group=last)
+        return
     with filesystem.open_input_file(path) as handle:
         parquet = pq.ParquetFile(handle)
         check_columns(parquet.schema_arrow, mapping)
@@ -419,7 +456,8 @@ def _tally_rows(
     `ragas-ops score` reads batches of `batch_rows` that end with each Parquet row group."""
     metrics = configured_metrics(settings)
     schema_in_text = settings.judge.endpoint.structured_output != "json_schema"
-    counter = _RowCounter(metrics, schema_in_text=schema_in_text)
+    reasoning = reasoning_estimate(settings.judge).tokens_per_reply
+    counter = _RowCounter(metrics, schema_in_text=schema_in_text, reasoning_per_reply=reasoning)
     tally = Tally()
     batches = _Batches(settings, tally)
     fraction = settings.pipeline.sample_fraction

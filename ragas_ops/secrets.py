@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import base64
+import logging
 import re
+import threading
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 REDACTED = "[redacted]"
@@ -49,6 +53,7 @@ class Secret:
 
     def __init__(self, value: str) -> None:
         self._value = value
+        register_secret(value)  # whatever holds it, no log record shows it
 
     def reveal(self) -> str:
         """The value itself, for the one place that must send it (an HTTP client)."""
@@ -169,3 +174,64 @@ def _hide_plain_pieces(text: str, value: str) -> str:
         return run.group()
 
     return _PLAIN_RUN.sub(hide, text)
+
+
+# -- log records ----------------------------------------------------------------------------
+# Every value a `Secret` was made of, searched for in every log record of the process once
+# `mask_log_records` has run. Kept for the process's life: a record logged after the Secret is
+# gone (a traceback, a retry's echo) must still not show it.
+_REGISTERED: dict[str, None] = {}
+_REGISTERED_LOCK = threading.Lock()
+_MASKING_MARK = "_ragas_ops_masks_secrets"
+
+
+def register_secret(value: str | None) -> None:
+    """Search every later log record for `value` (when `is_secret` says it is one)."""
+    if value and is_secret(value):
+        with _REGISTERED_LOCK:
+            _REGISTERED[value] = None
+
+
+def registered_secrets() -> tuple[str, ...]:
+    """The values `register_secret` was given (for Airflow's secrets masker)."""
+    with _REGISTERED_LOCK:
+        return tuple(_REGISTERED)
+
+
+def mask_log_records() -> None:
+    """Redact every log record of this process as it is made, whatever its level, its logger
+    and its handlers: the registered secrets in every form `redact` knows, and anything shaped
+    like a key or credential. A record factory rather than a filter: a filter on a logger does
+    not see its children's records, and a filter on a handler misses handlers attached later
+    (Airflow's, pytest's, `logging.lastResort`); every record a `Logger` makes, from any
+    library, comes from the factory. Installing it twice is installing it once."""
+    current = logging.getLogRecordFactory()
+    if not getattr(current, _MASKING_MARK, False):
+        logging.setLogRecordFactory(_masking_factory(current))
+
+
+def _masking_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
+    def make_masked(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        mask_record(record)
+        return record
+
+    setattr(make_masked, _MASKING_MARK, True)
+    return make_masked
+
+
+def mask_record(record: logging.LogRecord) -> None:
+    """`record` with its message, exception text and stack redacted (see `mask_log_records`):
+    the message is formatted here, once, so its arguments cannot show a secret later."""
+    secrets = registered_secrets()
+    try:
+        message = record.getMessage()
+    except Exception:  # logging reports a bad format with its arguments: show neither whole
+        message = f"{record.msg} (arguments that did not fit the message: {record.args!r})"
+    masked = redact(message, *secrets)
+    if masked != message:
+        record.msg, record.args = masked, ()
+    if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+        record.exc_text = redact(logging.Formatter().formatException(record.exc_info), *secrets)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info, *secrets)

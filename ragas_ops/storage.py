@@ -1,4 +1,5 @@
-"""Reading and writing Parquet on a local folder or S3 (or an S3-compatible store).
+"""Reading and writing Parquet on a local folder or S3 (or an S3-compatible store); reading
+logs that are JSON Lines or CSV files as well (`contract.logs`).
 
 Paths are local paths, `file://` URIs or `s3://bucket/key` URIs. S3 credentials come from the
 usual AWS places (environment, profile, instance role), never from ragas-ops settings; the
@@ -23,6 +24,8 @@ import pyarrow.dataset  # unused here, imported up front: see the note below the
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from ragas_ops.contract.inputs import ColumnMapping, ContractError
+from ragas_ops.contract.logs import TEXT_LOG_SUFFIXES, is_text_log, read_text_log
 from ragas_ops.secrets import Secret
 
 # pyarrow.dataset's first import registers an atexit hook, which fails when the first Parquet
@@ -211,10 +214,12 @@ def _make_parent(location: Location) -> None:
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 """File names read as Parquet, in any case (`part-0.PARQUET`, fastparquet's `.parq`)."""
+LOG_SUFFIXES = PARQUET_SUFFIXES + TEXT_LOG_SUFFIXES
+"""File names read as logs: Parquet, JSON Lines and CSV (`contract.logs`), in any case."""
 
 
 def parquet_files(location: Location) -> list[str]:
-    """The Parquet files at `location`: the file itself, or every Parquet name below a folder
+    """The log files at `location`: the file itself, or every log file name below a folder
     (see `listing`)."""
     files, ignored = listing(location)
     if not files:
@@ -223,15 +228,15 @@ def parquet_files(location: Location) -> list[str]:
 
 
 def no_parquet(location: Location, ignored: Sequence[str]) -> StorageError:
-    """The error of a folder with no Parquet file, naming the files it does hold."""
-    suffixes = ", ".join(PARQUET_SUFFIXES)
+    """The error of a folder with no log file, naming the files it does hold."""
+    suffixes = ", ".join(LOG_SUFFIXES)
     held = f"; not read: {', '.join(ignored)}" if ignored else ""
-    return StorageError(f"no Parquet files ({suffixes}) under {location.uri}{held}")
+    return StorageError(f"no log files ({suffixes}) under {location.uri}{held}")
 
 
 def listing(location: Location) -> tuple[list[str], list[str]]:
-    """The Parquet files at `location` (the file itself, or every file below a folder whose
-    name ends in a PARQUET_SUFFIXES, in any case), and the other files below it, which are
+    """The log files at `location` (the file itself, or every file below a folder whose
+    name ends in a LOG_SUFFIXES, in any case), and the other files below it, which are
     not read and must be named. Hidden and underscore names (what writers stage in and
     readers skip: `.crc`, `_SUCCESS`, `_temporary/`) are neither."""
     info = location.filesystem.get_file_info(location.path)
@@ -245,8 +250,8 @@ def listing(location: Location) -> tuple[list[str], list[str]]:
         for entry in location.filesystem.get_file_info(selector)
         if entry.type == pafs.FileType.File and not _hidden(entry.path[len(location.path) :])
     )
-    files = [path for path in visible if path.lower().endswith(PARQUET_SUFFIXES)]
-    return files, [path for path in visible if not path.lower().endswith(PARQUET_SUFFIXES)]
+    files = [path for path in visible if path.lower().endswith(LOG_SUFFIXES)]
+    return files, [path for path in visible if not path.lower().endswith(LOG_SUFFIXES)]
 
 
 def _hidden(relative: str) -> bool:
@@ -263,8 +268,13 @@ class Footer:
     bytes: int
 
 
-def read_footer(filesystem: pafs.FileSystem, path: str) -> Footer:
-    """The footer of a Parquet file, or a StorageError naming the file and what is wrong."""
+def read_footer(filesystem: pafs.FileSystem, path: str, columns: ColumnMapping) -> Footer:
+    """The footer of a Parquet file, or a StorageError naming the file and what is wrong. A
+    JSON Lines or CSV log has none: it is read whole, in the shape `columns` gives it."""
+    if is_text_log(path):
+        table = read_text_log_or_fail(filesystem, path, columns)
+        size = filesystem.get_file_info(path).size
+        return Footer(path, table.schema, table.num_rows, int(size or 0))
     try:
         info = filesystem.get_file_info(path)
         with filesystem.open_input_file(path) as handle:
@@ -276,9 +286,26 @@ def read_footer(filesystem: pafs.FileSystem, path: str) -> Footer:
     return Footer(path, schema, int(metadata.num_rows), int(info.size or 0))
 
 
+def read_text_log_or_fail(
+    filesystem: pafs.FileSystem, path: str, columns: ColumnMapping
+) -> pa.Table:
+    """A JSON Lines or CSV log, whole (`contract.logs`), or a StorageError naming the file and
+    what is wrong with it (an outage is itself)."""
+    try:
+        return read_text_log(filesystem, path, columns)
+    except ContractError as error:
+        raise StorageError(f"{path}: {error}") from None
+    except (OSError, pa.ArrowException) as error:
+        _raise_if_unreachable(filesystem, path)
+        raise StorageError(f"{path}: not a readable log file: {error}") from None
+
+
 def decode_check(filesystem: pafs.FileSystem, path: str) -> None:
     """Decode every page of a Parquet file (and drop the rows): a StorageError names the file
-    when a page is corrupt or its compression broken, which a footer cannot show."""
+    when a page is corrupt or its compression broken, which a footer cannot show. A JSON
+    Lines or CSV log was read whole for its "footer" already."""
+    if is_text_log(path):
+        return
     try:
         with filesystem.open_input_file(path) as handle:
             for _batch in pq.ParquetFile(handle).iter_batches(batch_size=8192):
@@ -306,11 +333,21 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def read_files(
-    filesystem: pafs.FileSystem, paths: list[str], schema: pa.Schema, batch_rows: int
+    filesystem: pafs.FileSystem,
+    paths: list[str],
+    schema: pa.Schema,
+    batch_rows: int,
+    columns: ColumnMapping,
 ) -> Iterator[pa.Table]:
     """The files' rows, in order, as tables of at most `batch_rows` rows with `schema`; a file
-    whose data cannot be decoded is a StorageError naming it."""
+    whose data cannot be decoded is a StorageError naming it. A JSON Lines or CSV log is read
+    in the shape `columns` gives it."""
     for path in paths:
+        if is_text_log(path):
+            table = read_text_log_or_fail(filesystem, path, columns)
+            for start in range(0, table.num_rows, batch_rows):
+                yield conform(table.slice(start, batch_rows), schema)
+            continue
         try:
             with filesystem.open_input_file(path) as handle:
                 for batch in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):

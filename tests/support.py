@@ -64,3 +64,56 @@ def with_flat_contexts(table: Any) -> Any:
 
     joined = [" ".join(items) for items in table.column("contexts").to_pylist()]
     return table.set_column(table.schema.get_field_index("contexts"), "contexts", pa.array(joined))
+
+
+USERS_LOG_COLUMNS = {
+    "question": "request.question",
+    "contexts": "retrieval.documents",
+    "answer": "response.text",
+}
+"""The `[columns]` of the user's own JSON log that `write_users_jsonl_log` writes."""
+USERS_LOG_SEGMENTS = ("tenant", "channel")
+
+
+def write_users_jsonl_log(path: Path, rows: int = 30, day: str = "2026-11-21") -> list[Any]:
+    """A user's own log as an application writes it: one JSON object a line, the question and
+    answer nested (`USERS_LOG_COLUMNS`), the contexts as objects with a text field and a score,
+    ISO 8601 timestamps, ids, and two segment columns of their own (`USERS_LOG_SEGMENTS`).
+    Returns the lines written, as dicts."""
+    import json
+
+    from ragas_ops.samples import sample_interactions
+
+    # The samples' rows that retrieved something: a log of answerable interactions.
+    sampled = sample_interactions(rows * 2, seed=4, day=day).to_pylist()
+    answered = [row for row in sampled if row["contexts"]][:rows]
+    lines = [
+        {
+            "request_id": f"req-{index:03d}",
+            "timestamp": row["timestamp"].strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "request": {"question": row["question"], "user_agent": "web/1.0"},
+            "retrieval": {
+                "documents": [
+                    {"text": text, "score": round(1 - rank / 10, 2)}
+                    for rank, text in enumerate(row["contexts"])
+                ]
+            },
+            "response": {"text": row["answer"]},
+            "tenant": ("acme", "globex")[index % 2],
+            "channel": ("web", "slack", "api")[index % 3],
+        }
+        for index, row in enumerate(answered)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return lines
+
+
+def users_log_config(path: Path, **pipeline: Any) -> Path:
+    """A config file for the user's log: its `[columns]`, its segments, and `pipeline`."""
+    lines = ["[columns]"]
+    lines += [f'{name} = "{column}"' for name, column in USERS_LOG_COLUMNS.items()]
+    lines += ["[pipeline]", f"segments = {list(USERS_LOG_SEGMENTS)!r}".replace("'", '"')]
+    lines += [f"{key} = {value!r}".replace("'", '"') for key, value in pipeline.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

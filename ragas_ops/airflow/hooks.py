@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from ragas_ops.airflow.task_context import mask_task_logs
 from ragas_ops.config import Settings
 from ragas_ops.judge.spec import check_base_url
 from ragas_ops.secrets import Secret
@@ -112,6 +113,7 @@ def judge_endpoint(settings: Settings) -> JudgeEndpoint:
     if judge.conn_id:
         found = JudgeHook(judge.conn_id).endpoint(judge.base_url, judge.api_key_env)
         if found is not None:
+            mask_task_logs()  # the connection's key, registered by its Secret
             return found
         log.info(
             "no Airflow connection %s: the judge's key from $%s", judge.conn_id, judge.api_key_env

@@ -3,6 +3,7 @@ from an Airflow connection. Imported inside tasks only, never while the DAG file
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -10,7 +11,7 @@ from typing import Any
 
 from ragas_ops.config import Settings, settings_from_environment
 from ragas_ops.contract.layout import Lake, parse_day
-from ragas_ops.secrets import Secret
+from ragas_ops.secrets import Secret, mask_log_records, registered_secrets
 from ragas_ops.storage import S3Options
 
 
@@ -91,7 +92,47 @@ def is_backfill(context: Any) -> bool:
 
 
 def pipeline_settings() -> Settings:
-    return settings_from_environment()
+    """The task's settings; first, its log records are masked (every task calls this)."""
+    settings = settings_from_environment()
+    Secret(os.environ.get(settings.judge.endpoint.api_key_env, ""))  # registers the key
+    mask_task_logs()
+    return settings
+
+
+_GIVEN_TO_AIRFLOW: set[str] = set()
+
+
+def mask_task_logs() -> None:
+    """Mask the secrets this process holds (every `Secret` registers its value) in every log
+    record (`mask_log_records`), and hand them to Airflow's secrets masker, which masks the
+    task's own log output in the task process and in its supervisor."""
+    from airflow.sdk.log import mask_secret
+
+    mask_log_records()
+    for value in registered_secrets():
+        if value not in _GIVEN_TO_AIRFLOW:
+            if _supervised_in_process():
+                _mask_in_this_process(value)
+            else:
+                mask_secret(value)
+            _GIVEN_TO_AIRFLOW.add(value)
+
+
+def _supervised_in_process() -> bool:
+    """Whether the task's supervisor is this process (`airflow dags test`, `dag.test()`)."""
+    from airflow.sdk.execution_time import task_runner
+
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    return type(comms).__name__ == "InProcessSupervisorComms"
+
+
+def _mask_in_this_process(value: str) -> None:
+    """Airflow's masker of this process only. Airflow 3.3's in-process supervisor logs every
+    message it is sent at DEBUG, a `MaskSecret`'s value included (its real supervisor omits
+    that body): this process's masker is the supervisor's, so nothing needs sending."""
+    from airflow.sdk._shared.secrets_masker import mask_secret as mask_here
+
+    mask_here(value)
 
 
 def lake_for(settings: Settings) -> Lake:
@@ -110,10 +151,12 @@ def s3_options_from(connection: Any) -> S3Options:
     extra = connection.extra_dejson
     defaults = S3Options.from_environ()
     token = extra.get("aws_session_token")
-    return S3Options(
+    options = S3Options(
         endpoint_url=extra.get("endpoint_url") or defaults.endpoint_url,
         region=extra.get("region_name") or defaults.region,
         access_key=Secret(connection.login) if connection.login else None,
         secret_key=Secret(connection.password) if connection.password else None,
         session_token=Secret(token) if token else None,
     )
+    mask_task_logs()
+    return options

@@ -20,7 +20,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from ragas_ops.secrets import Secret
+from ragas_ops.secrets import Secret, is_secret, mask_log_records
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,16 @@ class BatchesFinishedTrigger(BaseTrigger):
         return self.base_url, Secret(os.environ.get(self.api_key_env, ""))
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow.sdk.log import amask_secret
+
         from ragas_ops.judge.base import JudgeFatalError
         from ragas_ops.judge.batch import TERMINAL_STATUSES, BatchPollError
         from ragas_ops.judge.factory import batch_watcher
 
         base_url, key = await self._endpoint()
+        mask_log_records()
+        if is_secret(key.reveal()):  # the triggerer's own log output (`amask_secret`: async)
+            await amask_secret(key.reveal())
         watcher = batch_watcher(base_url, key)
         try:
             while True:

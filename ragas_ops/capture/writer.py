@@ -146,14 +146,20 @@ class LogWriter:
         contexts: Any,
         answer: Any,
         *,
-        id: str | None = None,
-        timestamp: datetime | None = None,
+        id: str | int | None = None,
+        timestamp: datetime | str | float | None = None,
         **metadata: Any,
     ) -> str | None:
         """Buffer one interaction; returns its id, or None when it was dropped (full buffer or
-        closed writer). Never raises because of storage, never does I/O."""
-        row_id = id if id is not None else str(uuid.uuid4())
-        stamp: float | datetime = time.time() if timestamp is None else timestamp
+        closed writer, counted in `dropped`). Never raises because of storage, never does I/O.
+
+        `id`: the row's id (a string or an integer, kept as text; a uuid4 when none).
+        `timestamp`: when it happened (now when none): a datetime (naive: UTC), ISO 8601
+        text as a JSON log holds it (`2026-11-21T10:00:00Z`; no offset: UTC) or seconds since
+        the epoch. A timestamp that is none of these is a ValueError or TypeError here, in the
+        caller's hands: never a row lost later in the background."""
+        row_id = str(id) if id is not None else str(uuid.uuid4())
+        stamp = row_timestamp(timestamp)
         rows = self._rows
         with self._lock:
             if self._closed or len(rows) + self._pending_count >= self.max_buffered_rows:
@@ -448,6 +454,29 @@ def _timestamps(stamps: list[float | datetime]) -> Any:
         micros = pc.cast(pc.round(pc.multiply(pa.array(stamps, pa.float64()), 1e6)), pa.int64())
         return micros.cast(kind)
     return pa.array([_utc(stamp) for stamp in stamps], kind)
+
+
+def row_timestamp(timestamp: datetime | str | float | None) -> float | datetime:
+    """`append`'s timestamp as the writer keeps it: epoch seconds (a float) or an aware
+    datetime; a value that is no time raises, naming it."""
+    if timestamp is None:
+        return time.time()
+    if isinstance(timestamp, datetime):
+        return timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=UTC)
+    if isinstance(timestamp, bool) or not isinstance(timestamp, str | int | float):
+        raise TypeError(
+            f"timestamp must be a datetime, ISO 8601 text or epoch seconds, got "
+            f"{type(timestamp).__name__} {timestamp!r}"
+        )
+    if not isinstance(timestamp, str):
+        return float(timestamp)
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        raise ValueError(
+            f"timestamp {timestamp!r} is not an ISO 8601 time (such as 2026-11-21T10:00:00Z)"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def check_metadata_names(metadata: Mapping[str, Any]) -> None:

@@ -17,6 +17,7 @@ from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_f
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
 from ragas_ops.judge.base import JudgeFatalError, JudgeUnreachableError
+from ragas_ops.secrets import mask_log_records
 from ragas_ops.storage import StorageError
 from ragas_ops.testkit import (
     INSTALL_TEST_KIT,
@@ -48,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=logging.DEBUG if options.verbose else logging.WARNING,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        mask_log_records()  # the key, once a Secret holds it, in no record of any library
         return int(options.run(options))
     except (ConfigError, ContractError, StorageError, MissingTestKitError, ValueError) as error:
         print(f"ragas-ops: error: {error}", file=sys.stderr)
@@ -217,6 +219,22 @@ def _add_airflow_parser(commands: Any) -> None:
     up.add_argument("--days", type=int, default=7, help="days of sample logs in a new lake")
     up.add_argument("--rows", type=int, default=200, help="interactions per day")
     up.add_argument("--timeout", type=float, default=240, help="seconds to wait for Airflow")
+    up.add_argument(
+        "--raw",
+        metavar="URI",
+        help="your own logs (<URI>/dt=YYYY-MM-DD/*.parquet|jsonl|csv) instead of a demo lake",
+    )
+    up.add_argument(
+        "--segments",
+        metavar="A,B",
+        help="your segment columns, comma-separated (with --raw; default: the config's, or none)",
+    )
+    up.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a ragas-ops config file for the pipeline ([columns], [pipeline]...)",
+    )
     down = actions.add_parser("down", help="stop the Airflow that `up` started")
     down.add_argument("--home", type=Path, default=Path(".airflow"))
     for action in (up, down):
@@ -232,6 +250,12 @@ def _run_airflow(options: argparse.Namespace) -> int:
     try:
         if options.action == "down":
             return standalone.down(options.home)
+        segments = options.segments
+        own = standalone.OwnLogs(
+            raw=options.raw,
+            segments=None if segments is None else tuple(filter(None, segments.split(","))),
+            config=options.config,
+        )
         return standalone.up(
             options.home,
             port=options.port,
@@ -239,6 +263,7 @@ def _run_airflow(options: argparse.Namespace) -> int:
             days=options.days,
             rows=options.rows,
             timeout=options.timeout,
+            own=own,
         )
     except LauncherError as error:
         print(f"ragas-ops airflow {options.action}: {error}", file=sys.stderr)

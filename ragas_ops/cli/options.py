@@ -55,6 +55,12 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         BOTH | JUDGE_FLAG_COMMANDS,
     ),
     SettingFlag(
+        "--reasoning-effort",
+        "judge.reasoning_effort",
+        "effort asked of a reasoning model: lowest (default), provider, or a value",
+        BOTH | JUDGE_FLAG_COMMANDS,
+    ),
+    SettingFlag(
         "--embedding-model",
         "judge.embedding_model",
         "embedding model for answer relevance",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragas_ops.text import normalize
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pyarrow stays out of imports that DAG parsing makes
 QUESTION, CONTEXTS, ANSWER = "question", "contexts", "answer"
 REQUIRED_FIELDS = (QUESTION, CONTEXTS, ANSWER)
 ID, TIMESTAMP = "id", "timestamp"
+EpochUnit = Literal["s", "ms", "us", "ns"]
 REPLACEMENT_CHARACTER = "\ufffd"
 """What an undecodable byte of a text cell is read as (see `repair_utf8`)."""
 
@@ -42,6 +43,11 @@ class ColumnMapping:
     question: str = QUESTION
     contexts: str = CONTEXTS
     answer: str = ANSWER
+    context_text: str = "text"
+    """In a JSON Lines or CSV log whose contexts are objects (`{"text": ..., "score": ...}`):
+    the field holding a context's text (`contract.logs`)."""
+    epoch_unit: EpochUnit = "s"
+    """In a JSON Lines or CSV log whose `timestamp` is a number: its unit since the epoch."""
 
     def __post_init__(self) -> None:
         fields_by_column: dict[str, list[str]] = {}
@@ -65,7 +71,8 @@ class ColumnMapping:
                 f"unknown contract field(s) in the column mapping: {sorted(unknown)}; "
                 f"the fields are {list(REQUIRED_FIELDS)}"
             )
-        return cls(**names)
+        fields: dict[str, Any] = dict(names)  # only the three names: checked above
+        return cls(**fields)
 
     def source(self, contract_field: str) -> str:
         return str(getattr(self, contract_field))

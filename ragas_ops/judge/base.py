@@ -37,6 +37,8 @@ class Usage:
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of `completion_tokens`: a reasoning model's hidden reasoning, billed as output."""
     embedding_tokens: int = 0
     cost_usd: float | None = 0.0
     cache_hits: int = 0
@@ -50,6 +52,7 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.cached_prompt_tokens += other.cached_prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.reasoning_tokens += other.reasoning_tokens
         self.embedding_tokens += other.embedding_tokens
         self.cache_hits += other.cache_hits
         for tier, count in other.requests_by_tier.items():

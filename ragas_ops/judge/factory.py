@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragas_ops.config import ConfigError, JudgeSettings, Settings
@@ -89,6 +90,33 @@ def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
             caveats=(LOCAL_JUDGE_LIMITS,),
         )
     return JudgeIdentity(settings.kind, settings.endpoint.model, settings.endpoint.embedding_model)
+
+
+@dataclass(frozen=True)
+class ReasoningEstimate:
+    """What a judge's reply is expected to spend reasoning (`ragas-ops estimate`)."""
+
+    profile: str
+    effort: str | None
+    """The effort asked (None: none sent, the provider's default)."""
+    tokens_per_reply: int
+
+
+def reasoning_estimate(settings: JudgeSettings) -> ReasoningEstimate:
+    """The model's profile, the effort the settings ask of it and the reasoning tokens a
+    reply typically takes at it (0 for a model that does not reason, or the local judge)."""
+    from ragas_ops.judge.openai.profiles import PROVIDER_DEFAULT_EFFORT, profile_for
+    from ragas_ops.judge.openai.shape import resolve_effort
+
+    if settings.kind == "local":
+        return ReasoningEstimate("local", None, 0)
+    model = settings.endpoint.model
+    profile = profile_for(model, settings.model.profile)
+    effort = resolve_effort(profile, model, settings.model.reasoning_effort)
+    if not profile.reasoning and effort is None:
+        return ReasoningEstimate(profile.name, None, 0)
+    tokens = profile.reasoning_tokens.get(effort or PROVIDER_DEFAULT_EFFORT, 0)
+    return ReasoningEstimate(profile.name, effort, tokens)
 
 
 def local_judge_installed() -> bool:

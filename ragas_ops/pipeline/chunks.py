@@ -10,18 +10,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.inputs import repair_utf8
+from ragas_ops.contract.inputs import ColumnMapping, repair_utf8
 from ragas_ops.contract.layout import Lake
+from ragas_ops.contract.logs import is_text_log
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.scoring.scorer import Scorer
-from ragas_ops.storage import conform
+from ragas_ops.storage import conform, read_text_log_or_fail
 
 READ_BATCH_ROWS = 1024
 
 
-def read_slices(lake: Lake, chunk: Chunk) -> Iterator[pa.Table]:
-    """The chunk's rows, a batch at a time, reading only the row groups each slice needs.
+def read_slices(lake: Lake, chunk: Chunk, columns: ColumnMapping) -> Iterator[pa.Table]:
+    """The chunk's rows, a batch at a time, reading only the row groups each slice needs (a
+    JSON Lines or CSV log, which has none, is read whole, in the shape `columns` gives it).
 
     Every table has the day's schema (`chunk.schema`, from the plan; missing columns null),
     and text that is not valid UTF-8 is repaired for `validate_row` to flag (`repair_utf8`).
@@ -29,6 +31,12 @@ def read_slices(lake: Lake, chunk: Chunk) -> Iterator[pa.Table]:
     filesystem = lake.raw.filesystem
     schema = chunk.schema or chunk_schema(lake, chunk)
     for piece in chunk.slices:
+        if is_text_log(piece.path):
+            log_rows = read_text_log_or_fail(filesystem, piece.path, columns)
+            for start in range(piece.start, piece.start + piece.rows, READ_BATCH_ROWS):
+                rows = min(READ_BATCH_ROWS, piece.start + piece.rows - start)
+                yield repair_utf8(conform(log_rows.slice(start, rows), schema))
+            continue
         with filesystem.open_input_file(piece.path) as handle:
             parquet = pq.ParquetFile(handle)
             groups, first_row = _row_groups_for(parquet.metadata, piece.start, piece.rows)
@@ -68,7 +76,7 @@ def _row_groups_for(metadata: Any, start: int, rows: int) -> tuple[list[int], in
 
 def chunk_tables(lake: Lake, chunk: Chunk, settings: Settings) -> Iterator[pa.Table]:
     """The chunk's rows in tables of `batch_rows` rows."""
-    return _rebatched(read_slices(lake, chunk), settings.batch_rows)
+    return _rebatched(read_slices(lake, chunk, settings.columns), settings.batch_rows)
 
 
 def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:

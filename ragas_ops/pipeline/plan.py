@@ -11,7 +11,9 @@ types break the input contract, is rejected with the reason (`contract.inputs.un
 whatever the other files hold; the rest of the day is scored, and the run's manifest and report
 list the rejected files.
 
-Before anything is scored the plan refuses to shrink a published day without a reason: a raw
+Before anything is scored the plan refuses a day its settings do not fit: a segment
+(`pipeline.segments`) that none of the day's files has a column for. It also refuses to shrink
+a published day without a reason: a raw
 root that does not exist is a configuration error, and a day whose raw partition is gone (or
 holds far fewer rows) while the warehouse holds its scored rows needs `allow_shrink`.
 """
@@ -23,6 +25,7 @@ import json
 import logging
 import math
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from typing import Any
 
 import pyarrow as pa
@@ -88,7 +91,8 @@ class DayPlan:
     files: list[InputFile] = field(default_factory=list)
     rejected: list[RejectedFile] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
-    """Files of the day's folder that are not Parquet names: not read, but named."""
+    """Files of the day's folder that are not log file names (Parquet, JSON Lines, CSV):
+    not read, but named."""
     chunks: list[Chunk] = field(default_factory=list)
     chunk_rows: int = 0
     schema: pa.Schema | None = None
@@ -99,6 +103,10 @@ class DayPlan:
     lake_days: dict[str, Any] | None = None
     """When the day's folder does not exist: the days the raw root holds (`count`, `first`,
     `last`), so that a day outside them shows as such."""
+    quiet_days: int = 0
+    """On a day without traffic: the days in a row, this one included, since the raw root's
+    last earlier day folder (0 on a day with traffic, and when the root holds no earlier day:
+    a backfill before the lake's first day is no outage)."""
 
     @property
     def rows(self) -> int:
@@ -141,15 +149,25 @@ class DayPlan:
             "folder_exists": self.folder_exists,
             "lake_days": self.lake_days,
             "no_traffic_reason": self.no_traffic_reason,
+            "quiet_days": self.quiet_days,
         }
 
 
-def lake_days(lake: Lake) -> dict[str, Any]:
+def lake_days(lake: Lake, days: list[str] | None = None) -> dict[str, Any]:
     """How many `dt=YYYY-MM-DD` folders the raw root holds, and its first and last day (one
-    listing of the root, not recursive)."""
-    days = partition_days(lake.raw, missing_ok=False)
+    listing of the root, not recursive, unless its `days` are given)."""
+    days = partition_days(lake.raw, missing_ok=False) if days is None else days
     first, last = (days[0], days[-1]) if days else (None, None)
     return {"count": len(days), "first": first, "last": last}
+
+
+def quiet_days(day: str, days: list[str]) -> int:
+    """The days in a row without traffic ending with `day` (which has none): back to the
+    last earlier day folder of the raw root (`days`); 0 when there is none."""
+    earlier = [held for held in days if held < day]
+    if not earlier:
+        return 0
+    return (date.fromisoformat(day) - date.fromisoformat(earlier[-1])).days
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
@@ -182,13 +200,14 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     folder = lake.raw_day(day)
     present = folder.exists()
     plan = DayPlan(day, folder=folder.uri, folder_exists=present)
+    raw_days = None if present else partition_days(lake.raw, missing_ok=False)
     if not present:
-        plan.lake_days = lake_days(lake)
+        plan.lake_days = lake_days(lake, raw_days)
     paths, plan.ignored = listing(folder) if present else ([], [])
     footers, unreadable = [], {}
     for path in paths:
         try:
-            footers.append(read_footer(folder.filesystem, path))
+            footers.append(read_footer(folder.filesystem, path, settings.columns))
             if settings.pipeline.verify_input_pages:
                 decode_check(folder.filesystem, path)
         except StorageError as error:
@@ -207,6 +226,10 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
         if footer.path not in reasons
     ]
     plan.schema = unified.schema
+    if plan.no_traffic_reason is not None:
+        raw_days = raw_days if raw_days is not None else partition_days(lake.raw)
+        plan.quiet_days = quiet_days(day, raw_days)
+    check_segments(plan, settings)
     check_shrink(lake, day, plan.rows, settings, allow_shrink=allow_shrink, raw_present=present)
     plan.chunk_rows = max(
         settings.pipeline.chunk_rows, math.ceil(plan.rows / settings.pipeline.max_chunks)
@@ -219,6 +242,28 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     else:  # a normal outcome, but the one a backfill past the lake's first day also gives
         log.warning("plan %s", plan.describe())
     return plan
+
+
+def check_segments(plan: DayPlan, settings: Settings) -> None:
+    """Refuse, before any request, a day whose files have no column for a configured segment.
+
+    Failing, not skipping the segment: a segment is a breakdown of the daily metrics that
+    dashboards and the regression check follow day after day, so a night without it would be
+    a hole in every series it feeds, seen weeks later; and a missing column is a setting that
+    does not fit the logs, which every night would meet again. Columns some files lack are
+    fine (their rows hold null there)."""
+    segments = settings.pipeline.segments
+    if plan.schema is None or not segments:
+        return  # no file to score: no breakdown to make
+    missing = [segment for segment in segments if segment not in plan.schema.names]
+    if missing:
+        raise ConfigError(
+            f"pipeline.segments names {', '.join(map(repr, missing))}, but the files of "
+            f"{plan.day} ({plan.folder}) have no such column; their columns are "
+            f"{plan.schema.names}. Set pipeline.segments (RAGAS_OPS_PIPELINE_SEGMENTS) to "
+            "columns your logs have (a nested JSON field by its dotted path); nothing was "
+            "scored"
+        )
 
 
 def published_rows(location: Location) -> int:

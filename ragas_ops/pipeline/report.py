@@ -3,8 +3,11 @@ saw of the day's rows, and the run failed when a policy says so."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Any
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -12,12 +15,19 @@ from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import TIMESTAMP
 from ragas_ops.contract.layout import Lake
 from ragas_ops.pipeline.aggregate import aggregate_day, day_regression, metrics_history
+from ragas_ops.pipeline.input_health import ALL_FILES_REJECTED, FAILURE, input_alarm
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import read_manifest, replaced_publish, write_manifest
 from ragas_ops.sampling import ROW_ID_COLUMN
 from ragas_ops.tables.format import DayTables, day_tables
 
+if TYPE_CHECKING:
+    from ragas_ops.quality.report import RowsAt
+
 REPORT_DAYS = 30
+REPEATED_ROWS_READ = 20_000
+"""Rows of repeated ids whose content is read at a time (`repeated_ids`)."""
+log = logging.getLogger(__name__)
 
 
 class RunProblem(RuntimeError):
@@ -37,7 +47,7 @@ def report_day(
     With `published`, it reports the table this run published (or raises `Superseded`), and
     the run's staging folder is deleted at the end.
     """
-    from ragas_ops.quality.report import build_report
+    from ragas_ops.quality.report import build_report, ranked_columns
 
     tables = day_tables(lake, settings)
     publish_id = None if published is None else published["publish_id"]
@@ -48,10 +58,20 @@ def report_day(
     history = metrics_history(lake, day, REPORT_DAYS, settings=settings)
     regression = day_regression(lake, day, settings, None)
     manifest = read_manifest(lake, day, run_id, publish_id)
-    scored = tables.read_scored(day, published, run_id)
-    manifest["repeated_ids"] = repeated_ids(scored, settings)
+    # Only the columns ranked and counted by, for every row; the few rows shown (and the
+    # content of repeated ids) are read by position: memory follows the columns, not the texts.
+    columns = [*ranked_columns(settings.metrics.names, settings.columns), TIMESTAMP]
+    scored = tables.read_scored(day, published, run_id, columns=columns)
+
+    def rows_at(positions: Sequence[int], wanted: Sequence[str]) -> dict[int, dict[str, Any]]:
+        return tables.read_scored_rows(day, positions, wanted, published, run_id)
+
+    manifest["repeated_ids"] = repeated_ids(scored, settings, rows_at)
     manifest["dated_elsewhere"] = dated_elsewhere(scored, day)
     manifest["replaced"] = replaced_publish(lake, day, manifest)
+    manifest["input_alarm"] = input_alarm(manifest["plan"], settings)
+    if manifest["input_alarm"] is not None:
+        log.warning("input alarm for %s: %s", day, manifest["input_alarm"]["message"])
     report = build_report(
         day,
         history,
@@ -61,6 +81,7 @@ def report_day(
         manifest=manifest,
         rerun=rerun_change(tables, day, settings, published),
         columns=settings.columns,
+        rows_at=rows_at,
     )
     if published is not None:
         check_current(lake, day, published, run_id, settings)
@@ -81,8 +102,12 @@ def report_day(
 def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:
     """Why the run must fail, under the configured policies (empty: it must not)."""
     problems = []
+    alarm = manifest.get("input_alarm")
+    if alarm is not None and alarm["severity"] == FAILURE:
+        problems.append(f"{alarm['title'].lower()}: {alarm['message']}")
     rejected = manifest["plan"]["rejected_files"]
-    if rejected and settings.pipeline.on_bad_input == "fail":
+    all_rejected = alarm is not None and alarm["kind"] == ALL_FILES_REJECTED
+    if rejected and settings.pipeline.on_bad_input == "fail" and not all_rejected:
         problems.append(
             f"{len(rejected)} input file(s) rejected, e.g. {rejected[0]['path']}: "
             f"{rejected[0]['reason']}"
@@ -106,12 +131,19 @@ def rerun_change(
     return None if rerun is None else compare(day, rerun, metrics)
 
 
-def repeated_ids(table: pa.Table, settings: Settings) -> dict[str, int]:
+def repeated_ids(
+    table: pa.Table, settings: Settings, rows_at: RowsAt | None = None
+) -> dict[str, int]:
     """Rows of the day that share an `id` with another row: the same interaction logged twice
     (a copied file, an overlapping export) or an id reused for other content. Which copy is
     right no reader can tell, so every row is scored and published as logged; this counts
-    them for the manifest and the report. No `id` column: nothing to count."""
+    them for the manifest and the report. No `id` column: nothing to count.
+
+    `table` needs only the `id` column when `rows_at` gives the repeated rows' content (read
+    `REPEATED_ROWS_READ` rows at a time, so a day of many copies is never held whole)."""
     import pyarrow.compute as pc
+
+    from ragas_ops.quality.report import rows_of_table
 
     counted = {"rows": 0, "ids": 0, "ids_with_different_content": 0}
     if ROW_ID_COLUMN not in table.column_names or table.num_rows == 0:
@@ -124,12 +156,17 @@ def repeated_ids(table: pa.Table, settings: Settings) -> dict[str, int]:
         return counted
     mapping = settings.columns
     content = [mapping.question, mapping.contexts, mapping.answer]
-    rows = table.filter(pc.is_in(table[ROW_ID_COLUMN], repeated[ROW_ID_COLUMN]))
+    read = rows_at or rows_of_table(table)
+    positions = pc.indices_nonzero(pc.is_in(table[ROW_ID_COLUMN], repeated[ROW_ID_COLUMN]))
     seen: dict[Any, set[str]] = {}
-    for row in rows.select([ROW_ID_COLUMN, *content]).to_pylist():
-        text = json.dumps([row[name] for name in content], default=str)
-        seen.setdefault(row[ROW_ID_COLUMN], set()).add(text)
-    counted["rows"] = rows.num_rows
+    for start in range(0, len(positions), REPEATED_ROWS_READ):
+        part = positions.slice(start, REPEATED_ROWS_READ).to_pylist()
+        for row in read(part, [ROW_ID_COLUMN, *content]).values():
+            text = json.dumps([row.get(name) for name in content], default=str)
+            # a digest, not the text: the day's copies are counted, not kept
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            seen.setdefault(row[ROW_ID_COLUMN], set()).add(digest)
+    counted["rows"] = len(positions)
     counted["ids"] = repeated.num_rows
     counted["ids_with_different_content"] = sum(len(texts) > 1 for texts in seen.values())
     return counted

@@ -173,7 +173,8 @@ def _check_arguments(
     missing = [name for name in [*needed, *segments] if name not in scored.column_names]
     if missing:
         raise ValueError(
-            f"the scored table has no column(s) {missing}; it has {scored.column_names}"
+            f"the scored table has no column(s) {missing} (the metrics' and pipeline.segments'); "
+            f"it has {scored.column_names}"
         )
     if ALL in segments:
         raise ValueError(f'"{ALL}" names the overall grouping; rename that segment column')

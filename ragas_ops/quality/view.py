@@ -22,7 +22,6 @@ the warehouse.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -45,7 +44,7 @@ from ragas_ops.quality.regression import (
     scoring_changes,
 )
 from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
-from ragas_ops.quality.report.data import Example, example_of_row, worst_positions
+from ragas_ops.quality.report.data import Example, worst_examples_of
 from ragas_ops.quality.report.html import EXAMPLE_CSS, example_html
 from ragas_ops.quality.rerun import (
     RERUN_HEADER,
@@ -123,6 +122,8 @@ class DayRun:
     run_id: str
     day: str
     created_at: str
+    input_alarm: dict[str, str] | None = None
+    """The run's alarm of a broken input (`pipeline.input_health`): no quiet day."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,7 @@ def day_runs(lake: Lake, day: str) -> list[DayRun]:
                     str(manifest["run_id"]),
                     str(manifest.get("day") or day),
                     str(manifest.get("created_at") or ""),
+                    manifest.get("input_alarm") or None,
                 )
             )
     return sorted(runs, key=lambda run: run.created_at, reverse=True)
@@ -303,31 +305,18 @@ def worst_examples(
         return {}
     names = set(ranking.schema.names)
     metrics = [m for m in metrics if {f"{m}_score", f"{m}_status"} <= names]
-    wanted = {
-        metric: worst_positions(ranking, metric, count, question=columns.question)
-        for metric in metrics
-    }
-    rows = tables.read_scored_rows(
-        day,
-        sorted({position for worst in wanted.values() for position, _ in worst}),
-        [
-            "id",
-            columns.question,
-            columns.answer,
-            columns.contexts,  # what Metric.explain may quote
-            *segment_columns,
-            *(f"{m}_{part}" for m in metrics for part in ("score", "reason", "evidence")),
-        ],
+
+    def rows_at(positions: Sequence[int], wanted: Sequence[str]) -> dict[int, dict[str, Any]]:
+        return tables.read_scored_rows(day, positions, wanted)
+
+    return worst_examples_of(
+        ranking,
+        rows_at,
+        metrics=metrics,
+        segment_columns=segment_columns,
+        count=count,
+        columns=columns,
     )
-    return {
-        metric: [
-            dataclasses.replace(
-                example_of_row(rows[position], metric, segment_columns, columns), repeats=repeats
-            )
-            for position, repeats in worst
-        ]
-        for metric, worst in wanted.items()
-    }
 
 
 # -- rendering -----------------------------------------------------------------------------------
@@ -430,10 +419,38 @@ def _verdict_badge(verdict: str) -> str:
 def _selected_banner(overview: QualityOverview) -> str:
     if overview.selected is None:
         return ""
-    report = overview.verdicts[overview.selected].report
-    return (
+    verdict = overview.verdicts[overview.selected]
+    report = verdict.report
+    return _alarm_banner(verdict.runs) + (
         f"<div class='banner {_esc(report.verdict.value)}'>{_verdict_badge(report.verdict.value)}"
         f" {_esc(report.summary)}</div>"
+    )
+
+
+def _latest_alarm(runs: Sequence[DayRun]) -> dict[str, str] | None:
+    return runs[0].input_alarm if runs else None
+
+
+def _alarm_banner(runs: Sequence[DayRun]) -> str:
+    """The latest run's input alarm, above the verdict: a broken input is no quiet day."""
+    alarm = _latest_alarm(runs)
+    if not alarm:
+        return ""
+    tone = "regression" if alarm.get("severity") == "failure" else "warn"
+    return (
+        f"<div class='banner {tone} input-alarm'><span class='badge {tone}'>"
+        f"{_esc(alarm.get('title', ''))}</span> {_esc(alarm.get('message', ''))}</div>"
+    )
+
+
+def _alarm_badge(runs: Sequence[DayRun]) -> str:
+    alarm = _latest_alarm(runs)
+    if not alarm:
+        return ""
+    tone = "regression" if alarm.get("severity") == "failure" else "warn"
+    return (
+        f"<br><span class='badge {tone}' title='{_esc(alarm.get('message', ''))}'>"
+        f"{_esc(alarm.get('title', '').lower())}</span>"
     )
 
 
@@ -464,7 +481,8 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
         )
         body.append(
             f"<tr{selected}><td class='l'><a href='{base}/?day={day}&amp;days={days}'>{day}</a>"
-            f"</td><td class='l'>{_verdict_badge(verdict.report.verdict.value)}</td>"
+            f"</td><td class='l'>{_verdict_badge(verdict.report.verdict.value)}"
+            f"{_alarm_badge(verdict.runs)}</td>"
             f"<td>{'{:,}'.format(any_row['rows']) if any_row else '–'}</td>"
             f"{''.join(cells)}<td class='l'><code>{_esc(', '.join(judges) or '–')}</code></td>"
             f"<td class='l run'>{_runs_cell(verdict.runs)}</td><td class='l'>{links}</td></tr>"

@@ -51,7 +51,7 @@ class ScoreOutcome:
     seconds: float
     sample_fraction: float = 1.0
     ignored: list[str] = field(default_factory=list)
-    """Files below the input that are not Parquet names: not read."""
+    """Files below the input that are not log file names: not read."""
     caveats: tuple[str, ...] = ()
     """What a reader of these scores must know of the judge (`JudgeIdentity.caveats`)."""
 
@@ -66,7 +66,7 @@ class ScoreOutcome:
             lines.insert(1, self._sampling_line())
         if self.ignored:
             shown = ", ".join(self.ignored[:5]) + (", ..." if len(self.ignored) > 5 else "")
-            lines.insert(1, f"not read, not Parquet names: {len(self.ignored)} file(s): {shown}")
+            lines.insert(1, f"not read, not log file names: {len(self.ignored)} file(s): {shown}")
         for metric in self.metrics:
             statuses = self.summary.statuses.get(metric, Counter())
             mean = self.summary.mean(metric)
@@ -90,7 +90,9 @@ class ScoreOutcome:
             f"retried: {retries or 'none'}; repairs: {self.events['repair']}; "
             f"cache hits: {self.events['cache_hit']:,}",
             f"tokens: {total.prompt_tokens:,} prompt ({total.cached_prompt_tokens:,} cached), "
-            f"{total.completion_tokens:,} completion, {total.embedding_tokens:,} embeddings",
+            f"{total.completion_tokens:,} completion"
+            + (f" ({total.reasoning_tokens:,} reasoning)" if total.reasoning_tokens else "")
+            + f", {total.embedding_tokens:,} embeddings",
             "cost: "
             + (
                 'unknown (no price for a model in use: add a [prices."MODEL"] table to the '
@@ -132,7 +134,7 @@ class ScoreOutcome:
 @dataclass(frozen=True)
 class InputFiles:
     """What `score` reads: the schema, the Parquet files and their rows, and the files below
-    the input that are not Parquet names (not read; named in the summary)."""
+    the input that are not log file names (not read; named in the summary)."""
 
     schema: pa.Schema
     paths: list[str]
@@ -150,7 +152,7 @@ def input_schema(source: Location, settings: Settings) -> InputFiles:
     footers, unreadable = [], []
     for path in paths:
         try:
-            footers.append(read_footer(source.filesystem, path))
+            footers.append(read_footer(source.filesystem, path, settings.columns))
         except StorageError as error:  # names the file; an outage is not a StorageError
             unreadable.append(str(error))
     output_names = output_column_names(settings.metrics.names)
@@ -207,7 +209,9 @@ async def score_file(
     check_output(source, paths, target)
     tables = (
         repair_utf8(table)
-        for table in read_files(source.filesystem, paths, schema, settings.batch_rows)
+        for table in read_files(
+            source.filesystem, paths, schema, settings.batch_rows, settings.columns
+        )
     )
     remove_leftovers(target)  # the staging files of a killed earlier run of this output
     judge = judge or build_judge(settings)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 PUBLISH_ID_KEY, RUN_ID_KEY = "ragas_ops.publish_id", "ragas_ops.run_id"
 """Keys of a Parquet table's metadata: which publish, of which run, it is."""
 MERGE_BATCH_ROWS = 8192
+PUBLISH_PART_BYTES = 128 * 1024 * 1024
+"""Arrow bytes of a day's rows an Iceberg publish writes at a time (one data file each)."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +107,16 @@ class DayTables(Protocol):
         ...
 
     def read_scored_rows(
-        self, day: str, positions: Sequence[int], columns: Sequence[str]
+        self,
+        day: str,
+        positions: Sequence[int],
+        columns: Sequence[str],
+        published: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
     ) -> dict[int, dict[str, Any]]:
-        """The day's current scored rows at `positions` (row numbers as `read_scored` reads
-        the day), only those of `columns` the table has: a few rows' text without reading
-        the day's."""
+        """The day's scored rows at `positions` (row numbers as `read_scored` reads the day;
+        the version `published` describes, else the current one), only those of `columns`
+        the table has: a few rows' text without holding the day's."""
         ...
 
     def write_daily_metrics(
@@ -253,6 +260,17 @@ class ParquetDayTables:
             return 0
         return int(pq.ParquetFile(location.path, filesystem=location.filesystem).metadata.num_rows)
 
+    def _scored_location(
+        self, day: str, published: Mapping[str, Any] | None, run_id: str | None
+    ) -> Any:
+        if published is None or run_id is None:
+            location = self.lake.scored(day)
+        else:
+            location = self.lake.run_table(day, run_id)
+        if not location.exists():
+            raise FileNotFoundError(f"no scored rows in {location.uri}")
+        return location
+
     def read_scored(
         self,
         day: str,
@@ -260,21 +278,22 @@ class ParquetDayTables:
         run_id: str | None = None,
         columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        if published is None or run_id is None:
-            location = self.lake.scored(day)
-        else:
-            location = self.lake.run_table(day, run_id)
-        if not location.exists():
-            raise FileNotFoundError(f"no scored rows in {location.uri}")
-        return read_parquet(location, columns)
+        return read_parquet(self._scored_location(day, published, run_id), columns)
 
     def read_scored_rows(
-        self, day: str, positions: Sequence[int], columns: Sequence[str]
+        self,
+        day: str,
+        positions: Sequence[int],
+        columns: Sequence[str],
+        published: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
     ) -> dict[int, dict[str, Any]]:
         """Only the row groups that hold `positions` are read."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        location = self.lake.scored(day)
+        location = self._scored_location(day, published, run_id)
+        ordered = sorted(set(positions))
         found: dict[int, dict[str, Any]] = {}
         with location.filesystem.open_input_file(location.path) as handle:
             parquet = pq.ParquetFile(handle)
@@ -283,11 +302,11 @@ class ParquetDayTables:
             start = 0
             for group in range(parquet.metadata.num_row_groups):
                 size = parquet.metadata.row_group(group).num_rows
-                inside = [i for i in positions if start <= i < start + size]
+                inside = [i for i in ordered if start <= i < start + size]
                 if inside:
                     table = parquet.read_row_group(group, columns=wanted)
-                    for index in inside:
-                        found[index] = table.slice(index - start, 1).to_pylist()[0]
+                    offsets = pa.array([i - start for i in inside], pa.int64())
+                    found.update(zip(inside, table.take(offsets).to_pylist(), strict=True))
                 start += size
         return found
 
@@ -383,6 +402,29 @@ def read_parquet(location: Any, columns: Sequence[str] | None = None) -> pa.Tabl
     return pq.read_table(location.path, filesystem=location.filesystem, columns=columns)
 
 
+def publish_parts(
+    sources: Sequence[pq.ParquetFile], schema: pa.Schema, part_bytes: int | None = None
+) -> Iterator[pa.Table]:
+    """The chunk files' rows in order, conformed to `schema`, in tables of about
+    `part_bytes` (default `PUBLISH_PART_BYTES`; a batch of `MERGE_BATCH_ROWS` at least)."""
+    import pyarrow as pa
+
+    from ragas_ops.storage import conform
+
+    part_bytes = part_bytes or PUBLISH_PART_BYTES
+    pending: list[pa.Table] = []
+    size = 0
+    for source in sources:
+        for batch in source.iter_batches(batch_size=MERGE_BATCH_ROWS):
+            pending.append(conform(pa.Table.from_batches([batch]), schema))
+            size += pending[-1].nbytes
+            if size >= part_bytes:
+                yield pa.concat_tables(pending)
+                pending, size = [], 0
+    if pending:
+        yield pa.concat_tables(pending)
+
+
 def _parquet_key(location: Any, key: str) -> str | None:
     import pyarrow.parquet as pq
 
@@ -450,17 +492,11 @@ class IcebergDayTables:
         publish_id: str,
     ) -> dict[str, Any]:
         """One overwrite commit of the day: readers see the old day or the new one. The rows
-        are merged in memory (a day of scored rows, evidence included)."""
-        import pyarrow as pa
+        are written part by part (`PUBLISH_PART_BYTES` of Arrow at a time), never merged
+        whole in memory."""
+        from ragas_ops.tables.iceberg import DayParts
 
-        from ragas_ops.storage import conform
-
-        parts = [
-            conform(pa.Table.from_batches([batch]), schema)
-            for source in sources
-            for batch in source.iter_batches(batch_size=MERGE_BATCH_ROWS)
-        ]
-        rows = pa.concat_tables(parts) if parts else schema.empty_table()
+        rows = DayParts(schema, lambda: publish_parts(sources, schema))
         snapshot = self._guarded(
             lambda: self.tables.publish_day("scored", day, rows, run_id, publish_id)
         )
@@ -504,11 +540,38 @@ class IcebergDayTables:
         return _without_day(rows)
 
     def read_scored_rows(
-        self, day: str, positions: Sequence[int], columns: Sequence[str]
+        self,
+        day: str,
+        positions: Sequence[int],
+        columns: Sequence[str],
+        published: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
     ) -> dict[int, dict[str, Any]]:
-        """The day is read in those columns (a scan reads whole data files anyway)."""
-        rows = self.read_scored(day, columns=columns)
-        return {index: rows.slice(index, 1).to_pylist()[0] for index in positions}
+        """The day's data files that hold `positions` are read, in those columns, batch by
+        batch (a scan reads whole data files anyway); the others are skipped."""
+        import pyarrow as pa
+
+        snapshot = None if published is None else published.get("snapshot_id")
+        files = self._guarded(
+            lambda: self.tables.day_files("scored", day, snapshot_id=snapshot, columns=columns)
+        )
+        if files is None:
+            raise FileNotFoundError(f"no scored rows in {self.scored_uri(day)}")
+        ordered = sorted(set(positions))
+        found: dict[int, dict[str, Any]] = {}
+        start = 0
+        for file in files:
+            if file.rows is not None and not any(start <= i < start + file.rows for i in ordered):
+                start += file.rows
+                continue
+            for batch in file.read():
+                inside = [i for i in ordered if start <= i < start + batch.num_rows]
+                if inside:
+                    rows = _without_day(pa.Table.from_batches([batch]))
+                    offsets = pa.array([i - start for i in inside], pa.int64())
+                    found.update(zip(inside, rows.take(offsets).to_pylist(), strict=True))
+                start += batch.num_rows
+        return found
 
     def write_daily_metrics(
         self, day: str, table: pa.Table, publish_id: str | None, run_id: str | None

@@ -14,11 +14,12 @@ pyiceberg is imported inside the functions that use it: this module is light to 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -150,14 +151,16 @@ class IcebergTables:
         self,
         name: str,
         day: str,
-        rows: pa.Table,
+        rows: pa.Table | DayParts,
         run_id: str,
         publish_id: str | None = None,
         *,
         compaction: bool = False,
     ) -> int:
         """Replace `day` of table `name` with `rows` in one commit; returns its snapshot id.
-        The snapshot records the day, the run and the publish id (`day_versions`)."""
+        `rows` is a table, or `DayParts`: the day part by part, never held whole (a part's
+        data files are written as it comes; the commit makes them all visible at once). The
+        snapshot records the day, the run and the publish id (`day_versions`)."""
         return self._overwrite(
             name,
             day,
@@ -190,32 +193,24 @@ class IcebergTables:
         self,
         name: str,
         day: str,
-        rows: pa.Table,
+        rows: pa.Table | DayParts,
         condition: str | None,
         properties: dict[str, str],
     ) -> int:
         from pyiceberg.exceptions import CommitFailedException, ValidationException
 
         day = parse_day(day)
-        rows = _with_day(rows, day)
+        parts = rows if isinstance(rows, DayParts) else DayParts(rows.schema, lambda: [rows])
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            table = self._table_for(name, rows.schema)
+            table = self._table_for(name, _with_day(parts.schema.empty_table(), day).schema)
             try:
-                if condition is None:
-                    table.append(_as_table_schema(rows, table), snapshot_properties=properties)
-                else:
-                    with warnings.catch_warnings():  # a first publish of a day deletes nothing
-                        warnings.filterwarnings(
-                            "ignore", "Delete operation did not match any records"
-                        )
-                        table.overwrite(
-                            _as_table_schema(rows, table),
-                            overwrite_filter=condition,
-                            snapshot_properties=properties,
-                        )
+                with warnings.catch_warnings():  # a first publish of a day deletes nothing
+                    warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                    _overwrite_by_parts(table, condition, parts, day, properties)
             except (CommitFailedException, ValidationException):
                 # Another writer committed first (pyiceberg's own retries and conflict check
-                # gave up): load its state and apply this day's overwrite on top of it.
+                # gave up): load its state and apply this day's overwrite on top of it (the
+                # parts are read again).
                 if attempt == COMMIT_ATTEMPTS:
                     raise IcebergError(
                         f"{name} {day}: {COMMIT_ATTEMPTS} commits lost a race with other writers"
@@ -350,6 +345,50 @@ class IcebergTables:
         rows = scan.to_arrow()
         return rows if rows.num_rows else None
 
+    def day_files(
+        self,
+        name: str,
+        day: str,
+        snapshot_id: int | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> list[DayFile] | None:
+        """`day` of table `name` file by file, in the order `read_day` reads it: each file's
+        rows and how to read them (in `columns`) batch by batch, so that a reader holds one
+        file's rows at most, and skips the files it needs nothing of. None if the table has
+        none."""
+        from pyiceberg.io.pyarrow import ArrowScan
+
+        table = self._load(name, missing_ok=True)
+        if table is None:
+            return None
+        selected: tuple[str, ...] = ("*",)
+        if columns is not None:
+            known = {field.name for field in table.schema().fields}
+            selected = tuple(c for c in dict.fromkeys(columns) if c in known) or (DAY_COLUMN,)
+        scan = table.scan(
+            row_filter=_on_day(day), snapshot_id=snapshot_id, selected_fields=selected
+        )
+        projection = scan.projection()
+
+        def reader(task: Any) -> Callable[[], Iterator[pa.RecordBatch]]:
+            def read() -> Iterator[pa.RecordBatch]:
+                arrow = ArrowScan(
+                    table.metadata, table.io, projection, scan.row_filter, scan.case_sensitive
+                )
+                batches: Iterator[pa.RecordBatch] = arrow.to_record_batches([task])
+                return batches
+
+            return read
+
+        # A day's files are rewritten whole (copy-on-write): no delete file ever applies, so
+        # a file's record count is the rows a scan of it gives.
+        return [
+            DayFile(int(task.file.record_count), reader(task))
+            if not task.delete_files
+            else DayFile(None, reader(task))
+            for task in scan.plan_files()
+        ]
+
     def days(self, name: str) -> list[str]:
         """The days table `name` holds rows of, oldest first."""
         table = self._load(name, missing_ok=True)
@@ -407,6 +446,53 @@ class IcebergTables:
             if missing_ok:
                 return None
             raise IcebergError(f"no Iceberg table {name!r} in {self.warehouse_uri}") from None
+
+
+@dataclass(frozen=True)
+class DayFile:
+    """One data file of a day: its rows (None: known only once read) and its reader."""
+
+    rows: int | None
+    read: Callable[[], Iterator[pa.RecordBatch]]
+
+
+@dataclass(frozen=True)
+class DayParts:
+    """A day's rows part by part: `parts()` gives them again on every call (a commit that
+    lost a race is retried from the first part)."""
+
+    schema: pa.Schema
+    parts: Callable[[], Iterable[pa.Table]]
+
+
+def _overwrite_by_parts(
+    table: Any, condition: str | None, parts: DayParts, day: str, properties: dict[str, str]
+) -> None:
+    """`Table.overwrite` (delete the day, append its rows: two snapshots, one commit) with
+    the rows written part by part. pyiceberg streams a write only into an unpartitioned
+    table (a RecordBatchReader; its issue 2152), so each part is turned into data files with
+    the function its own overwrite uses, and one fast append adds them all. No condition: an
+    append-only table's rows are added, nothing deleted."""
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+    numbers = itertools.count()  # one count for the publish's files: their names must differ
+    with table.transaction() as transaction:
+        if condition is not None:
+            transaction.delete(condition, snapshot_properties=properties)
+        producer = transaction.update_snapshot(snapshot_properties=properties).fast_append()
+        with producer as append:
+            for part in parts.parts():
+                if not part.num_rows:
+                    continue
+                files = _dataframe_to_data_files(
+                    table_metadata=transaction.table_metadata,
+                    df=_as_table_schema(_with_day(part, day), table),
+                    io=table.io,
+                    write_uuid=append.commit_uuid,
+                    counter=numbers,
+                )
+                for data_file in files:
+                    append.append_data_file(data_file)
 
 
 def _same_publish(first: Any, second: Any) -> bool:

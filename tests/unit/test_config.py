@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,10 @@ from ragas_ops.config import (
     JudgeSettings,
     Settings,
     apply_mapping,
+    environment_names,
     load_settings,
     section_keys,
+    unknown_environment_names,
 )
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.metrics import DEFAULT_METRICS
@@ -140,11 +143,39 @@ def test_an_unknown_or_misplaced_key_in_the_file_is_an_error(tmp_path, text, whe
 
 
 @pytest.mark.parametrize(
-    "name", ["RAGAS_OPS_JUDGE_MODLE", "RAGAS_OPS_COLOUR", "RAGAS_OPS_PRICES_X", "RAGAS_OPS_JUDGE"]
+    ("name", "meant"),
+    [
+        ("RAGAS_OPS_JUDGE_MODLE", "RAGAS_OPS_JUDGE_MODE"),
+        ("RAGAS_OPS_PIPELINE_CHUNKROWS", "RAGAS_OPS_PIPELINE_CHUNK_ROWS"),
+        ("RAGAS_OPS_BATCHROWS", "RAGAS_OPS_BATCH_ROWS"),
+        (
+            "RAGAS_OPS_METRICS_ANSWER_RELEVANCE_QUESTION",
+            "RAGAS_OPS_METRICS_ANSWER_RELEVANCE_QUESTIONS",
+        ),
+    ],
 )
-def test_an_unknown_environment_setting_is_an_error_not_ignored(name):
-    with pytest.raises(ConfigError):
-        load_settings(environ={name: "x"})
+def test_an_environment_setting_close_to_a_known_one_is_a_typo_and_an_error(name, meant):
+    with pytest.raises(
+        ConfigError, match=f"unknown environment setting {name}; did you mean {meant}"
+    ):
+        load_settings(environ={name: "3"})
+
+
+@pytest.mark.parametrize(
+    "name", ["RAGAS_OPS_LOG_LEVEL", "RAGAS_OPS_COLOUR", "RAGAS_OPS_PRICES_X", "RAGAS_OPS_JUDGE"]
+)
+def test_an_unknown_environment_variable_far_from_every_setting_is_named_in_a_warning(name, caplog):
+    with caplog.at_level(logging.WARNING, logger="ragas_ops.config"):
+        settings = load_settings(environ={name: "x", "RAGAS_OPS_JUDGE_MODEL": "gpt-5-mini"})
+    assert settings.judge.endpoint.model == "gpt-5-mini"  # the others still apply
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert f"not ragas-ops settings: {name} " in warning
+
+
+def test_every_documented_environment_setting_is_known():
+    for name in ("RAGAS_OPS_JUDGE_MODEL", "RAGAS_OPS_CONFIG", "RAGAS_OPS_BATCH_ROWS"):
+        assert name in environment_names()
+    assert unknown_environment_names({"RAGAS_OPS_PIPELINE_CHUNK_ROWS": "5", "HOME": "/"}) == []
 
 
 @pytest.mark.parametrize(
@@ -315,6 +346,10 @@ def test_ranges_are_declared_on_the_fields_that_need_them() -> None:
 
 JUDGE_KEYS = [
     "kind",
+    "model_profile",
+    "limit_parameter",
+    "send_temperature",
+    "reasoning_effort",
     "local_model",
     "local_backend",
     "model",
@@ -414,3 +449,21 @@ def test_an_unknown_judge_key_lists_the_flat_keys() -> None:
         apply_mapping(Settings(), {"judge": {"path": "x"}}, source="test")
     assert "'cache_path'" in str(refused.value)
     assert "'endpoint'" not in str(refused.value)
+
+
+def test_max_chunks_above_airflows_mapping_limit_is_refused_when_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AIRFLOW__CORE__MAX_MAP_LENGTH", raising=False)
+    assert (
+        load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "1024"}).pipeline.max_chunks == 1024
+    )
+
+    with pytest.raises(
+        ConfigError, match=r"max_chunks is 1025, above Airflow's \[core\] max_map_length \(1024\)"
+    ):
+        load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "1025"})
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "4096")  # an Airflow allowed more
+    assert (
+        load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "2000"}).pipeline.max_chunks == 2000
+    )

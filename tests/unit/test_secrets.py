@@ -218,3 +218,35 @@ def test_a_key_of_eight_characters_is_a_secret():
     assert MIN_SECRET_CHARS == 8
     assert is_secret("k3y-8chr")
     assert redact("the key k3y-8chr leaked", Secret("k3y-8chr")) == f"the key {REDACTED} leaked"
+
+
+def test_every_log_record_is_masked_whatever_its_logger_and_handler(monkeypatch):
+    import io
+
+    from ragas_ops.secrets import mask_log_records
+
+    monkeypatch.setattr(logging, "_logRecordFactory", logging.getLogRecordFactory())
+    key = "sk-" + "logged-9f8e7d6c5b4a3210"
+    Secret(key)  # registers it
+    mask_log_records()
+    mask_log_records()  # twice is once
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)  # attached after the masking was installed
+    logger = logging.getLogger("a.library.created.later")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug("headers %r", [(b"x-echo-key", key.encode())])
+        logger.debug("upper %s, tail %s", key.upper(), key[-10:])
+        try:
+            raise RuntimeError(f"refused {key}")
+        except RuntimeError:
+            logger.exception("failed with %s", "Bearer " + key)
+        logger.debug("bad format %d", key)  # logging would print its arguments
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert "x-echo-key" in text
+    assert "RuntimeError: refused [redacted]" in text
+    for piece in (key, key.removeprefix("sk-"), key.upper(), key[-10:]):
+        assert piece not in text

@@ -23,6 +23,7 @@ from ragas_ops_testing.local_airflow.sqlite import (
 )
 from ragas_ops_testing.local_airflow.standalone import (
     PASSWORDS_FILE,
+    OwnLogs,
     Standalone,
     StandaloneError,
     admin_password,
@@ -31,6 +32,7 @@ from ragas_ops_testing.local_airflow.standalone import (
     choose_judge,
     down,
     judge_environment,
+    pipeline_environment,
     pools,
     write_env_file,
     write_local_settings,
@@ -292,3 +294,50 @@ def test_a_judge_that_could_not_score_is_refused_before_anything_starts(
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(StandaloneError, match=r"\[local\] extra"):
         check_judge("local", {})
+
+
+def test_up_without_own_logs_runs_on_the_demo_lake(tmp_path: Path) -> None:
+    where = Standalone(tmp_path, 8080, 8081)
+
+    environment = pipeline_environment(where, OwnLogs())
+
+    assert environment["RAGAS_OPS_PIPELINE_RAW_URI"] == str(tmp_path / "lake" / "raw")
+    assert environment["RAGAS_OPS_PIPELINE_SEGMENTS"] == "app,model_version"
+
+
+def test_up_with_own_logs_reads_them_where_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my-logs").mkdir()
+    config = tmp_path / "my.toml"
+    config.write_text('[columns]\nquestion = "query"\n[pipeline]\nsegments = ["app"]\n')
+    monkeypatch.chdir(tmp_path)
+    where = Standalone(tmp_path / "home", 8080, 8081)
+
+    flags = pipeline_environment(where, OwnLogs(raw="my-logs", segments=("tenant", "channel")))
+    from_file = pipeline_environment(where, OwnLogs(raw="my-logs", config=config))
+
+    assert flags == {
+        "RAGAS_OPS_PIPELINE_RAW_URI": str(tmp_path / "my-logs"),
+        "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(tmp_path / "home" / "lake" / "warehouse"),
+        "RAGAS_OPS_PIPELINE_SEGMENTS": "tenant,channel",
+    }
+    assert from_file["RAGAS_OPS_CONFIG"] == str(config)
+    assert "RAGAS_OPS_PIPELINE_SEGMENTS" not in from_file, "the file's segments stand"
+
+
+@pytest.mark.parametrize(
+    ("own", "message"),
+    [
+        (OwnLogs(raw="no-such-folder"), "--raw no-such-folder: no such folder"),
+        (OwnLogs(segments=("app",)), "--raw names their folder"),
+        (OwnLogs(config=Path("missing.toml")), "--config missing.toml: no such file"),
+    ],
+)
+def test_up_with_own_logs_refuses_what_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own: OwnLogs, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(StandaloneError, match=message):
+        pipeline_environment(Standalone(tmp_path, 8080, 8081), own)

@@ -164,6 +164,7 @@ class Accounting:
             prompt_tokens=reported.prompt_tokens,
             cached_prompt_tokens=reported.cached_prompt_tokens,
             completion_tokens=reported.completion_tokens,
+            reasoning_tokens=reported.reasoning_tokens,
             cost_usd=None
             if self.chat_price is None
             else self.chat_price.cost_at_tier(

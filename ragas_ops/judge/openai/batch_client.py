@@ -174,11 +174,13 @@ class BatchClient:
         prompt_tokens = int(reported.get("prompt_tokens") or 0)
         completion_tokens = int(reported.get("completion_tokens") or 0)
         cached = int((reported.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        details = reported.get("completion_tokens_details") or {}
         return Usage(
             requests=1,
             prompt_tokens=prompt_tokens,
             cached_prompt_tokens=cached,
             completion_tokens=completion_tokens,
+            reasoning_tokens=int(details.get("reasoning_tokens") or 0),
             cost_usd=None
             if self._price is None
             else self._price.cost(prompt_tokens, completion_tokens, cached, batch=True),

@@ -43,6 +43,7 @@ from ragas_ops.judge.openai.chat_request import (
     chat_params,
     repair_messages,
 )
+from ragas_ops.judge.openai.shape import shape_for
 from ragas_ops.judge.tokens import estimate_chat_tokens
 from ragas_ops.pricing import Price
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt
@@ -78,6 +79,9 @@ class BatchPassJudge:
         """Requests this pass needs answered in sync mode (batches did not answer them)."""
         self.batch_usage = Usage()
         self.events: Counter[str] = Counter()
+        self._shape = shape_for(settings, self.events)
+        """The model's request shape, from its profile: batch lines are fitted as sync
+        requests are (a batch has no 400 to learn from before it is answered)."""
 
     @property
     def description(self) -> str:
@@ -120,7 +124,7 @@ class BatchPassJudge:
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
         messages = chat_messages(self.settings.endpoint, prompt, data)
-        params = chat_params(self.settings.endpoint, prompt, n, data)
+        params = chat_params(self.settings.endpoint, prompt, n, data, self._shape)
         texts, usage = self._answer(prompt, messages, params)
         single = {key: value for key, value in params.items() if key != "n"}
         while len(texts) < n:  # an endpoint that ignored `n`: top up, as the sync judge does
@@ -170,7 +174,7 @@ class BatchPassJudge:
         if custom_id not in self.pending:
             self.pending[custom_id] = BatchRequest(
                 custom_id,
-                {**params, "messages": messages},
+                {**self._shape.fit(params), "messages": messages},
                 self._expected(messages, params),
             )
         raise AwaitingBatch(f"{prompt.id}: waiting for the batch to answer")

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragas_ops.judge.cache.keys import cache_key
+from ragas_ops.judge.openai.shape import RequestShape
 from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.judge.tokens import REQUEST_OVERHEAD_TOKENS, estimate_chat_tokens
 from ragas_ops.prompts import Prompt, encode_data
@@ -66,13 +67,19 @@ def chat_params(
     prompt: Prompt[Any],
     n: int,
     data: Mapping[str, Any] | None = None,
+    shape: RequestShape | None = None,
 ) -> dict[str, Any]:
-    """The request parameters besides the messages (sync and batch requests alike)."""
+    """The request parameters besides the messages (sync and batch requests alike), in the
+    canonical form `shape.fit` fits to the model at the wire: `max_tokens` holds the visible
+    answer's room and, for a reasoning model, the reasoning the effort needs before it."""
+    visible = prompt.max_output_tokens if data is None else output_tokens_for(prompt, data)
     params: dict[str, Any] = {
         "model": endpoint.model,
         "temperature": prompt.temperature,
-        "max_tokens": prompt.max_output_tokens if data is None else output_tokens_for(prompt, data),
+        "max_tokens": visible + (0 if shape is None else shape.reasoning_allowance()),
     }
+    if shape is not None and shape.effort is not None:
+        params["reasoning_effort"] = shape.effort  # part of the cache key: effort changes answers
     if n > 1:
         params["n"] = n
     if endpoint.structured_output == "json_schema":

@@ -60,6 +60,7 @@ from ragas_ops.judge.openai.replies import (
 )
 from ragas_ops.judge.openai.request import Attempt, Request
 from ragas_ops.judge.openai.retry import RetryPolicy
+from ragas_ops.judge.openai.shape import shape_for
 from ragas_ops.judge.openai.transport import RETRIED_ERRORS, Transport, never_sent
 from ragas_ops.judge.tokens import (
     MAX_EMBEDDING_TOKENS_PER_REQUEST,
@@ -70,6 +71,9 @@ from ragas_ops.pricing import Price
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt
 from ragas_ops.secrets import Secret, without_secret
 from ragas_ops.text import estimate_tokens
+
+MAX_ROOM_REQUESTS = 3
+"""How often one request is asked again with more room after a reply cut short."""
 
 # Failures that come with a reply, and so are stored in the cache with it.
 _STORED_OUTCOMES_BY_NAME: dict[str, type[JudgeRowError]] = {
@@ -114,8 +118,9 @@ class OpenAIJudge:
         self.events: Counter[str] = Counter()
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
         self._transport = Transport(settings.endpoint, api_key, self.base_url)
+        self._shape = shape_for(settings, self.events)
         self._retry = RetryPolicy(
-            settings, api_key, self.endpoint, self.events, rng or random.Random()
+            settings, api_key, self.endpoint, self.events, rng or random.Random(), shape=self._shape
         )
         self._admission = Admission(settings, self.endpoint, self.events)
         self._accounting = Accounting(settings, prices)
@@ -173,7 +178,7 @@ class OpenAIJudge:
         self, prompt: Prompt[OutputT], data: Mapping[str, Any], *, n: int = 1
     ) -> Completion[OutputT]:
         messages = chat_messages(self.settings.endpoint, prompt, data)
-        params = chat_params(self.settings.endpoint, prompt, n, data)
+        params = chat_params(self.settings.endpoint, prompt, n, data, self._shape)
         key = chat_cache_key(self.endpoint, prompt, params, messages)
         # Identical rows get one answer and one status: the cache lookup, the request, the
         # repair and the stored outcome happen once per key at a time, and whoever asks later
@@ -338,6 +343,7 @@ class OpenAIJudge:
         params: dict[str, Any],
         *,
         call: _Call,
+        asked_for_room: int = 0,
     ) -> list[str]:
         max_completion = most_completion_tokens(params)
         counted_prompt = estimate_chat_tokens(messages) + REQUEST_OVERHEAD_TOKENS
@@ -345,7 +351,8 @@ class OpenAIJudge:
         prompt_tokens = round(counted_prompt * (1 + self.settings.limits.admission_margin))
         request = Request(
             what=prompt.id,
-            send=lambda options: self._transport.chat(messages, params, options),
+            # Fitted at each attempt: a parameter learnt meanwhile is not sent again.
+            send=lambda options: self._transport.chat(messages, self._shape.fit(params), options),
             read=read_chat_reply,
             tokens=self._admission.tokens_at_admission(prompt.id, prompt_tokens, max_completion),
             counted_besides_usage=schema_tokens(params),
@@ -355,13 +362,12 @@ class OpenAIJudge:
             row=call.row,
         )
         reply: ChatReply = await self._send(request, call.spent)
-        cut = any(choice.finish_reason == "length" for choice in reply.choices)
-        if cut and int(params["max_tokens"]) < prompt.max_output_tokens:
-            # Cut at the room it was given: asked again with all the prompt allows. A reply
-            # cut even then does not parse, and goes the way of every unusable reply.
-            self.events["length_retry"] += 1
-            roomier = {**params, "max_tokens": prompt.max_output_tokens}
-            return await self._chat(prompt, messages, roomier, call=call)
+        self._shape.saw_reasoning(reply.usage.reasoning_tokens // len(reply.choices))
+        roomier = self._roomier(prompt, params, reply, asked_for_room)
+        if roomier is not None:
+            return await self._chat(
+                prompt, messages, roomier, call=call, asked_for_room=asked_for_room + 1
+            )
         texts = []
         for choice in reply.choices:
             if choice.finish_reason == "content_filter":
@@ -372,6 +378,28 @@ class OpenAIJudge:
             # becomes evidence, a report and a cache entry.
             texts.append(without_secret(choice.content, self._api_key))
         return texts
+
+    def _roomier(
+        self, prompt: Prompt[Any], params: dict[str, Any], reply: ChatReply, asked: int
+    ) -> dict[str, Any] | None:
+        """The request asked again with more room when its reply was cut (None: not cut, or
+        asked again enough). Cut at the room it was given: all the prompt allows, beside the
+        reasoning. Cut with no visible answer after reasoning (a reasoning model spends
+        `max_completion_tokens` on hidden reasoning first): room for the most reasoning seen
+        too, never less than twice the room before. A reply cut even then does not parse, and
+        goes the way of every unusable reply."""
+        cut = [choice for choice in reply.choices if choice.finish_reason == "length"]
+        if not cut or asked >= MAX_ROOM_REQUESTS:
+            return None
+        limit = int(params["max_tokens"])
+        full = prompt.max_output_tokens + self._shape.reasoning_allowance()
+        if reply.usage.reasoning_tokens and any(not choice.content for choice in cut):
+            self.events["reasoning_cut_retry"] += 1
+            return {**params, "max_tokens": max(full, 2 * limit)}
+        if limit >= full:
+            return None
+        self.events["length_retry"] += 1
+        return {**params, "max_tokens": full}
 
     # -- embeddings ---------------------------------------------------------------------------
 
@@ -464,7 +492,10 @@ class OpenAIJudge:
             async with self._admission.slot(on_tier.priority):
                 return await self._attempt(on_tier, spent, sent)
 
-        return await self._retry.send(request, attempt_once)
+        if not request.chat:
+            return await self._retry.send(request, attempt_once)
+        async with self._shape.first_answer():
+            return await self._retry.send(request, attempt_once)
 
     async def _attempt(self, request: Request, spent: Usage, attempt: int) -> Attempt:
         """One attempt, holding a slot: the budget, admission, the call, and what came back."""
@@ -495,6 +526,8 @@ class OpenAIJudge:
         accounting.settle(request, reserved, Spend.of(usage))
         self._admission.answered(request, usage, raw.headers, admitted)
         self._retry.answered()
+        if request.chat:
+            self._shape.confirm()
         return Attempt(reply=reply)
 
     def _failed(self, error: Exception, request: Request, attempt: int) -> Attempt:

@@ -36,6 +36,8 @@ class ReportedUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of `completion_tokens`: a reasoning model's hidden reasoning (billed as output)."""
 
 
 @dataclass(frozen=True)
@@ -145,10 +147,15 @@ def _usage(payload: Mapping[str, Any]) -> ReportedUsage:
         raise BadReplyError("wrong_type", "`usage` is not an object")
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    completion_details = usage.get("completion_tokens_details")
+    reasoning = (
+        completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else None
+    )
     return ReportedUsage(
         _count(usage.get("prompt_tokens"), "prompt_tokens"),
         _count(usage.get("completion_tokens"), "completion_tokens"),
         _count(cached, "cached_tokens"),
+        _count(reasoning, "reasoning_tokens"),
     )
 
 

@@ -50,6 +50,21 @@ class Request:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """An error reply refusing the request (4xx): what it names, the API's message."""
+
+    status: int
+    code: str | None
+    param: str | None
+    detail: str
+
+    def describe(self) -> str:
+        pairs = (("code", self.code), ("param", self.param))
+        named = ", ".join(f"{name} {value}" for name, value in pairs if value)
+        return f"HTTP {self.status}{f' ({named})' if named else ''}: {self.detail}"
+
+
+@dataclass(frozen=True)
 class Attempt:
     """How one attempt ended: a read reply, or the problem (and whether it was a 429)."""
 
@@ -60,3 +75,6 @@ class Attempt:
     """A flex capacity 429: the tier had no room, the account's rate is not in question."""
     retry_after: float | None = None
     """Seconds this request alone waits before its next attempt (None: no wait of its own)."""
+    adapted: str | None = None
+    """The parameter a refusal named that the request shape now fits: ask again at once."""
+    refusal: Refusal | None = None

@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 import openai
 
@@ -34,12 +34,46 @@ from ragas_ops.judge.base import (
     JudgeUnreachableError,
 )
 from ragas_ops.judge.openai.replies import BadReplyError, retry_after
-from ragas_ops.judge.openai.request import Attempt, Request
+from ragas_ops.judge.openai.request import Attempt, Refusal, Request
+from ragas_ops.judge.openai.shape import RequestShape
 from ragas_ops.judge.openai.tiers import TierPolicy, TierState, is_capacity_error, may_lack_capacity
 from ragas_ops.judge.openai.transport import connection_problem, error_message
 from ragas_ops.secrets import Secret, redact
 
 log = logging.getLogger(__name__)
+
+MISCONFIGURED_AFTER = 3
+"""Refusals of the same kind, before any chat request was answered, that stop the run."""
+ROW_CONTENT_CODES = frozenset(
+    {
+        "context_length_exceeded",
+        "content_filter",
+        "content_policy_violation",
+        "string_above_max_length",
+    }
+)
+"""Refusals of one row's content, not of the request's settings: a row's status, always."""
+SETTING_OF_PARAM = {
+    "max_tokens": "judge.limit_parameter",
+    "max_completion_tokens": "judge.limit_parameter",
+    "temperature": "judge.send_temperature",
+    "reasoning_effort": "judge.reasoning_effort",
+    "service_tier": "judge.service_tier",
+    "response_format": "judge.structured_output",
+    "n": "judge.model_profile",
+    "model": "judge.model",
+}
+"""The setting that decides a parameter of the request: what a refusal of it asks to change."""
+
+
+def misconfigured(refusal: Refusal, model: str) -> str:
+    """The one line that stops a run whose every request was refused the same way."""
+    setting = SETTING_OF_PARAM.get(refusal.param or "", "judge.model (or judge.base_url)")
+    return (
+        f"every request was refused the same way ({MISCONFIGURED_AFTER} in a row, none "
+        f"answered): {refusal.describe()}; check {setting} (model {model!r})"
+    )
+
 
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 30.0
@@ -59,8 +93,12 @@ class RetryPolicy:
         endpoint: str,
         events: Counter[str],
         rng: random.Random,
+        *,
+        shape: RequestShape | None = None,
     ) -> None:
         self.settings = settings
+        self._shape = shape
+        self._refusals_before_any_answer: Counter[tuple[int, str, str]] = Counter()
         self._api_key = api_key
         self._endpoint = endpoint
         self._events = events
@@ -77,10 +115,19 @@ class RetryPolicy:
         attempt, sent = 0, 0
         first_429_at: float | None = None
         tiers = TierState()
+        adapted: set[str] = set()
         while attempt < self.settings.endpoint.max_attempts:
             attempt += 1
             sent += 1
             outcome = await attempt_once(self._on_tier(request, tiers), sent)
+            if outcome.adapted is not None:
+                # A parameter the model refuses, now fitted: asked again at once, using no
+                # attempt; refused again after that, it is the request's rejection.
+                if outcome.adapted in adapted:
+                    self._rejected(request.what, outcome.refusal)
+                adapted.add(outcome.adapted)
+                attempt -= 1
+                continue
             if outcome.capacity:
                 last_problem = outcome.problem
                 if not await self._wait_for_capacity(tiers, attempt, outcome.retry_after):
@@ -149,9 +196,7 @@ class RetryPolicy:
             wait = self._retry_after(error.response.headers, attempt)
             return Attempt(problem="rate limited (429)", rate_limited=True, retry_after=wait)
         if isinstance(error, openai.APIStatusError):
-            self._stop_if_fatal(self._classify_status_error, error, what)
-            self._events[f"retry_{error.status_code}"] += 1
-            return Attempt(problem=f"server error ({error.status_code})")
+            return self._adapted(error) or self._status_error(error, what)
         if isinstance(error, openai.APITimeoutError):
             self._events["retry_timeout"] += 1
             timeout = self.tiers.timeout_of(request.tier)
@@ -231,9 +276,42 @@ class RetryPolicy:
                 f"Check the model name and the base URL."
             ) from None
         if status < 500 and status != 408:
-            raise JudgeRejectedError(
-                f"{what}: request rejected (HTTP {status}): {detail}"
-            ) from None
+            self._rejected(what, Refusal(status, error.code, error.param, detail))
+
+    def _status_error(self, error: openai.APIStatusError, what: str) -> Attempt:
+        """An error status: the run stops, the request is rejected, or it is asked again."""
+        self._stop_if_fatal(self._classify_status_error, error, what)
+        self._events[f"retry_{error.status_code}"] += 1
+        return Attempt(problem=f"server error ({error.status_code})")
+
+    def _adapted(self, error: openai.APIStatusError) -> Attempt | None:
+        """A 400 refusing a parameter the request shape adjusts to: the attempt to ask again
+        (None: not one)."""
+        if self._shape is None or error.status_code != 400:
+            return None
+        message = error_message(error)
+        if not self._shape.learn(error.param, error.code, message):
+            return None
+        self.answered()
+        refusal = Refusal(400, error.code, error.param, self._safe(message))
+        return Attempt(problem=refusal.describe(), adapted=error.param, refusal=refusal)
+
+    def _rejected(self, what: str, refusal: Refusal | None) -> NoReturn:
+        """Reject the request; stop the run when no chat request was answered yet and
+        `MISCONFIGURED_AFTER` were refused the same way (a setting, not a row)."""
+        if refusal is None:
+            raise JudgeRejectedError(f"{what}: request rejected") from None
+        if refusal.code not in ROW_CONTENT_CODES and not (
+            self._shape is not None and self._shape.answered
+        ):
+            kind = (refusal.status, refusal.code or "", refusal.param or "")
+            self._refusals_before_any_answer[kind] += 1
+            if self._refusals_before_any_answer[kind] >= MISCONFIGURED_AFTER:
+                self.fatal = JudgeFatalError(misconfigured(refusal, self.settings.endpoint.model))
+                raise self.fatal
+        raise JudgeRejectedError(
+            f"{what}: request rejected (HTTP {refusal.status}): {refusal.detail}"
+        ) from None
 
     def _raise_if_quota_exhausted(self, error: openai.RateLimitError) -> None:
         body = error.body if isinstance(error.body, dict) else {}

@@ -57,3 +57,35 @@ class FlexSpec:
     """After this, new requests go to the standard tier so that the run ends in time: a UTC
     time of day `HH:MM` (the first after the run starts) or `<seconds>s` after it starts;
     None: no deadline."""
+
+
+TokenLimitParameter = Literal["auto", "max_tokens", "max_completion_tokens"]
+SendTemperature = Literal["auto", "yes", "no"]
+EFFORT_CHOICES = ("lowest", "provider")
+"""`reasoning_effort` besides a model's own values: its lowest, or none sent (the provider's)."""
+
+
+def check_reasoning_effort(value: str, source: str = "judge.reasoning_effort") -> None:
+    if not value.strip() or value != value.strip():
+        raise ConfigError(f"{source}: an effort, `lowest` or `provider`, not {value!r}")
+
+
+@dataclass
+class ModelSpec:
+    """What the judge's model takes (`profiles.ModelProfile`): its profile by default, each
+    part overridable, and the reasoning effort it is asked for."""
+
+    profile: str = setting("auto", key="model_profile")
+    """The profile the model's requests are built with (docs/judge.md): `auto`, the one its
+    name matches (a model it does not know: `generic`, learning from the endpoint's 400s); or a
+    profile's name, for a model on a gateway under a name of its own."""
+    limit_parameter: TokenLimitParameter = "auto"
+    """The name of the output limit sent: `max_completion_tokens` (every current OpenAI
+    model), `max_tokens` (endpoints that know only that one); `auto`: the profile's."""
+    send_temperature: SendTemperature = "auto"
+    """Whether a prompt's temperature is sent: `no` for a model that takes only its default
+    (1); `auto`: the profile's."""
+    reasoning_effort: str = setting("lowest", check=check_reasoning_effort)
+    """The reasoning effort asked of a reasoning model: `lowest` (the lowest its profile
+    lists: judging needs little thought, and effort costs tokens and time), `provider` (none
+    sent: the provider's default, `medium` at OpenAI), or a value of its profile's."""

@@ -23,7 +23,10 @@ from ragas_ops.quality.report.data import (
     TEST_DOUBLE_PREFIXES,
     TREND_DAYS,
     ReportData,
+    RowsAt,
     distinct_interactions,
+    ranked_columns,
+    rows_of_table,
 )
 from ragas_ops.quality.report.html import HtmlReport, baseline_rule, judge_notice, verdict_findings
 from ragas_ops.quality.report.markdown import MarkdownReport, sparkline
@@ -50,6 +53,7 @@ def build_report(
     worst_examples: int = 5,
     rerun: RerunChange | None = None,
     columns: ColumnMapping = DEFAULT_COLUMNS,
+    rows_at: RowsAt | None = None,
 ) -> Report:
     """Build the report of `day`.
 
@@ -58,7 +62,8 @@ def build_report(
     `regression` the day's `check_regression` result. `manifest`'s top-level scalar entries
     are listed at the end; `rerun`, what this publish changed against the day's previous one
     (a section after the verdict); `columns`, the logs' names of the question, contexts and
-    answer (the scored rows keep them).
+    answer (the scored rows keep them). With `rows_at` (the day's rows by position),
+    `scored` needs only the `ranked_columns`: the rows shown are read alone.
     """
     if regression.day != day:
         raise ValueError(f"the regression check is for {regression.day}, not {day}")
@@ -70,6 +75,7 @@ def build_report(
         metrics=metrics,
         worst_examples=worst_examples,
         columns=columns,
+        rows_at=rows_at,
     )
     return Report(
         day=day,
@@ -82,10 +88,13 @@ __all__ = [
     "TEST_DOUBLE_PREFIXES",
     "TREND_DAYS",
     "Report",
+    "RowsAt",
     "baseline_rule",
     "build_report",
     "distinct_interactions",
     "judge_notice",
+    "ranked_columns",
+    "rows_of_table",
     "sparkline",
     "trend_svg",
     "verdict_findings",

@@ -7,7 +7,7 @@ import dataclasses
 import html
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -40,6 +40,45 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 DEFAULT_COLUMNS = ColumnMapping()
 escape = html.escape
 """Every logged text goes through this before it is written into HTML."""
+
+RowsAt = Callable[[Sequence[int], Sequence[str]], Mapping[int, Mapping[str, Any]]]
+"""The day's rows at some positions (row numbers of the day as it is read), in some columns:
+`DayTables.read_scored_rows`, or `rows_of_table` of a table in memory."""
+
+
+def ranked_columns(metrics: Sequence[str], columns: ColumnMapping = DEFAULT_COLUMNS) -> list[str]:
+    """The columns the report reads of every row of the day: what it ranks, counts and
+    names by (scores, statuses, reasons, the question, the judge). The texts and evidence of
+    the few rows it shows are read by position (`RowsAt`)."""
+    per_metric = [
+        f"{metric}_{part}" for metric in metrics for part in ("score", "status", "reason")
+    ]
+    return ["id", "judge", columns.question, *per_metric]
+
+
+def example_columns(
+    metrics: Sequence[str], segment_columns: Sequence[str], columns: ColumnMapping = DEFAULT_COLUMNS
+) -> list[str]:
+    """The columns an example shows (`example_of_row`), read for the chosen rows only."""
+    return [
+        "id",
+        columns.question,
+        columns.answer,
+        columns.contexts,  # what Metric.explain may quote
+        *segment_columns,
+        *(f"{metric}_{part}" for metric in metrics for part in ("score", "reason", "evidence")),
+    ]
+
+
+def rows_of_table(table: pa.Table) -> RowsAt:
+    """`RowsAt` over a table already in memory (tests, small days)."""
+
+    def rows_at(positions: Sequence[int], wanted: Sequence[str]) -> dict[int, dict[str, Any]]:
+        present = [name for name in dict.fromkeys(wanted) if name in table.column_names]
+        rows = table.select(present).take(pa.array(list(positions), pa.int64())).to_pylist()
+        return dict(zip(positions, rows, strict=True))
+
+    return rows_at
 
 
 # --- what the report shows ----------------------------------------------------------------------
@@ -93,7 +132,11 @@ class ReportData:
         metrics: Sequence[str],
         worst_examples: int,
         columns: ColumnMapping = DEFAULT_COLUMNS,
+        rows_at: RowsAt | None = None,
     ) -> ReportData:
+        """`scored` needs only the `ranked_columns` when `rows_at` gives the rows it shows
+        (else they are taken from `scored`)."""
+        rows_at = rows_at or rows_of_table(scored)
         first = (date.fromisoformat(day) - timedelta(days=TREND_DAYS - 1)).isoformat()
         days = [
             (date.fromisoformat(first) + timedelta(days=offset)).isoformat()
@@ -119,12 +162,16 @@ class ReportData:
             segment_columns=segment_columns,
             judges=_judges(today, scored),
             regression=regression,
-            examples={
-                metric: _worst(scored, metric, segment_columns, worst_examples, columns)
-                for metric in metrics
-            },
+            examples=worst_examples_of(
+                scored,
+                rows_at,
+                metrics=metrics,
+                segment_columns=segment_columns,
+                count=worst_examples,
+                columns=columns,
+            ),
             reasons={metric: _failure_reasons(scored, metric) for metric in metrics},
-            sampling=_Sampling.of(today, scored, metrics),
+            sampling=_Sampling.of(today, scored, metrics, rows_at),
             changes=_changes_by_metric(history, first, day, metrics),
         )
 
@@ -217,7 +264,11 @@ class _Sampling:
 
     @classmethod
     def of(
-        cls, today: Sequence[Mapping[str, Any]], scored: pa.Table, metrics: Sequence[str]
+        cls,
+        today: Sequence[Mapping[str, Any]],
+        scored: pa.Table,
+        metrics: Sequence[str],
+        rows_at: RowsAt,
     ) -> _Sampling | None:
         """None when no row of the day was left out (nothing to say)."""
         overall = [row for row in today if row["segment_column"] == ALL]
@@ -226,7 +277,8 @@ class _Sampling:
         left_out = max(int(row.get("rows_not_sampled") or 0) for row in overall)
         if not left_out:
             return None
-        return cls(int(overall[0]["rows"]), left_out, _configured_fraction(scored, metrics))
+        fraction = _configured_fraction(scored, metrics, rows_at)
+        return cls(int(overall[0]["rows"]), left_out, fraction)
 
     @property
     def sampled(self) -> int:
@@ -249,18 +301,25 @@ class _Sampling:
         return _money(None if cost is None else cost / self.sampled * 1000)
 
 
-def _configured_fraction(scored: pa.Table, metrics: Sequence[str]) -> float | None:
+def _configured_fraction(scored: pa.Table, metrics: Sequence[str], rows_at: RowsAt) -> float | None:
     for metric in metrics:
         status_column, evidence_column = f"{metric}_status", f"{metric}_evidence"
-        if status_column not in scored.column_names or evidence_column not in scored.column_names:
+        if status_column not in scored.column_names:
             continue
-        left_out = scored.filter(pc.equal(scored[status_column], Status.NOT_SAMPLED.value))
-        for raw in left_out[evidence_column].to_pylist()[:1]:
-            try:
-                fraction = json.loads(raw or "null").get("sample_fraction")
-            except (json.JSONDecodeError, AttributeError):
-                return None
-            return float(fraction) if isinstance(fraction, int | float) else None
+        left_out = pc.indices_nonzero(
+            pc.fill_null(pc.equal(scored[status_column], Status.NOT_SAMPLED.value), False)
+        )
+        if not len(left_out):
+            continue
+        first = left_out[0].as_py()
+        row = rows_at([first], [evidence_column])[first]
+        if evidence_column not in row:
+            continue
+        try:
+            fraction = json.loads(row[evidence_column] or "null").get("sample_fraction")
+        except (json.JSONDecodeError, AttributeError):
+            return None
+        return float(fraction) if isinstance(fraction, int | float) else None
     return None
 
 
@@ -291,20 +350,36 @@ def _judges(today: Sequence[Mapping[str, Any]], scored: pa.Table) -> list[str]:
     return sorted(found)
 
 
-def _worst(
-    scored: pa.Table,
-    metric: str,
+def worst_examples_of(
+    ranking: pa.Table,
+    rows_at: RowsAt,
+    *,
+    metrics: Sequence[str],
     segment_columns: Sequence[str],
     count: int,
-    columns: ColumnMapping,
-) -> list[Example]:
-    """The `count` lowest-scored rows of `metric` (see `worst_positions`)."""
-    worst = worst_positions(scored, metric, count, question=columns.question)
-    rows = scored.take(pa.array([position for position, _ in worst], pa.int64())).to_pylist()
-    return [
-        dataclasses.replace(example_of_row(row, metric, segment_columns, columns), repeats=repeat)
-        for row, (_, repeat) in zip(rows, worst, strict=True)
-    ]
+    columns: ColumnMapping = DEFAULT_COLUMNS,
+) -> dict[str, list[Example]]:
+    """The `count` lowest-scored rows per metric of distinct questions (`worst_positions`),
+    as examples. Only `ranking`'s score, status and question columns are read for every
+    row; the chosen rows' text and evidence come from `rows_at`, read once for all metrics,
+    so a day of a million rows costs a few columns, not the table."""
+    wanted = {
+        metric: worst_positions(ranking, metric, count, question=columns.question)
+        for metric in metrics
+    }
+    positions = sorted({position for worst in wanted.values() for position, _ in worst})
+    rows = (
+        rows_at(positions, example_columns(metrics, segment_columns, columns)) if positions else {}
+    )
+    return {
+        metric: [
+            dataclasses.replace(
+                example_of_row(rows[position], metric, segment_columns, columns), repeats=repeats
+            )
+            for position, repeats in worst
+        ]
+        for metric, worst in wanted.items()
+    }
 
 
 def worst_positions(

@@ -141,6 +141,7 @@ class HtmlReport:
             f"<title>RAG quality report {escape(data.day)}</title>",
             f"<style>{_CSS}</style></head><body><main>",
             self._header(),
+            input_alarm_html(self.manifest.get("input_alarm")),
             self._verdict(),
             self._rerun(),
             self._cards(),
@@ -366,6 +367,19 @@ class HtmlReport:
         return f"<h2>Run</h2><table><tbody>{rows}</tbody></table>"
 
 
+def input_alarm_html(alarm: Mapping[str, Any] | None) -> str:
+    """The day's input alarm (`pipeline.input_health`) as the first thing under the title: a
+    broken input must not read as a quiet day."""
+    if not alarm:
+        return ""
+    tone = "regression" if alarm.get("severity") == "failure" else "warn"
+    return (
+        f'<section class="verdict verdict-{tone} input-alarm">'
+        f'<span class="label">{escape(str(alarm.get("title", "")))}</span>'
+        f"<strong>{escape(str(alarm.get('message', '')))}</strong></section>"
+    )
+
+
 def verdict_findings(regression: RegressionReport) -> list[RegressionFinding]:
     """The findings listed under the headline, overall first: what regressed, what improved,
     then the overall checks that could not be made (the headline counts the same ones)."""
@@ -486,7 +500,7 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             for item in plan.get("rejected_files", [])
         ]
         facts += [
-            (f"ignored file {path}", "not read: not a Parquet name (.parquet, .parq, .pq)")
+            (f"ignored file {path}", "not read: not a log file name (.parquet, .jsonl, .csv...)")
             for path in plan.get("ignored_files", [])
         ]
     replaced = manifest.get("replaced")

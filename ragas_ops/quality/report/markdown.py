@@ -75,6 +75,9 @@ class MarkdownReport:
         notice = judge_notice(data.test_double)
         if notice:
             lines += [f"> **{notice[0]}** {notice[1]}", ""]
+        alarm = self.manifest.get("input_alarm")
+        if alarm:  # broken input before any verdict: no quiet day
+            lines += [f"> **{_md(alarm['title'])}** {_md(alarm['message'])}", ""]
         lines += self._verdict()
         lines += self._rerun()
         lines += self._metrics()

@@ -22,10 +22,15 @@ interface only.
     with JudgeServer(JudgeServerConfig(rpm=600, rate_5xx=0.1)) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
 
-Its parts, one module each: `config` (the settings and their checks), `buckets` (the rate
-limits), `replies` (reading a request, answering it, the faults), `stats` (what GET /stats
-counts), `app` (the dispatch: everything but the sockets), `server` (the HTTP plumbing and
-`JudgeServer`) and `cli` (`ragas-ops test-judge`).
+It plays today's models (`models`): any name it does not know as a classic model, OpenAI's
+reasoning models as strictly as OpenAI (`max_tokens` and a temperature other than 1 refused,
+efforts by model, hidden reasoning tokens out of `max_completion_tokens`, flex only for them)
+and a retired one (404 `model_not_found`); `GET /v1/models/{id}` gives a `shutdown_date`.
+
+Its parts, one module each: `config` (the settings and their checks), `models` (the models
+it plays), `buckets` (the rate limits), `replies` (reading a request, answering it, the
+faults), `stats` (what GET /stats counts), `app` (the dispatch: everything but the
+sockets), `server` (the HTTP plumbing and `JudgeServer`) and `cli` (`ragas-ops test-judge`).
 """
 
 from __future__ import annotations

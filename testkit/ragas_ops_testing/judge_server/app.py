@@ -26,6 +26,7 @@ from ragas_ops_testing.judge_server.config import (
     JudgeServerConfig,
     validate_config,
 )
+from ragas_ops_testing.judge_server.models import ModelRefusal
 from ragas_ops_testing.judge_server.replies import (
     MALFORMED_KINDS,
     BadRequest,
@@ -40,6 +41,7 @@ from ragas_ops_testing.judge_server.replies import (
     embedding_payload,
     error_reply,
     malform,
+    model_payload,
     models_payload,
     retry_headers,
     served_tier,
@@ -51,6 +53,7 @@ _ENDPOINTS = {
     ("POST", "/v1/embeddings"): "embeddings",
     ("GET", "/v1/models"): "models",
 }
+_MODEL_PREFIX = "/v1/models/"  # GET /v1/models/{id}
 # The Files and Batch APIs ("files", "batches") have ids in their paths: see `api_of`.
 
 
@@ -128,6 +131,8 @@ class App:
             with self._lock:
                 return Reply(200, {"requests": list(self._request_log)})
         endpoint = _ENDPOINTS.get((method, route)) or api_of(route)
+        if endpoint is None and method == "GET" and route.startswith(_MODEL_PREFIX):
+            endpoint = "model"
         self._begin(endpoint or "other")
         started_at = time.time()
         reply: Reply | None = None
@@ -140,6 +145,8 @@ class App:
             self._end(reply)
             if endpoint in ("chat", "embeddings") and self.settings().request_log:
                 self._log_request(endpoint, started_at, reply, body)
+        if reply is not None and self.settings().echo_key:
+            echo_key(reply, authorization)
         return reply
 
     def _log_request(
@@ -170,14 +177,25 @@ class App:
             return denied
         if endpoint == "models":
             return Reply(200, models_payload())
+        if endpoint == "model":
+            return model_payload(what.split(" ", 1)[1][len(_MODEL_PREFIX) :], settings)
         try:
             job = self._job(endpoint, body, settings)
             reply = self._run(job, settings)
         except BadRequest as error:
             reply = error_reply(400, str(error), "invalid_request_error", error.code)
+        except ModelRefusal as refusal:
+            reply = self._refused(refusal)
         if reply is not None:
             reply.headers.update(self._ratelimit_headers())
         return reply
+
+    def _refused(self, refusal: ModelRefusal) -> Reply:
+        """What the model refuses, as OpenAI says it (`param` names the parameter)."""
+        with self._lock:
+            self._stats.refused_by_param[refusal.param or refusal.code] += 1
+        kind = "invalid_request_error"
+        return error_reply(refusal.status, str(refusal), kind, refusal.code, param=refusal.param)
 
     def _serve_batch_api(
         self, method: str, path: str, authorization: str | None, body: bytes, content_type: str
@@ -199,6 +217,8 @@ class App:
             job = self._job(_ENDPOINTS[("POST", url)], json.dumps(body).encode(), settings)
         except BadRequest as error:
             return 400, error_reply(400, str(error), "invalid_request_error", error.code).payload
+        except ModelRefusal as refusal:
+            return refusal.status, self._refused(refusal).payload
         if isinstance(job, EmbeddingJob):
             return 200, embedding_payload(job)
         malformed = self._draw_faults(settings).malformed
@@ -221,7 +241,7 @@ class App:
             raise BadRequest("the request body must be a JSON object")
         if endpoint == "embeddings":
             return embedding_job(request, settings.embedding_dim)
-        job = chat_job(request, settings.ignore_n)
+        job = chat_job(request, settings)
         with self._lock:
             self._stats.requests_by_prompt[job.prompt.name] += 1
         return job
@@ -320,6 +340,7 @@ class App:
                 self._stats.hung_prompt_tokens += job.prompt_tokens
                 self._stats.hung_completion_tokens += completion_tokens
             self._stats.completion_tokens += completion_tokens
+            self._stats.reasoning_tokens += sum(job.reasoning)
             self._stats.answered_by_endpoint["chat"] += 1
             self._stats.answered_by_tier[tier or "none"] += 1
         return Reply(200, payload, {"x-request-id": payload["id"]})
@@ -469,6 +490,20 @@ def _bad_reply(kind: str, chat: bool) -> Reply:
     if kind == "truncated_body":
         return Reply(200, body[: len(body) // 2])
     return Reply(200, body, reset_after_headers=True)  # "reset"
+
+
+def echo_key(reply: Reply, authorization: str | None) -> None:
+    """`reply` reflecting the caller's credential, as a leaky gateway does (`echo_key`)."""
+    if not authorization:
+        return
+    key = authorization.removeprefix("Bearer ").strip()
+    reply.headers["x-echo-authorization"] = authorization
+    reply.headers["x-echo-key"] = key
+    if isinstance(reply.payload, dict):
+        reply.payload["gateway_echo"] = {"authorization": authorization, "key": key}
+        error = reply.payload.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            error["message"] += f" (gateway: the request's key was {key})"
 
 
 def _server_error(status: int) -> Reply:

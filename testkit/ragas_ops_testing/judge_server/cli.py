@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep every chat and embeddings request (times, status, body) for GET /requests",
     )
     add(
+        "--echo-key",
+        action="store_true",
+        help="reflect the caller's key in every reply's headers and body, as a leaky gateway does",
+    )
+    add(
         "--prompt-cache-min-tokens",
         type=_positive_int,
         help="report cached prompt tokens for first messages this long, seen before (OpenAI: 1024)",
@@ -134,6 +139,7 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         api_key=api_key,
         ignore_n=args.ignore_n,
         request_log=args.request_log,
+        echo_key=args.echo_key,
         prompt_cache_min_tokens=args.prompt_cache_min_tokens,
         seed=args.seed,
         batch_seconds=args.batch_seconds,

@@ -10,6 +10,7 @@ from ragas_ops_testing.batch_api import validate_batch_settings
 from ragas_ops_testing.heuristics import (
     MAX_EMBEDDING_DIM,
 )
+from ragas_ops_testing.judge_server.models import check_aliases
 
 CHAT_MODEL = "ragas-ops-test-judge"
 EMBEDDING_MODEL = "ragas-ops-test-embedding"
@@ -65,6 +66,16 @@ class JudgeServerConfig:
     # Keep every chat and embeddings request for `GET /requests` (arrival, end, status, body):
     # which rows were asked how often, and when, across all the clients (kept in memory).
     request_log: bool = False
+    # The models it plays (see `models`): a name it does not know played as a model it knows
+    # (an unknown gateway's model that behaves as one), and shutdown dates to report in
+    # `GET /v1/models/{id}` besides the table's.
+    model_aliases: dict[str, str] = field(default_factory=dict)
+    shutdown_dates: dict[str, str] = field(default_factory=dict)
+    # Behave like a gateway that reflects the caller's credential (seen in the wild: debug
+    # headers, "invalid key sk-..." errors): every reply carries the Authorization header it
+    # was sent in `x-echo-authorization` and its bare key in `x-echo-key`, and a JSON reply
+    # repeats both in its body (an error reply: in its message too).
+    echo_key: bool = False
 
 
 # The kinds of replies that are not API replies, by the setting that makes them (one draw
@@ -114,6 +125,7 @@ def validate_config(config: JudgeServerConfig) -> None:
         raise ValueError(f"admission must be max_tokens or usage, not {config.admission!r}")
     if not 1 <= config.embedding_dim <= MAX_EMBEDDING_DIM:
         raise ValueError(f"embedding_dim must be in [1, {MAX_EMBEDDING_DIM}]")
+    check_aliases(config.model_aliases)
     validate_batch_settings(config)
 
 

@@ -31,6 +31,7 @@ from ragas_ops_testing.judge_server.config import (
     SERVICE_TIERS,
     JudgeServerConfig,
 )
+from ragas_ops_testing.judge_server.models import check_request, reasoning_tokens, served_model
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _MAX_N = 128
@@ -72,9 +73,11 @@ def error_reply(
     kind: str,
     code: str | None = None,
     headers: Mapping[str, str] | None = None,
+    *,
+    param: str | None = None,
 ) -> Reply:
-    """An OpenAI-style error reply."""
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    """An OpenAI-style error reply (`param`: the request's parameter it is about)."""
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return Reply(status, body, dict(headers or {}))
 
 
@@ -117,6 +120,8 @@ class ChatJob:
     """An answer was longer than `max_tokens`: it stops there (`finish_reason: length`)."""
     service_tier: str | None = None
     """The `service_tier` the request named (None: none)."""
+    reasoning: list[int] = field(default_factory=list)
+    """The hidden reasoning tokens of each choice (a classic model: none)."""
 
     @property
     def reserved_completion(self) -> int:
@@ -152,8 +157,14 @@ def _message_text(message: Mapping[str, Any]) -> str:
     return ""
 
 
-def chat_job(request: Mapping[str, Any], ignore_n: bool) -> ChatJob:
-    """Validate a chat request, recognise its prompt and compute the answers for its choices."""
+def chat_job(request: Mapping[str, Any], settings: JudgeServerConfig) -> ChatJob:
+    """Validate a chat request (as strictly as the model it names, see `models`), recognise its
+    prompt and compute the answers for its choices."""
+    model = served_model(
+        str(request.get("model") or CHAT_MODEL), settings.model_aliases, settings.shutdown_dates
+    )
+    effort = check_request(model, request)
+    ignore_n = settings.ignore_n
     messages = request.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise BadRequest("'messages' must be a list of message objects")
@@ -176,8 +187,7 @@ def chat_job(request: Mapping[str, Any], ignore_n: bool) -> ChatJob:
     else:
         data = _first_user_data(messages)
         contents = [_answer(prompt, data, sample) for sample in choices]
-    model = str(request.get("model") or CHAT_MODEL)
-    if model.endswith(LENIENT_SUFFIX):
+    if model.id.endswith(LENIENT_SUFFIX):
         contents = [lenient(content) for content in contents]
     prompt_tokens = sum(estimate_tokens(_message_text(message)) + 4 for message in messages)
     prefix = _message_text(messages[0]) if messages else ""
@@ -187,11 +197,18 @@ def chat_job(request: Mapping[str, Any], ignore_n: bool) -> ChatJob:
     service_tier = request.get("service_tier")
     if service_tier is not None and service_tier not in SERVICE_TIERS:
         raise BadRequest(f"'service_tier' must be one of {list(SERVICE_TIERS)}", "invalid_value")
+    prompt_text = "".join(_message_text(message) for message in messages)
+    reasoning = [reasoning_tokens(effort, prompt_text, sample) for sample in choices]
     whole = contents
     if max_tokens is not None:
-        contents = [_cut_to(content, max_tokens) for content in contents]
+        # Reasoning comes out of the budget first: what is left is the visible answer's.
+        reasoning = [min(spent, max_tokens) for spent in reasoning]
+        contents = [
+            "" if spent >= max_tokens else _cut_to(content, max_tokens - spent)
+            for content, spent in zip(contents, reasoning, strict=True)
+        ]
     return ChatJob(
-        model,
+        model.id,
         prompt,
         contents,
         prompt_tokens,
@@ -201,6 +218,7 @@ def chat_job(request: Mapping[str, Any], ignore_n: bool) -> ChatJob:
         len(contents),
         cut_short=contents != whole,
         service_tier=service_tier,
+        reasoning=reasoning,
     )
 
 
@@ -339,7 +357,8 @@ def chat_payload(
     *,
     service_tier: str | None = None,
 ) -> Any:
-    completion_tokens = sum(estimate_tokens(content) for content in contents)
+    reasoning = sum(job.reasoning)
+    completion_tokens = sum(estimate_tokens(content) for content in contents) + reasoning
     choices = [
         {
             "index": index,
@@ -361,6 +380,7 @@ def chat_payload(
             "completion_tokens": completion_tokens,
             "total_tokens": job.prompt_tokens + completion_tokens,
             "prompt_tokens_details": {"cached_tokens": cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
         },
     }
     if service_tier is not None:
@@ -383,6 +403,16 @@ def embedding_payload(job: EmbeddingJob) -> Any:
         "model": job.model,
         "usage": {"prompt_tokens": job.tokens, "total_tokens": job.tokens},
     }
+
+
+def model_payload(name: str, settings: JudgeServerConfig) -> Reply:
+    """`GET /v1/models/{id}`: the model, with its `shutdown_date` when it has one; a retired
+    model is 404 `model_not_found`, as every request naming it."""
+    model = served_model(name, settings.model_aliases, settings.shutdown_dates)
+    if model.retired:
+        message = f"The model `{name}` does not exist or you do not have access to it."
+        return error_reply(404, message, "invalid_request_error", "model_not_found")
+    return Reply(200, model.description())
 
 
 def models_payload() -> Any:

@@ -199,6 +199,14 @@ class JudgeServer:
         """A snapshot of what the server has seen and done (see `Stats`); thread-safe."""
         return self._app.stats()
 
+    def requests(self) -> list[dict[str, Any]]:
+        """The requests kept with `request_log` (as `GET /requests`: endpoint, times, status,
+        body)."""
+        reply = self._app.handle("GET", "/requests", None, b"")
+        assert reply is not None
+        requests: list[dict[str, Any]] = reply.payload["requests"]
+        return requests
+
     def reset_stats(self) -> None:
         """Start counting afresh (rate-limit buckets are left as they are)."""
         self._app.reset_stats()

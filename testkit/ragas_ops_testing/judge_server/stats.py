@@ -41,7 +41,9 @@ class Stats:
     auth_failures: int = 0
     dropped: int = 0  # requests left unanswered because the server stopped
     prompt_tokens: int = 0
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # reasoning tokens included, as OpenAI reports and bills them
+    reasoning_tokens: int = 0
+    refused_by_param: Counter[str] = field(default_factory=Counter)  # a model's 400s/404s
     limiter_tokens: int = 0  # what the tokens bucket was charged (reservations included)
     hung_prompt_tokens: int = 0  # of chat replies sent after a hang: billed, the client may be gone
     hung_completion_tokens: int = 0

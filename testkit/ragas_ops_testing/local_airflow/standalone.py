@@ -8,6 +8,10 @@ logs as the pipeline's lake, a judge that works without set-up, and the DAG unpa
 scheduler at once scores yesterday). It returns when Airflow is healthy and the DAG is loaded,
 printing the URL and the login. `down` stops every process it started.
 
+With `--raw` (and `--segments`, or a config file, `--config`) it runs on the user's own logs
+instead of the demo lake: they are read where they are, never copied; the tables are written
+under the home's `lake/warehouse` unless the config file names a warehouse.
+
 Everything lives in one folder, `.airflow/` by default: AIRFLOW_HOME (airflow.cfg, airflow.db,
 task logs), the lake, the judge cache, the components' log, `env.sh` (the settings, to `source`
 before typing `airflow ...` commands) and the state file `down` reads.
@@ -23,6 +27,7 @@ import shlex
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -141,7 +146,71 @@ def judge_environment(judge: JudgeChoice, test_judge_url: str | None) -> dict[st
     return {"RAGAS_OPS_JUDGE_KIND": "openai"}
 
 
-def airflow_environment(standalone: Standalone, judge: Mapping[str, str]) -> dict[str, str]:
+@dataclass(frozen=True)
+class OwnLogs:
+    """`airflow up --raw/--segments/--config`: the user's logs instead of the demo lake."""
+
+    raw: str | None = None
+    """Where the logs are (`<raw>/dt=YYYY-MM-DD/*.parquet|jsonl|csv`): a folder or s3://."""
+    segments: tuple[str, ...] | None = None
+    """The segment columns; none: the config file's (else no breakdown)."""
+    config: Path | None = None
+    """A ragas-ops config file (`[columns]`, `[pipeline]`...), as RAGAS_OPS_CONFIG."""
+
+    @property
+    def given(self) -> bool:
+        return self.raw is not None or self.segments is not None or self.config is not None
+
+    def raw_uri(self) -> str | None:
+        """`raw` as every Airflow process must read it: a local folder made absolute."""
+        if self.raw is None or ("://" in self.raw and not self.raw.startswith("file://")):
+            return self.raw
+        return str(Path(self.raw.removeprefix("file://")).expanduser().resolve())
+
+
+DEMO_PIPELINE = {"RAGAS_OPS_PIPELINE_SEGMENTS": "app,model_version"}
+"""The demo lake's segment columns."""
+
+
+def pipeline_environment(standalone: Standalone, own: OwnLogs) -> dict[str, str]:
+    """Where the pipeline reads and writes: the demo lake, or the user's logs (`own`). A
+    variable overrides the config file, so only what a flag gives (or the file leaves out)
+    is set."""
+    warehouse = {"RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(standalone.lake / "warehouse")}
+    if not own.given:
+        return {
+            "RAGAS_OPS_PIPELINE_RAW_URI": str(standalone.lake / "raw"),
+            **warehouse,
+            **DEMO_PIPELINE,
+        }
+    environment = {}
+    in_file: Mapping[str, Any] = {}
+    if own.config is not None:
+        config = own.config.expanduser().resolve()
+        if not config.is_file():
+            raise StandaloneError(f"--config {own.config}: no such file")
+        environment["RAGAS_OPS_CONFIG"] = str(config)
+        settings_from_environment({"RAGAS_OPS_CONFIG": str(config)})  # a bad file fails here
+        in_file = tomllib.loads(config.read_text()).get("pipeline", {})
+    raw = own.raw_uri()
+    if raw is None and "raw_uri" not in in_file:
+        raise StandaloneError(
+            "bring your own logs: --raw names their folder (or raw_uri in --config's [pipeline])"
+        )
+    if raw is not None:
+        if "://" not in raw and not Path(raw).is_dir():
+            raise StandaloneError(f"--raw {own.raw}: no such folder ({raw})")
+        environment["RAGAS_OPS_PIPELINE_RAW_URI"] = raw
+    if "warehouse_uri" not in in_file:
+        environment.update(warehouse)
+    if own.segments is not None:
+        environment["RAGAS_OPS_PIPELINE_SEGMENTS"] = ",".join(own.segments)
+    return environment
+
+
+def airflow_environment(
+    standalone: Standalone, judge: Mapping[str, str], own: OwnLogs | None = None
+) -> dict[str, str]:
     """Airflow's and the pipeline's settings for `standalone`, as environment variables (also
     written to env.sh, so contains nothing secret)."""
     home = standalone.home
@@ -170,9 +239,7 @@ def airflow_environment(standalone: Standalone, judge: Mapping[str, str]) -> dic
         # readable by this user only, read through a command, so env.sh names no secret.
         # Airflow's own default is 24 bytes, and PyJWT warned of it ten times a start.
         "AIRFLOW__API_AUTH__JWT_SECRET_CMD": f"cat {shlex.quote(str(home / SIGNING_KEY_FILE))}",
-        "RAGAS_OPS_PIPELINE_RAW_URI": str(standalone.lake / "raw"),
-        "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(standalone.lake / "warehouse"),
-        "RAGAS_OPS_PIPELINE_SEGMENTS": "app,model_version",
+        **pipeline_environment(standalone, own or OwnLogs()),
         "RAGAS_OPS_PIPELINE_CHUNK_ROWS": "100",
         "RAGAS_OPS_PIPELINE_IS_PAUSED_UPON_CREATION": "False",
         "RAGAS_OPS_JUDGE_CACHE_PATH": str(home / "cache" / "judge.sqlite"),
@@ -238,11 +305,15 @@ def admin_password(home: Path) -> str:
 
 
 def prepare(
-    standalone: Standalone, environment: Mapping[str, str], days: int, rows: int
+    standalone: Standalone,
+    environment: Mapping[str, str],
+    days: int,
+    rows: int,
+    own: OwnLogs | None = None,
 ) -> tuple[str, list[str], bool]:
     """The metadata database, the pools, the admin's password, the JWT key and the demo lake
-    (written only when there is none yet); returns what was done with the lake, the days it
-    holds, and whether it is new."""
+    (written only when there is none yet, and not for the user's own logs); returns what was
+    done with the lake, the days it holds, and whether it is new."""
     standalone.home.mkdir(parents=True, exist_ok=True)
     admin_password(standalone.home)
     make_signing_key(standalone.home)
@@ -251,6 +322,10 @@ def prepare(
     pools_path.write_text(json.dumps(pools(environment), indent=2) + "\n")
     for command in (["db", "migrate"], ["pools", "import", str(pools_path)]):
         airflow_cli(command, environment, timeout=180)
+    if own is not None and own.given:
+        where = settings_from_environment(environment).pipeline.raw_uri
+        held = lake_days(Path(where)) if "://" not in where else []
+        return f"your logs: {where} ({len(held)} day folder(s)), read where they are", held, False
     raw = standalone.lake / "raw"
     if raw.exists():
         return f"the lake already exists, kept as it is: {raw}", lake_days(raw), False
@@ -421,6 +496,7 @@ def up(
     days: int = 7,
     rows: int = 200,
     timeout: float = 240,
+    own: OwnLogs | None = None,
 ) -> int:
     """Start Airflow standalone for this project and wait until it is ready (see the module)."""
     home = home.resolve()
@@ -438,10 +514,10 @@ def up(
     taken = {standalone.port, standalone.execution_port}
     test_judge_port = free_port(taken=taken) if chosen == "test" else 0
     test_judge_url = f"http://127.0.0.1:{test_judge_port}/v1" if chosen == "test" else None
-    settings = airflow_environment(standalone, judge_environment(chosen, test_judge_url))
+    settings = airflow_environment(standalone, judge_environment(chosen, test_judge_url), own)
     environment = process_environment(settings)
     say(f"judge: {JUDGE_DESCRIPTIONS[chosen]}")
-    said, held, new_lake = prepare(standalone, environment, days, rows)
+    said, held, new_lake = prepare(standalone, environment, days, rows, own)
     say(said)
     write_env_file(standalone, settings)
     group = start(standalone, environment, test_judge_port)
@@ -453,7 +529,7 @@ def up(
     except BaseException:
         stop(home)
         raise
-    print_ready(standalone, held, new_lake=new_lake)
+    print_ready(standalone, held, new_lake=new_lake, environment=environment)
     return 0
 
 
@@ -467,9 +543,16 @@ JUDGE_DESCRIPTIONS: dict[JudgeChoice, str] = {
 }
 
 
-def print_ready(standalone: Standalone, days: list[str], *, new_lake: bool) -> None:
+def print_ready(
+    standalone: Standalone,
+    days: list[str],
+    *,
+    new_lake: bool,
+    environment: Mapping[str, str] | None = None,
+) -> None:
     """The URL and the login, and the backfill that scores the lake's other days. The
     password goes to a terminal only; elsewhere (a CI log, a file) only where to read it."""
+    pipeline = settings_from_environment(environment or {}).pipeline if environment else None
     where = standalone.path(PASSWORDS_FILE)
     password = admin_password(standalone.home) if sys.stdout.isatty() else None
     say("")
@@ -477,8 +560,16 @@ def print_ready(standalone: Standalone, days: list[str], *, new_lake: bool) -> N
     started = ": it scores yesterday" if new_lake else ""
     say(f"Airflow is ready: {standalone.url}  (DAG {DAG_ID} unpaused{started})")
     say(f"login: {ADMIN} / {password}" if password else f"login: {ADMIN}, password in {where}")
-    say(f"lake: {standalone.lake}; reports under {standalone.lake / 'warehouse' / 'reports'}")
+    if pipeline is not None and pipeline.raw_uri != str(standalone.lake / "raw"):
+        say(f"logs: {pipeline.raw_uri}; tables and reports under {pipeline.warehouse_uri}")
+        say(f"segments: {', '.join(pipeline.segments) or 'none'}")
+    else:
+        say(f"lake: {standalone.lake}; reports under {standalone.lake / 'warehouse' / 'reports'}")
     say(f"airflow commands: source {standalone.path(ENV_FILE)}")
+    if len(days) == 1:
+        conf = json.dumps({"day": days[0]})
+        say(f"to score {days[0]}: source {standalone.path(ENV_FILE)} && ")
+        say(f"  airflow dags trigger {DAG_ID} -c '{conf}'")
     if len(days) > 1:
         say(f"lake days: {days[0]} to {days[-1]}; to score them all (the quality page then shows")
         say("  the last day's regression against the days before it):")

@@ -1,11 +1,15 @@
 """`ragas-ops airflow up` under a real scheduler: the recipe of docs/airflow-local.md, end to end.
 
 `up` starts Airflow's two api-servers, scheduler (LocalExecutor, SQLite), dag-processor and
-triggerer, with the test judge over HTTP on 127.0.0.1 and a demo lake of four days. The DAG is
+triggerer, with the test judge over HTTP on 127.0.0.1 and a demo lake of five days. The DAG is
 unpaused on creation, so the scheduler scores yesterday by itself; the test adds a manual run
-(through the REST API, as the UI's trigger button does) and a two-day `airflow backfill create`
-(typed after `source env.sh`, as the docs say), waits for all four runs, and checks what they
-wrote. Everything `up` started is stopped (its process group) even when the test fails.
+(through the REST API, as the UI's trigger button does) and a three-day `airflow backfill
+create` (typed after `source env.sh`, as the docs say), waits for all five runs, and checks
+what they wrote. Beside the project's DAGs, a second DAG bundle holds two consumers of the
+nightly DAG's Assets: docs/bi.md's per-day extract (`PartitionedAssetTimetable` on
+`ragas_ops_daily_metrics_by_day`), which must run once per day scored with that day as its
+`partition_key`, and a plain `schedule=[Asset("ragas_ops_daily_metrics")]` DAG, which must
+still run. Everything `up` started is stopped (its process group) even when the test fails.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_process import server_stats
@@ -39,10 +45,31 @@ from ragas_ops_testing.local_airflow.standalone import (
 
 PROJECT = Path(__file__).resolve().parents[3]
 DAG_ID = "ragas_ops_nightly"
-DAYS = 4
+DAYS = 5
 ROWS = 12
 UP_TIMEOUT = 200  # seconds: `up` waits at most this long for a healthy Airflow and the DAG
-RUNS_TIMEOUT = 200  # seconds for the four runs
+RUNS_TIMEOUT = 240  # seconds for the five runs, and again for their consumers' runs
+EXTRACT_DAG_ID = "ragas_ops_daily_extract"  # docs/bi.md's partition-aware consumer
+PLAIN_DAG_ID = "ragas_ops_plain_consumer"
+PLAIN_CONSUMER = f"""
+from airflow.sdk import Asset, dag, task
+
+
+@dag(dag_id={PLAIN_DAG_ID!r}, schedule=[Asset("ragas_ops_daily_metrics")], catchup=False)
+def plain_consumer():
+    @task
+    def days_written(triggering_asset_events=None):
+        return sorted(
+            event.extra["day"]
+            for events in triggering_asset_events.values()
+            for event in events
+        )
+
+    days_written()
+
+
+plain_consumer()
+"""
 
 
 @dataclass
@@ -77,6 +104,32 @@ def ragas_ops(*arguments: str, environment: dict[str, str], timeout: float) -> A
     )
 
 
+def extract_consumer_from_docs() -> str:
+    """docs/bi.md's example consumer DAG, as a reader would copy it."""
+    text = (PROJECT / "docs" / "bi.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    [block] = [block for block in blocks if f"def {EXTRACT_DAG_ID}()" in block]
+    return str(block)
+
+
+def consumers_bundle(folder: Path, extracts: Path) -> dict[str, str]:
+    """A DAG bundle of the two consumers beside the project's, and what they need."""
+    folder.mkdir()
+    (folder / f"{EXTRACT_DAG_ID}.py").write_text(extract_consumer_from_docs())
+    (folder / f"{PLAIN_DAG_ID}.py").write_text(PLAIN_CONSUMER)
+    local = "airflow.dag_processing.bundles.local.LocalDagBundle"
+    bundles = [
+        {"name": "dags-folder", "classpath": local, "kwargs": {}},  # the project's dags/
+        {"name": "consumers", "classpath": local, "kwargs": {"path": str(folder)}},
+    ]
+    return {
+        "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": json.dumps(bundles),
+        # a paused consumer is not queued by an asset event: the consumers start unpaused
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "DAILY_EXTRACT_DIR": str(extracts),
+    }
+
+
 def log_tail(home: Path) -> str:
     log = home / LOG_FILE
     return log.read_text(errors="replace")[-6000:] if log.exists() else "(no log)"
@@ -85,7 +138,10 @@ def log_tail(home: Path) -> str:
 @pytest.fixture
 def airflow(tmp_path: Path) -> Iterator[Running]:
     home = tmp_path / "airflow"
-    environment = clean_environment()
+    environment = {
+        **clean_environment(),
+        **consumers_bundle(tmp_path / "consumers", tmp_path / "extracts"),
+    }
     try:
         up = ragas_ops(
             *("airflow", "up", "--home", str(home), "--port", "0", "--judge", "test"),
@@ -106,17 +162,17 @@ def airflow(tmp_path: Path) -> Iterator[Running]:
                 os.killpg(group, signal.SIGKILL)
 
 
-def runs_when_done(api: AirflowApi, count: int) -> list[dict[str, Any]]:
+def runs_when_done(api: AirflowApi, count: int, dag_id: str = DAG_ID) -> list[dict[str, Any]]:
     """The DAG's runs, once there are `count` and none is queued or running (bounded)."""
     deadline = time.monotonic() + RUNS_TIMEOUT
     runs: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
-        runs = api.call(f"dags/{DAG_ID}/dagRuns")["dag_runs"]
+        runs = api.call(f"dags/{dag_id}/dagRuns")["dag_runs"]
         if len(runs) >= count and all(run["state"] in ("success", "failed") for run in runs):
             return runs
         time.sleep(2)
     states = [(run["dag_run_id"], run["state"]) for run in runs]
-    raise AssertionError(f"runs not done after {RUNS_TIMEOUT} s: {states}")
+    raise AssertionError(f"{dag_id}: runs not done after {RUNS_TIMEOUT} s: {states}")
 
 
 def task_states(api: AirflowApi, run_id: str) -> dict[str, list[str]]:
@@ -125,6 +181,21 @@ def task_states(api: AirflowApi, run_id: str) -> dict[str, list[str]]:
     for instance in instances:
         states.setdefault(instance["task_id"], []).append(str(instance["state"]))
     return states
+
+
+def days_seen_by_plain_consumer(api: AirflowApi, expected: set[str]) -> set[str]:
+    """The days named by the events of the plain consumer's successful runs (its task returns
+    them), once they are all `expected` (bounded: the last runs may still be queued)."""
+    deadline = time.monotonic() + RUNS_TIMEOUT
+    seen: set[str] = set()
+    while time.monotonic() < deadline and seen != expected:
+        seen = set()
+        for run in api.call(f"dags/{PLAIN_DAG_ID}/dagRuns")["dag_runs"]:
+            if run["state"] == "success":
+                entry = f"dags/{PLAIN_DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances"
+                seen.update(api.call(f"{entry}/days_written/xcomEntries/return_value")["value"])
+        time.sleep(2)
+    return seen
 
 
 def day_scored(run: dict[str, Any]) -> str:
@@ -164,7 +235,7 @@ print(json.dumps(seen))
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(UP_TIMEOUT + RUNS_TIMEOUT + 120)
+@pytest.mark.timeout(UP_TIMEOUT + 2 * RUNS_TIMEOUT + 120)
 def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running) -> None:
     days = demo_days(DAYS)  # oldest first; the last is yesterday
     assert f"Airflow is ready: {airflow.state['url']}" in airflow.output
@@ -190,7 +261,7 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
             "bash",
             "-c",
             f'source "{airflow.home / ENV_FILE}" && airflow '
-            f"backfill create --dag-id {DAG_ID} --from-date {days[1]} --to-date {days[2]}",
+            f"backfill create --dag-id {DAG_ID} --from-date {days[1]} --to-date {days[3]}",
         ],
         env=without_venv,
         capture_output=True,
@@ -201,14 +272,15 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
     assert backfill.returncode == 0, backfill.stdout + backfill.stderr
     assert "InsecureKeyLengthWarning" not in backfill.stderr
 
-    runs = runs_when_done(airflow.api, count=4)
+    runs = runs_when_done(airflow.api, count=DAYS)
 
     by_type = sorted((run["run_type"], day_scored(run), run["state"]) for run in runs)
     assert by_type == [
         ("backfill", days[1], "success"),
         ("backfill", days[2], "success"),
+        ("backfill", days[3], "success"),
         ("manual", days[0], "success"),
-        ("scheduled", days[3], "success"),
+        ("scheduled", days[4], "success"),
     ], log_tail(airflow.home)
     for run in runs:
         tasks = task_states(airflow.api, run["dag_run_id"])
@@ -235,6 +307,19 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
     assert f"--from-date {days[0]} --to-date {days[-1]} --reprocess-behavior completed" in (
         airflow.output
     )
+    # docs/bi.md's partition-aware consumer: one run per day scored (the manual run's, the
+    # backfill's three, the nightly's), each with that day as its partition key
+    extract_runs = runs_when_done(airflow.api, count=DAYS, dag_id=EXTRACT_DAG_ID)
+    keyed = sorted((run["partition_key"], run["state"]) for run in extract_runs)
+    assert keyed == [(day, "success") for day in days], keyed
+    extracts = airflow.home.parent / "extracts"
+    for day in days:
+        extract = pa_csv.read_csv(extracts / f"dt={day}" / "daily_metrics.csv")
+        metrics = pq.read_table(warehouse / "daily_metrics" / f"dt={day}" / "daily_metrics.parquet")
+        assert extract.num_rows == metrics.num_rows > 0
+        assert extract.column("metric").to_pylist() == metrics.column("metric").to_pylist()
+    # the plain consumer still runs, and its events name every day
+    assert days_seen_by_plain_consumer(airflow.api, set(days)) == set(days)
     stats = server_stats(airflow.state["test_judge_url"])
     assert stats["requests_by_endpoint"]["chat"] > 0, "scored by the test judge, over HTTP"
     assert stats["rate_limited"] == 0

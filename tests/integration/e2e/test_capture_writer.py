@@ -84,6 +84,42 @@ def test_rows_land_in_the_day_partition_of_their_utc_timestamp(tmp_path: Path) -
     assert schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
 
 
+def test_a_json_logs_string_timestamps_and_ids_keep_every_row(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    stamps = ["2026-11-21T10:00:00Z", "2026-11-21T12:00:00+02:00", "2026-11-21T10:00:00"]
+    with LogWriter(str(raw)) as writer:
+        ids = [
+            writer.append(
+                f"Question {number}?",
+                ["A context."],
+                "An answer.",
+                id=number,
+                timestamp=stamps[number % 3],
+            )
+            for number in range(30)
+        ]
+    assert ids == [str(number) for number in range(30)]
+    assert writer.dropped == 0
+    assert writer.stats()["written_rows"] == 30
+    rows = partition_rows(raw, "2026-11-21")
+    assert [row["id"] for row in rows] == ids
+    assert {row["timestamp"] for row in rows} == {datetime(2026, 11, 21, 10, 0, tzinfo=UTC)}
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "error"),
+    [("yesterday", ValueError), ([2026, 11, 21], TypeError), (True, TypeError)],
+)
+def test_a_timestamp_that_is_no_time_is_refused_at_append(
+    tmp_path: Path, timestamp: object, error: type[Exception]
+) -> None:
+    with LogWriter(str(tmp_path)) as writer:
+        with pytest.raises(error, match="timestamp"):
+            writer.append("Q?", ["C."], "A.", timestamp=timestamp)  # type: ignore[arg-type]
+        assert writer.buffered == 0
+    assert writer.dropped == 0
+
+
 def test_flushes_by_size_and_by_age_in_the_background(tmp_path: Path) -> None:
     writer = LogWriter(str(tmp_path), max_rows_per_file=10, flush_interval=0.3)
     try:

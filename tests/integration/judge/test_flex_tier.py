@@ -35,6 +35,7 @@ from tests.support import TEST_KEY, settings_for
 
 PRICES = {"test-judge": Price(1.0, 4.0), "test-embedding": Price(0.0)}
 PRICES_TOML = (
+    '[judge]\nmodel_profile = "gpt-5"\n'
     '[prices."test-judge"]\ninput_per_million = 1.0\noutput_per_million = 4.0\n'
     '[prices."test-embedding"]\ninput_per_million = 0.0\n'
 )
@@ -42,8 +43,23 @@ ROW = {"question": "When did the bridge open?", "answer": "The bridge opened in 
 CHAT_METRICS = ("faithfulness", "context_relevance")  # chat requests only: all of them tiered
 
 
+REASONING_MODELS = {"test-judge": "gpt-5-mini", "m": "gpt-5-mini"}
+"""Flex is offered on reasoning models only: the test judge plays these names as gpt-5-mini,
+and the judge asks them as the `gpt-5` profile says."""
+
+
+@pytest.fixture
+def start_judge_server(
+    start_judge_server: Callable[..., JudgeServer],
+) -> Callable[..., JudgeServer]:
+    def start(**config: Any) -> JudgeServer:
+        return start_judge_server(model_aliases=REASONING_MODELS, **config)
+
+    return start
+
+
 def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> OpenAIJudge:
-    options = {"unreachable_after": 0, **judge}
+    options = {"unreachable_after": 0, "model_profile": "gpt-5", **judge}
     settings = settings_for(server, tmp_path, **options)
     return OpenAIJudge(settings.judge, Secret(""), PRICES, open_cache(settings.judge.cache))
 

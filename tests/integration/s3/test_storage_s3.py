@@ -11,6 +11,7 @@ import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, main
+from ragas_ops.contract.inputs import ColumnMapping
 from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import StorageError, locate, parquet_files, read_files
 from tests.support import TEST_KEY
@@ -79,7 +80,7 @@ def test_local_folder_is_read_in_bounded_batches(tmp_path: Path) -> None:
     raw = locate(str(tmp_path / "raw"))
     paths = parquet_files(raw)
     schema = pq.read_schema(paths[0])
-    batches = list(read_files(raw.filesystem, paths, schema, batch_rows=10))
+    batches = list(read_files(raw.filesystem, paths, schema, 10, ColumnMapping()))
 
     sizes = [table.num_rows for table in batches]
     assert [Path(path).name for path in paths] == ["a.parquet", "b.parquet"]

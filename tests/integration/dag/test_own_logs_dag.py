@@ -1,0 +1,76 @@
+"""A user's own JSON Lines log, where it is, scored by the nightly DAG (`dag.test()`) with the
+settings `ragas-ops airflow up --raw --segments --config` gives Airflow; and a segment the log
+does not have refused at the plan, naming the setting, before any request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from ragas_ops_testing.judge_server import JudgeServer
+from ragas_ops_testing.local_airflow.standalone import OwnLogs, Standalone, pipeline_environment
+
+from ragas_ops.config import ConfigError, settings_from_environment
+from ragas_ops.contract.layout import Lake
+from ragas_ops.contract.status import Status
+from ragas_ops.pipeline.plan import plan_day
+from tests.integration.dag import test_pipeline_dag as dag_tests
+from tests.integration.dag.test_pipeline_dag import DAY, manifest_of, run_dag, state
+from tests.support import USERS_LOG_SEGMENTS, users_log_config, write_users_jsonl_log
+
+airflow_database = dag_tests.airflow_database
+lake = dag_tests.lake
+
+
+def up_with_own_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, segments: tuple[str, ...]
+) -> Path:
+    """The user's 30-row log in a folder of their own, and the pipeline's settings as
+    `airflow up --raw <folder> --segments ... --config <file>` sets them; returns the
+    warehouse."""
+    raw = tmp_path / "my-logs"
+    write_users_jsonl_log(raw / f"dt={DAY}" / "app.jsonl", rows=30, day=DAY)
+    standalone = Standalone(tmp_path / "airflow-home", 8080, 8081)
+    own = OwnLogs(raw=str(raw), segments=segments, config=users_log_config(tmp_path / "my.toml"))
+    for name, value in pipeline_environment(standalone, own).items():
+        monkeypatch.setenv(name, value)
+    return standalone.lake / "warehouse"
+
+
+def test_a_users_jsonl_log_is_scored_by_the_nightly_dag_where_it_is(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warehouse = up_with_own_logs(tmp_path, monkeypatch, USERS_LOG_SEGMENTS)
+
+    run = run_dag()
+
+    assert state(run) == "success"
+    assert not (lake / "raw" / f"dt={DAY}").exists(), "nothing copied into a lake"
+    scored = pq.read_table(warehouse / "scored" / f"dt={DAY}" / "scored.parquet")
+    assert scored.num_rows == 30
+    assert sorted(scored.column("request_id").to_pylist()) == [f"req-{n:03d}" for n in range(30)]
+    for metric in ("faithfulness", "answer_relevance", "context_relevance"):
+        statuses = [Status(value) for value in scored.column(f"{metric}_status").to_pylist()]
+        assert not [status for status in statuses if status.is_failure], metric
+    daily = pq.read_table(warehouse / "daily_metrics" / f"dt={DAY}" / "daily_metrics.parquet")
+    columns, values = daily["segment_column"].to_pylist(), daily["segment_value"].to_pylist()
+    breakdown = set(zip(columns, values, strict=True))
+    assert {("tenant", "acme"), ("tenant", "globex"), ("channel", "web")} <= breakdown
+    assert (warehouse / "reports" / f"dt={DAY}" / "report.html").exists()
+    assert manifest_of(warehouse.parent, DAY)["plan"]["rows"] == 30
+
+
+def test_a_segment_the_logs_lack_is_refused_before_any_request_naming_the_setting(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge_server: JudgeServer
+) -> None:
+    warehouse = up_with_own_logs(tmp_path, monkeypatch, ("tenant", "model_version"))
+    settings = settings_from_environment()
+
+    with pytest.raises(ConfigError, match=r"pipeline.segments names 'model_version', but"):
+        plan_day(Lake(settings.pipeline), DAY, settings)
+    run = run_dag()
+
+    assert state(run) == "failed"
+    assert judge_server.stats()["requests"] == 0
+    assert not (warehouse / "scored").exists(), "nothing published"
