@@ -30,8 +30,15 @@ if TYPE_CHECKING:
 PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'"
 # A report holds logged text: shown sandboxed (no script, an origin of its own).
 REPORT_POLICY = f"{PAGE_POLICY}; sandbox"
-# The labelling page posts its form to itself, and nowhere else.
+# The labelling page posts its form to itself, and nowhere else; its one script (the keyboard
+# shortcuts) runs by the response's nonce.
 LABEL_POLICY = f"{PAGE_POLICY}; form-action 'self'"
+
+
+def label_policy(nonce: str) -> str:
+    return f"{LABEL_POLICY}; script-src 'nonce-{nonce}'"
+
+
 MAX_FORM_BYTES = 16_384
 
 
@@ -122,11 +129,13 @@ def _add_labelling(
         saved: int | None = Query(None, ge=0, le=1000),
         who: str = Depends(labeller),
     ) -> Response:
-        from ragas_ops.quality.labelling import CSRF_COOKIE, new_csrf_token
+        from ragas_ops.quality.labelling import CSRF_COOKIE, new_csrf_token, new_nonce
 
         csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
-        page = pages.render(request, csrf, who, _day_or_400(day), after, saved=saved)
-        return pages.with_cookie(request, csrf, HTMLResponse(page, headers=_headers(LABEL_POLICY)))
+        nonce = new_nonce()
+        page = pages.render(request, csrf, who, _day_or_400(day), after, saved=saved, nonce=nonce)
+        response = HTMLResponse(page, headers=_headers(label_policy(nonce)))
+        return pages.with_cookie(request, csrf, response)
 
     @app.post("/label")
     async def label_save(request: Request, who: str = Depends(labeller)) -> Response:

@@ -2,10 +2,11 @@
 answer: never the judge's score or evidence, so the judge does not anchor the person), a
 three-level choice per metric with its one-line definition, skip, and keyboard shortcuts.
 
-No script runs on the page (its policy forbids any): the shortcuts are HTML access keys
-(with the browser's modifier, e.g. Alt+Shift on Chrome and Firefox on Linux and Windows):
-1/2/3 for the first metric's none/some/all, 4/5/6 for the second's, 7/8/9 for the third's, S to
-save, K to skip; Tab and the arrow keys move through the choices, and Enter saves.
+Keyboard shortcuts, single keys: 1/2/3 for the first metric's none/some/all, 4/5/6 for the
+second's, 7/8/9 for the third's, S to save, K to skip (`SHORTCUTS_SCRIPT`, the page's one
+script, allowed by its content policy through a nonce of the response); the same keys are HTML
+access keys (with the browser's modifier) where scripts are off; Tab and the arrow keys move
+through the choices, and Enter saves.
 
 A save is checked as an import is (`labels.store.check_candidates`: the row must be in the
 day's queue, a level, not a duplicate) and written as a batch of its own with `page_version`
@@ -29,6 +30,19 @@ differently (another layout, other definitions), so labels of each version can b
 CSRF_COOKIE = "ragas_ops_csrf"
 LEVEL_VALUES = ("0", "0.5", "1")
 ACCESS_KEYS = ("123", "456", "789")
+
+
+SHORTCUTS_SCRIPT = (
+    "document.addEventListener('keydown',function(e){"
+    "if(e.altKey||e.ctrlKey||e.metaKey||e.repeat)return;"
+    "var el=document.querySelector('[data-key=\"'+e.key.toLowerCase()+'\"]');"
+    "if(el){e.preventDefault();el.click();}});"
+)
+"""Press the element whose `data-key` is the key pressed (a radio, Save, Skip)."""
+
+
+def new_nonce() -> str:
+    return secrets.token_urlsafe(16)
 
 
 def new_csrf_token() -> str:
@@ -69,6 +83,7 @@ def label_page(
     rows: Sequence[Mapping[str, Any]],
     after: int,
     csrf: str,
+    nonce: str = "",
     saved: int | None = None,
     refused: Sequence[str] = (),
 ) -> str:
@@ -115,11 +130,13 @@ def label_page(
         f"<input type='hidden' name='row_id' value='{_esc(row['row_id'])}'>"
         f"<input type='hidden' name='after' value='{after}'>"
         f"{fieldsets}"
-        "<button type='submit' accesskey='s'>Save <kbd>S</kbd></button>"
-        f"<a class='button skip' accesskey='k' href='{skip}'>Skip <kbd>K</kbd></a>"
-        "</form><p class='muted small'>Shortcuts: the browser's access-key modifier (e.g. "
-        "Alt+Shift) with the key shown; Tab and the arrow keys move through the choices and "
-        "Enter saves. A metric left unanswered is not labelled.</p></body></html>"
+        "<button type='submit' accesskey='s' data-key='s'>Save <kbd>S</kbd></button>"
+        f"<a class='button skip' accesskey='k' data-key='k' href='{skip}'>Skip <kbd>K</kbd></a>"
+        "</form><p class='muted small'>Shortcuts: the keys shown (without scripts, the "
+        "browser's access-key modifier with them, e.g. Alt+Shift); Tab and the arrow keys move "
+        "through the choices and Enter saves. A metric left unanswered is not labelled.</p>"
+        + (f"<script nonce='{_esc(nonce)}'>{SHORTCUTS_SCRIPT}</script>" if nonce else "")
+        + "</body></html>"
     )
 
 
@@ -130,7 +147,7 @@ def _metric_fieldset(metric: str, keys: str) -> str:
         zip(LEVEL_VALUES, LEVEL_NAMES, meanings, strict=True)
     ):
         key = keys[index] if keys else ""
-        access = f" accesskey='{key}'" if key else ""
+        access = f" accesskey='{key}' data-key='{key}'" if key else ""
         shown = f" <kbd>{key}</kbd>" if key else ""
         choices.append(
             f"<label class='level'><input type='radio' name='m_{_esc(metric)}' "

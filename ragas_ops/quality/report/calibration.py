@@ -79,7 +79,8 @@ def calibration_html(
         rows.append(
             f"<tr><td>{escape(metric_title(metric))}</td>"
             f"<td>{_number(None if row is None else row.get('mean'))}</td>"
-            f"<td class='people'>{escape(calibration_sentence(row))}</td>"
+            f"<td class='{'people' if (row or {}).get('labels_status') == 'ok' else ''}'>"
+            f"{escape(calibration_sentence(row))}</td>"
             f"<td>{escape(agreement_sentence(row))}</td></tr>"
         )
     charts = "".join(

@@ -249,8 +249,12 @@ def test_the_labelling_page_is_blind_and_saves_as_the_logged_in_user(
     assert "Is every claim of the answer supported by the contexts?" in page.text
     for hidden in ("_score", "evidence", "verdict", "statements"):
         assert hidden not in page.text  # blind: no judge output on the page
-    assert "accesskey='1'" in page.text
-    assert "accesskey='k'" in page.text
+    assert "data-key='1'" in page.text  # the shortcuts: 1-9 for the levels, S, K
+    assert "data-key='k'" in page.text
+    nonce = re.search(r"script-src 'nonce-([^']+)'", page.headers["content-security-policy"])
+    assert nonce is not None
+    assert page.text.count("<script") == 1
+    assert f"<script nonce='{nonce.group(1)}'>" in page.text
 
     cookies = {"_token": api_server.token, "ragas_ops_csrf": csrf}
     form = {"csrf": csrf, "day": day, "row_id": row_id, "after": "0", "m_faithfulness": "0.5"}
