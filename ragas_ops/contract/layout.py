@@ -69,6 +69,13 @@ def day_of_folder(name: str) -> str | None:
         return None  # dt=2026-02-30: shaped like a day, but none
 
 
+def outside_day_folder(location: str) -> str:
+    """The location that holds `location` when it is a day's partition folder (`.../dt=D`),
+    else `location` itself: the raw root a day's folder was found under."""
+    parent, _, name = location.rstrip("/").rpartition("/")
+    return parent if parent and day_of_folder(name) is not None else location
+
+
 def table_file(table: str) -> str:
     """The file name of a day of `table` (one of `DAY_TABLES`)."""
     if table not in DAY_TABLES:
