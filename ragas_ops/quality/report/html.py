@@ -17,6 +17,7 @@ from ragas_ops.quality.judge_comparison import (
     comparison_sentence,
 )
 from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
+from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
     VERDICT_ITEMS,
@@ -126,6 +127,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
     + EXAMPLE_CSS
+    + CALIBRATION_CSS
 )
 
 
@@ -156,6 +158,7 @@ class HtmlReport:
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
             "</div>",
+            calibration_html(data.metrics, self.chart_days(), data.overall),
             self._segments(),
             '<div class="two"><div>',
             "<h2>Cost and tokens</h2>",
