@@ -73,6 +73,15 @@ class ScoreChunkOperator(BaseOperator):
             environ=environ,
         )
 
+    def on_kill(self) -> None:
+        """Airflow asks the task to stop (a timeout, a worker's warm shutdown, a cleared task;
+        called from its SIGTERM handler): send nothing more, let the answers in flight land in
+        the cache for a few seconds, discard the chunk's file (`scoring.stop`). A batch-mode
+        task is deferred or collecting: its batches keep running and a retry re-attaches."""
+        from ragas_ops.scoring.stop import stop_running_scoring
+
+        stop_running_scoring()  # this process's run: `self` may be a copy of the one executing
+
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         """Back from the trigger: collect the finished batches and go on."""
         self._label(context)

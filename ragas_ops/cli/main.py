@@ -32,6 +32,7 @@ from ragas_ops.testkit import (
 EXIT_OK, EXIT_USAGE, EXIT_JUDGE, EXIT_UNREACHABLE = 0, 2, 3, 4
 """Exit codes: done; bad input, configuration or location; the judge refused (credentials,
 model, quota); the judge endpoint or a storage location never answered (nothing was
+written); and 143, stopped by SIGTERM (answers in flight kept in the cache, nothing
 written)."""
 
 
@@ -88,9 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     score = commands.add_parser(
         "score",
-        help="score a Parquet file or folder of logged interactions",
+        help="score a log file or folder (Parquet, JSON Lines, CSV) of logged interactions",
         description="Score logged RAG interactions. INPUT and OUTPUT are local paths, "
-        "file:// or s3:// URIs; INPUT is a Parquet file or a folder of them.",
+        "file:// or s3:// URIs; INPUT is a log file (Parquet, JSON Lines or CSV) or a folder "
+        "of them.",
     )
     score.add_argument("input", metavar="INPUT")
     score.add_argument("output", metavar="OUTPUT", help="the scored Parquet file to write")
@@ -147,12 +149,19 @@ def _add_estimate_parser(commands: Any) -> None:
 
 def _run_score(options: argparse.Namespace) -> int:
     from ragas_ops.scoring.jobs import score_file
+    from ragas_ops.scoring.stop import EXIT_STOPPED, GracefulStop, ScoringStopped
 
     settings = settings_from_options(options)
     _check_key_or_local(settings)
-    outcome = asyncio.run(
-        score_file(options.input, options.output, settings, progress=not options.no_progress)
-    )
+    stop = GracefulStop()
+    job = score_file(options.input, options.output, settings, progress=not options.no_progress)
+    with stop.on_sigterm():  # Airflow's, a scheduler's or a user's stop: see scoring/stop.py
+        try:
+            outcome = asyncio.run(stop.run(job))
+        except ScoringStopped as stopped:
+            job.close()  # never started when the stop came first
+            print(f"ragas-ops: {stopped}", file=sys.stderr)
+            return EXIT_STOPPED
     print("\n".join(outcome.summary_lines()))
     return EXIT_OK
 

@@ -74,9 +74,10 @@ def report_day(
     manifest["repeated_ids"] = repeated_ids(scored, settings, rows_at)
     manifest["dated_elsewhere"] = dated_elsewhere(scored, day)
     manifest["replaced"] = replaced_publish(lake, day, manifest)
-    manifest["input_alarm"] = input_alarm(manifest["plan"], settings)
-    if manifest["input_alarm"] is not None:
-        log.warning("input alarm for %s: %s", day, manifest["input_alarm"]["message"])
+    alarm = input_alarm(manifest["plan"], settings)
+    if alarm is not None:  # recorded only when there is one: a sound day's manifest is as before
+        manifest["input_alarm"] = alarm
+        log.warning("input alarm for %s: %s", day, alarm["message"])
     report = build_report(
         day,
         history,

@@ -49,6 +49,7 @@ from ragas_ops.quality.regression import (
     check_regression,
     scoring_changes,
 )
+from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
 from ragas_ops.quality.report.data import Example, worst_examples_of
 from ragas_ops.quality.report.html import EXAMPLE_CSS, example_html
 from ragas_ops.quality.rerun import (
@@ -358,6 +359,7 @@ def worst_examples(
 
 _STYLE = (
     EXAMPLE_CSS
+    + CALIBRATION_CSS
     + """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:20px 28px;
 color:#1f2933;background:#fff}
@@ -379,6 +381,7 @@ td.run{white-space:normal;max-width:290px;overflow-wrap:normal;font-size:12px}
 td.change{box-shadow:inset 3px 0 0 #8250df}
 .change-mark{color:#8250df;font-weight:700}
 .banner{border-radius:6px;padding:10px 14px;margin:10px 0}
+.scroll{overflow-x:auto;max-width:100%}
 .example{max-width:1100px}
 a{color:#0b5394}
 """
@@ -412,7 +415,8 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
         "</style></head><body>",
         "<h1>RAG quality</h1>",
         f"<div class='muted small'>warehouse {_esc(overview.warehouse_uri)}"
-        f" · last {len(overview.days)} day(s) with daily metrics</div>",
+        f" · last {len(overview.days)} day(s) with daily metrics"
+        f" · <a href='{_esc(base)}/label'>label rows</a> (blind human labels)</div>",
     ]
     if not overview.days:
         parts.append(
@@ -423,6 +427,7 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
     parts.append(_selected_banner(overview))
     parts.append(_days_table(overview, base, days))
     parts.append(_trend_table(overview))
+    parts.append(_calibration(overview))
     if overview.selected:
         parts.append(_day_detail(overview, overview.selected))
         parts.append(_comparison_html(overview))
@@ -430,6 +435,19 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
         parts.append(_examples_html(overview))
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _calibration(overview: QualityOverview) -> str:
+    """The people's scale up to the selected day (else the latest): its own section."""
+    last = overview.selected or overview.days[-1]
+    days = [day for day in overview.days if day <= last]
+    overall = {
+        metric: {
+            day: row for day in days if (row := overview.row(day, ALL, ALL, metric)) is not None
+        }
+        for metric in overview.metrics
+    }
+    return calibration_html(overview.metrics, days, overall)
 
 
 def _verdict_badge(verdict: str) -> str:
@@ -512,9 +530,9 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
         "each day with the trailing days scored by the same judge, embedding model and metric "
         "and prompt versions (grey: not checked, hover for why; a purple edge: the judge or a "
         "version changed that day). Pick a day for its segments and worst examples.</div>"
-        "<table><tr><th class='l'>day</th><th class='l'>verdict</th><th>rows</th>"
-        f"{head}<th class='l'>judge</th><th class='l'>run</th><th class='l'>report</th></tr>"
-        f"{''.join(body)}</table>"
+        "<div class='scroll'><table><tr><th class='l'>day</th><th class='l'>verdict</th>"
+        f"<th>rows</th>{head}<th class='l'>judge</th><th class='l'>run</th>"
+        f"<th class='l'>report</th></tr>{''.join(body)}</table></div>"
     )
 
 

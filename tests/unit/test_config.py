@@ -350,6 +350,7 @@ JUDGE_KEYS = [
     "limit_parameter",
     "send_temperature",
     "reasoning_effort",
+    "shutdown_warning_days",
     "local_model",
     "local_backend",
     "model",
@@ -469,3 +470,21 @@ def test_max_chunks_above_airflows_mapping_limit_is_refused_when_read(
     assert (
         load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "2000"}).pipeline.max_chunks == 2000
     )
+
+
+def test_every_unknown_key_of_a_file_is_named_at_once_with_what_it_is_close_to(
+    tmp_path: Path,
+) -> None:
+    text = "[judgee]\nmodel = 'x'\n[pipeline]\nsegmnets = ['app']\nchunk_rowz = 5\nzzz = 1\n"
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(_file(tmp_path, text), environ={})
+    assert "unknown section [judgee] (did you mean [judge]?)" in str(refused.value)
+    pipeline = "[pipeline]\nsegmnets = ['app']\nchunk_rowz = 5\nzzz = 1\n"
+    with pytest.raises(ConfigError) as refused:
+        load_settings(_file(tmp_path, pipeline), environ={})
+
+    said = str(refused.value)
+    assert "unknown setting 'segmnets' (did you mean 'segments'?)" in said
+    assert "unknown setting 'chunk_rowz' (did you mean 'chunk_rows'?)" in said
+    assert "unknown setting 'zzz'; known:" in said

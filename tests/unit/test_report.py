@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date, timedelta
 from html import escape
 from html.parser import HTMLParser
 
@@ -14,8 +15,9 @@ from ragas_ops.contract.inputs import ColumnMapping
 from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import Report, build_report, sparkline
+from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import ReportData
-from ragas_ops.quality.report.html import HtmlReport, example_html
+from ragas_ops.quality.report.html import HtmlReport, example_html, manifest_scalars
 from ragas_ops.quality.view import EVIDENCE_ITEMS, DayVerdict, QualityOverview, render_page
 from tests.fixtures.scored_tables import METRICS, fake_history_days, fake_scored_day
 
@@ -436,3 +438,27 @@ def test_worst_examples_read_the_logs_own_column_names() -> None:
     assert all(questions), "every example shows its question"
     assert all(answers), "and its answer"
     assert set(questions) <= set(scored["query"].to_pylist())
+
+
+def test_the_run_facts_read_as_words_not_python_literals() -> None:
+    facts = dict(manifest_scalars({"no_traffic": False, "try_number": None, "rows": 12345}))
+
+    assert facts == {"no_traffic": "no", "try_number": "none", "rows": "12,345"}
+
+
+@pytest.mark.parametrize(
+    ("count", "labelled", "first"),
+    [(7, 7, "Nov 1"), (9, 2, "Nov 2"), (12, 3, "Nov 1"), (30, 5, "Nov 2")],
+)
+def test_a_trend_labels_its_days_whatever_its_length(count: int, labelled: int, first: str) -> None:
+    """A 7-day chart labelled only its last day: now every day of a short chart, every 7th
+    back from the last of a long one, and its first day when no label is near it."""
+    days = [(date(2026, 11, 1) + timedelta(days=n)).isoformat() for n in range(count)]
+    rows = {day: {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "rows_scored": 10} for day in days}
+
+    svg = trend_svg("faithfulness", days, rows)
+
+    labels = re.findall(r">(Nov \d+|Dec \d+)<", svg)
+    assert len(labels) == labelled, labels
+    assert labels[0] == first
+    assert labels[-1] == f"Nov {count}"

@@ -148,13 +148,18 @@ def _axes(days: Sequence[str], x: Any, y: Any) -> list[str]:
             f'fill="#59636e">{tick:.2f}</text>'
         )
     last = len(days) - 1
+    # Every day of a short chart (534 px hold 8 labels of "Nov 21"), else every 7th back from
+    # the last; the first day too when no label is near it (a 7-day chart labelled its last).
+    step = 1 if len(days) <= 8 else 7
     for index, day in enumerate(days):
-        if (last - index) % 7 == 0:
+        labelled = (last - index) % step == 0 or (index == 0 and last % step >= step / 2)
+        if labelled:
+            anchor = "end" if index == last else "start" if index == 0 else "middle"
             parts.append(
                 f'<line x1="{x(index):.1f}" x2="{x(index):.1f}" y1="{y(0.0):.1f}" '
                 f'y2="{y(0.0) + 4:.1f}" stroke="#8c959f" />'
                 f'<text x="{x(index):.1f}" y="{_H - _BOTTOM + 18}" '
-                f'text-anchor="{"end" if index == last else "middle"}" '
+                f'text-anchor="{anchor}" '
                 f'font-size="11" fill="#59636e">{escape(short_date(day))}</text>'
             )
     return parts

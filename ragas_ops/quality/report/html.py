@@ -17,6 +17,7 @@ from ragas_ops.quality.judge_comparison import (
     comparison_sentence,
 )
 from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
+from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
     VERDICT_ITEMS,
@@ -126,6 +127,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
     + EXAMPLE_CSS
+    + CALIBRATION_CSS
 )
 
 
@@ -152,10 +154,11 @@ class HtmlReport:
             self._rerun(),
             self._cards(),
             self._comparison(),
-            "<h2>Trends over the last 30 days</h2>",
+            f"<h2>Trends over the last {len(self.chart_days())} day(s)</h2>",
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
             "</div>",
+            calibration_html(data.metrics, self.chart_days(), data.overall),
             self._segments(),
             '<div class="two"><div>',
             "<h2>Cost and tokens</h2>",
@@ -510,11 +513,23 @@ def input_rows_sentence(plan: Mapping[str, Any]) -> str:
     return held
 
 
+def fact_text(value: str | float | bool | None) -> str:
+    """A manifest's value as a reader of the report reads it: `yes`/`no`, `none`, a count
+    with separators, never Python's `True`, `None` or `1234567`."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
 def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run's facts: the manifest's top-level values, then what was read, rejected and
     published (a rejected input file is listed with its reason: someone has to look)."""
     facts = [
-        (str(key), str(value))
+        (str(key), fact_text(value))
         for key, value in manifest.items()
         if isinstance(value, str | int | float | bool) or value is None
     ]

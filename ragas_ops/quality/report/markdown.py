@@ -16,6 +16,7 @@ from ragas_ops.quality.judge_comparison import (
     comparison_sentence,
 )
 from ragas_ops.quality.regression import Outcome
+from ragas_ops.quality.report.calibration import calibration_markdown
 from ragas_ops.quality.report.data import (
     TREND_DAYS,
     ReportData,
@@ -88,6 +89,7 @@ class MarkdownReport:
         lines += self._rerun()
         lines += self._metrics()
         lines += self._comparison()
+        lines += calibration_markdown(data.metrics, data.days, data.overall)
         lines += self._segments()
         lines += self._cost()
         lines += self._failures()
