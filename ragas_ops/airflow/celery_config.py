@@ -30,6 +30,7 @@ PRELOADED_MODULES = (
     "ragas_ops.pipeline.publish",
     "ragas_ops.pipeline.report",
     "ragas_ops.pipeline.score",
+    "ragas_ops.pipeline.shadow",
     "ragas_ops.pipeline.share",
 )
 

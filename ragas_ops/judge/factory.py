@@ -6,6 +6,7 @@ import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from ragas_ops.config import ConfigError, JudgeSettings, Settings
@@ -90,6 +91,29 @@ def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
             caveats=(LOCAL_JUDGE_LIMITS,),
         )
     return JudgeIdentity(settings.kind, settings.endpoint.model, settings.endpoint.embedding_model)
+
+
+def shutdown_warnings(
+    settings: Settings, environ: Mapping[str, str] | None = None, today: date | None = None
+) -> list[str]:
+    """Once per run: a line for each of the judge's models that its endpoint says shuts down
+    within `judge.shutdown_warning_days`, with the date and the successor the price table
+    knows; none for the local judge or an endpoint that does not say."""
+    if settings.judge.kind == "local":
+        return []
+    from ragas_ops.judge.openai.lifecycle import shutdown_notices
+
+    environ = os.environ if environ is None else environ
+    endpoint = settings.judge.endpoint
+    notices = shutdown_notices(
+        {"judge": endpoint.model, "embedding": endpoint.embedding_model},
+        endpoint.base_url,
+        Secret(environ.get(endpoint.api_key_env, "")),
+        settings.prices,
+        warning_days=settings.judge.model.shutdown_warning_days,
+        today=today or datetime.now(UTC).date(),
+    )
+    return [notice.line() for notice in notices]
 
 
 @dataclass(frozen=True)

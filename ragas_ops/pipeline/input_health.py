@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.layout import NO_DAY_FOLDER
+from ragas_ops.contract.layout import NO_DAY_FOLDER, outside_day_folder
 
 NO_DAY_FOLDERS, ALL_FILES_REJECTED = "no_day_folders", "all_files_rejected"
 QUIET_DAYS = "quiet_days"
@@ -35,7 +35,7 @@ def input_alarm(plan: Mapping[str, Any], settings: Settings) -> dict[str, str] |
     """The day's input alarm from its plan's summary (`kind`, `severity`, `title`,
     `message`), or None when the input is sound or merely quiet."""
     day, folder = plan.get("day", ""), str(plan.get("folder", ""))
-    raw_root = folder.rsplit("/", 1)[0]  # the plan's folder is the day's, below the raw root
+    raw_root = outside_day_folder(folder)
     lake = plan.get("lake_days") or {}
     if plan.get("no_traffic_reason") == NO_DAY_FOLDER and lake.get("count") == 0:
         return _alarm(

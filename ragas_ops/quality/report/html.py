@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragas_ops.contract.layout import EMPTY_DAY_FOLDER, NO_DAY_FOLDER, no_folder_sentence
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+)
 from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
+from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
     VERDICT_ITEMS,
@@ -121,6 +127,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
     + EXAMPLE_CSS
+    + CALIBRATION_CSS
 )
 
 
@@ -129,6 +136,9 @@ class HtmlReport:
     data: ReportData
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
+    comparison: Sequence[Mapping[str, Any]] = ()
+    offsets: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(day, metric) of a switch of judge -> the offset the shadow judge measured before."""
 
     def render(self) -> str:
         data = self.data
@@ -143,10 +153,12 @@ class HtmlReport:
             self._verdict(),
             self._rerun(),
             self._cards(),
+            self._comparison(),
             f"<h2>Trends over the last {len(self.chart_days())} day(s)</h2>",
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
             "</div>",
+            calibration_html(data.metrics, self.chart_days(), data.overall),
             self._segments(),
             '<div class="two"><div>',
             "<h2>Cost and tokens</h2>",
@@ -237,8 +249,14 @@ class HtmlReport:
         checked = finding is not None and finding in self.data.regression.checked
         baseline = finding.baseline if finding and checked else None
         changes = (self.data.changes or {}).get(metric, [])
+        offsets = {day: text for (day, name), text in self.offsets.items() if name == metric}
         svg = trend_svg(
-            metric_title(metric), self.chart_days(), self.data.overall[metric], baseline, changes
+            metric_title(metric),
+            self.chart_days(),
+            self.data.overall[metric],
+            baseline,
+            changes,
+            offsets=offsets,
         )
         return f'<div class="card chart"><h3>{escape(metric_title(metric))}</h3>{svg}</div>'
 
@@ -350,6 +368,20 @@ class HtmlReport:
         return (
             '<h2 id="rerun">What this rerun changed</h2>'
             f'<div class="sub">{escape(rerun_sentence(self.rerun))}</div>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+    def _comparison(self) -> str:
+        if not self.comparison:
+            return ""
+        head = "".join(f"<th>{escape(cell)}</th>" for cell in COMPARISON_HEADER)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in comparison_cells(row)) + "</tr>"
+            for row in self.comparison
+        )
+        return (
+            '<h2 id="shadow-judge">Shadow judge</h2>'
+            f'<div class="sub">{escape(comparison_sentence(self.comparison))}</div>'
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+)
 from ragas_ops.quality.regression import Outcome
+from ragas_ops.quality.report.calibration import calibration_markdown
 from ragas_ops.quality.report.data import (
     TREND_DAYS,
     ReportData,
@@ -63,6 +69,8 @@ class MarkdownReport:
     data: ReportData
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
+    comparison: Sequence[Mapping[str, Any]] = ()
+    offsets: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def render(self) -> str:
         data = self.data
@@ -80,6 +88,8 @@ class MarkdownReport:
         lines += self._verdict()
         lines += self._rerun()
         lines += self._metrics()
+        lines += self._comparison()
+        lines += calibration_markdown(data.metrics, data.days, data.overall)
         lines += self._segments()
         lines += self._cost()
         lines += self._failures()
@@ -95,6 +105,7 @@ class MarkdownReport:
             lines.append("")
         changes = [
             f"- {_md(metric_title(metric))}: {_md(change.sentence)}"
+            + (f"; {_md(offset)}" if (offset := self.offsets.get((change.day, metric))) else "")
             for metric, found in (self.data.changes or {}).items()
             for change in found
         ]
@@ -111,6 +122,18 @@ class MarkdownReport:
         lines += [
             "| " + " | ".join(_md(cell) for cell in cells) + " |"
             for cells in rerun_cells(self.rerun)
+        ]
+        return [*lines, ""]
+
+    def _comparison(self) -> list[str]:
+        if not self.comparison:
+            return []
+        lines = ["## Shadow judge", "", _md(comparison_sentence(self.comparison)), ""]
+        lines.append("| " + " | ".join(COMPARISON_HEADER) + " |")
+        lines.append("|---|" + "---:|" * (len(COMPARISON_HEADER) - 1))
+        lines += [
+            "| " + " | ".join(_md(cell) for cell in comparison_cells(row)) + " |"
+            for row in self.comparison
         ]
         return [*lines, ""]
 
