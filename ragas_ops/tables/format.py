@@ -361,14 +361,18 @@ class ParquetDayTables:
     def read_labels(self, days: Sequence[str]) -> list[pa.Table]:
         import pyarrow.parquet as pq
 
-        from ragas_ops.storage import listing
+        from ragas_ops.storage import PARQUET_SUFFIXES, listing
 
         found = []
         for day in days:
             folder = self.lake.labels_day(day)
             if not folder.exists():
                 continue
-            for path in listing(folder)[0]:  # staged files (dot-prefixed) are not yet labels
+            # staged files (dot-prefixed) are not yet labels; a log's JSON or CSV is no batch
+            batches = [
+                path for path in listing(folder)[0] if path.lower().endswith(PARQUET_SUFFIXES)
+            ]
+            for path in batches:
                 rows = pq.read_table(path, filesystem=folder.filesystem)
                 found.append(rows.append_column("dt", pa_strings([day] * rows.num_rows)))
         return found
