@@ -219,6 +219,23 @@ def read_candidate(lake: Lake, day: str, metrics: Sequence[str]) -> pa.Table | N
     return read_parquet(location, candidate_columns(metrics))
 
 
+def candidate_rows(
+    lake: Lake, days: Sequence[str], metrics: Sequence[str]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The shadow judge's row of each (day, row id) of `days` (those with candidate rows):
+    what `labels.candidate` pairs with the people's labels."""
+    from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text
+
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for day in days:
+        table = read_candidate(lake, day, metrics)
+        for row in [] if table is None else table.to_pylist():
+            row_id = row_id_text(row.get(ROW_ID_COLUMN))
+            if row_id is not None:
+                found.setdefault((day, row_id), row)  # a repeated id: its first row
+    return found
+
+
 def read_comparison(lake: Lake, day: str) -> pa.Table | None:
     """The day's `judge_comparison`, or None."""
     location = lake.day_file("judge_comparison", day)

@@ -50,6 +50,99 @@ def agreement_sentence(row: Mapping[str, Any] | None) -> str:
     )
 
 
+def _agreement_over(row: Mapping[str, Any], prefix: str, count: str, status: str) -> str:
+    """One judge's agreement with the labels with its count of pairs, or why there is none."""
+    pairs = row.get(count) or 0
+    if row.get(status) == "too_few_labels":
+        return f"too few labels: {pairs} of the 16 agreement needs"
+    if row.get(f"{prefix}_mad") is None:
+        return "no labels of its rows"
+    return (
+        f"mean abs. difference {_number(row[f'{prefix}_mad'])} · Spearman "
+        f"{_number(row.get(f'{prefix}_spearman'))} · kappa "
+        f"{_number(row.get(f'{prefix}_kappa'))} ({pairs:,} labels)"
+    )
+
+
+SHADOW_NOTE = (
+    "The shadow judge's sample meets the labelling queue by chance (about candidate_sample × "
+    "labels.per_day labels a day): raise either for more pairs."
+)
+
+
+def shadow_rows(
+    metrics: Sequence[str], last: str | None, overall: Mapping[str, Mapping[str, Any]]
+) -> list[tuple[str, str, str]]:
+    """Per metric of the last day with a shadow judge: its title, the judge of record's
+    agreement with the labels and the shadow judge's, each with its count (none: no shadow
+    judge that day)."""
+    rows = []
+    for metric in metrics:
+        row = overall.get(metric, {}).get(last) if last else None
+        if row is None or row.get("candidate_labels_status") in (None, "no_shadow_judge"):
+            continue
+        rows.append(
+            (
+                metric_title(metric),
+                _agreement_over(row, "agreement", "labels", "labels_status"),
+                _agreement_over(
+                    row, "candidate_agreement", "candidate_labels", "candidate_labels_status"
+                ),
+            )
+        )
+    return rows
+
+
+def _shadow_judge(
+    metrics: Sequence[str], last: str | None, overall: Mapping[str, Mapping[str, Any]]
+) -> str:
+    return next(
+        (
+            str(row["candidate_judge"])
+            for metric in metrics
+            if (row := overall.get(metric, {}).get(last or "")) and row.get("candidate_judge")
+        ),
+        "",
+    )
+
+
+def shadow_html(
+    metrics: Sequence[str], last: str | None, overall: Mapping[str, Mapping[str, Any]]
+) -> str:
+    rows = shadow_rows(metrics, last, overall)
+    if not rows:
+        return ""
+    cells = "".join(
+        f"<tr><td>{escape(title)}</td><td>{escape(record)}</td><td>{escape(shadow)}</td></tr>"
+        for title, record, shadow in rows
+    )
+    judge = escape(_shadow_judge(metrics, last, overall))
+    return (
+        f"<h3>The shadow judge against the same people ({judge})</h3>"
+        f"<p class='sub'>{escape(SHADOW_NOTE)}</p>"
+        "<table class='shadow-labels'><tr><th>metric</th><th>judge of record vs people</th>"
+        f"<th>shadow judge vs people</th></tr>{cells}</table>"
+    )
+
+
+def shadow_markdown(
+    metrics: Sequence[str], last: str | None, overall: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    rows = shadow_rows(metrics, last, overall)
+    if not rows:
+        return []
+    return [
+        f"### The shadow judge against the same people ({_shadow_judge(metrics, last, overall)})",
+        "",
+        SHADOW_NOTE,
+        "",
+        "| metric | judge of record vs people | shadow judge vs people |",
+        "|---|---|---|",
+        *(f"| {title} | {record} | {shadow} |" for title, record, shadow in rows),
+        "",
+    ]
+
+
 NO_LABELS = (
     "No human labels in these days yet: label the nightly queue on the labelling page or with "
     "ragas-ops labels export / import, and the judge's means are shown on the people's scale."
@@ -95,6 +188,7 @@ def calibration_html(
         "with people. The corrected series stays comparable across a change of judge.</p>"
         "<table><tr><th>metric</th><th>judge mean</th><th>people's scale</th>"
         f"<th>judge-human agreement</th></tr>{''.join(rows)}</table>"
+        f"{shadow_html(metrics, last, overall)}"
         f"<div class='charts'>{charts}</div></section>"
     )
 
@@ -118,7 +212,7 @@ def calibration_markdown(
             f"| {metric_title(metric)} | {judge} | {calibration_sentence(row)} | "
             f"{agreement_sentence(row)} |"
         )
-    return [*lines, ""]
+    return [*lines, "", *shadow_markdown(metrics, last, overall)]
 
 
 def calibration_svg(title: str, days: Sequence[str], rows: Mapping[str, Mapping[str, Any]]) -> str:

@@ -20,24 +20,19 @@ from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.labels.store import Candidate, check_candidates, queue_rows, write_labels
 from ragas_ops.pipeline.aggregate import aggregate_day
 from ragas_ops.pipeline.report import report_day
 from ragas_ops.quality.view import load_overview, render_page
-from ragas_ops.samples import TOPICS, sample_interactions
+from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import locate
 from ragas_ops.tables.format import day_tables
+from tests.integration.labels.people import label_the_queue, people_label
 from tests.pipeline_steps import run_day
 from tests.support import settings_for
 
 DAYS = [f"2026-10-{day:02d}" for day in range(1, 11)]
 SWITCH = 5  # DAYS[5:] are judged by the lenient judge
 ROWS, UNFAITHFUL = 60, 0.3
-
-
-def people_label(answer: str) -> str:
-    """What a person says of an answer's faithfulness: an invented fact makes it 0."""
-    return "0" if any(topic.unfaithful_answer in answer for topic in TOPICS) else "1"
 
 
 def human_truth(logs: pa.Table, scored: pa.Table) -> float:
@@ -73,21 +68,7 @@ def switched_lake(tmp_path_factory: pytest.TempPathFactory) -> Switched:
             settings.judge.endpoint.model = "test-judge" if index < SWITCH else "test-judge-lenient"
             logs = sample_interactions(ROWS, seed=100 + index, day=day, unfaithful_share=UNFAITHFUL)
             run_day(lake, day, settings, logs, report=False)
-            answers = {row["id"]: row["answer"] for row in logs.to_pylist()}
-            candidates = [
-                Candidate(
-                    number,
-                    day,
-                    row["row_id"],
-                    "faithfulness",
-                    people_label(answers[row["row_id"]]),
-                    "people",
-                )
-                for number, row in enumerate(queue_rows(tables, day, settings), 1)
-            ]
-            checked = check_candidates(tables, candidates, settings.metrics.names)
-            assert checked.refused == []
-            write_labels(tables, checked, "test/1")
+            label_the_queue(tables, day, settings, logs)
             aggregate_day(lake, day, settings)
             truths.append(human_truth(logs, tables.read_scored(day)))
         report_day(lake, DAYS[-1], f"scheduled__{DAYS[-1]}T00:00:00+00:00", settings)
