@@ -14,7 +14,8 @@ _W, _H = 600, 200
 _LEFT, _RIGHT, _TOP, _BOTTOM = 44, 22, 28, 28
 JUDGE_COLOUR, PEOPLE_COLOUR = "#8c959f", "#1a7f37"
 CALIBRATION_CSS = """
-.calibration td, .calibration th { padding: 4px 8px; text-align: left; }
+/* sentences, not figures: they wrap (the quality page's tables do not by default) */
+.calibration td, .calibration th { padding: 4px 8px; text-align: left; white-space: normal; }
 .calibration .people { color: #1a7f37; font-weight: 600; }
 .calibration .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr));
   gap: 12px; }
