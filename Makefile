@@ -85,9 +85,13 @@ airflow-down:  ## stop the Airflow of `make airflow`
 SUPERSET_VENV := .venv-superset
 SUPERSET_REQUIREMENTS := ragas_ops/quality/superset/requirements.txt
 
+# With the uv of the demo's (or the development) venv when there is one: 72 s with bytecode
+# (uv's cache warm) against pip's 163 s, here at a load of 18-19.
+SUPERSET_UV := $(firstword $(wildcard $(DEMO_VENV)/bin/uv $(BIN)/uv))
+
 $(SUPERSET_VENV)/.installed: $(SUPERSET_REQUIREMENTS)
 	$(PYTHON) -m venv $(SUPERSET_VENV)
-	$(SUPERSET_VENV)/bin/pip install --quiet -r $(SUPERSET_REQUIREMENTS)
+	$(if $(SUPERSET_UV),$(SUPERSET_UV) pip install --quiet --compile-bytecode --python $(SUPERSET_VENV)/bin/python,$(SUPERSET_VENV)/bin/pip install --quiet) -r $(SUPERSET_REQUIREMENTS)
 	touch $@
 
 superset-venv: $(SUPERSET_VENV)/.installed  ## build .venv-superset (Apache Superset 6.1.0, DuckDB) only

@@ -32,6 +32,7 @@ PRELOADED_MODULES = (
     "ragas_ops.pipeline.score",
     "ragas_ops.pipeline.shadow",
     "ragas_ops.pipeline.share",
+    "ragas_ops.scoring.stop",
 )
 
 CELERY_CONFIG: dict[str, Any] = {

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from ragas_ops.config import ConfigError, Settings, apply_environment, apply_mapping
+from ragas_ops.judge.openai.spec import ModelSpec
 from ragas_ops.quality.judge_comparison import (
     JUDGE_COMPARISON_SCHEMA,
     day_comparison,
@@ -51,6 +52,7 @@ def test_the_candidate_judges_with_its_own_model_and_rates_over_the_record_s_res
             "judge": {
                 "base_url": "http://127.0.0.1:9/v1",
                 "mode": "batch",
+                "model_profile": "classic",  # the record's model's, not the candidate's
                 "candidate": {"model": "gpt-5-mini", "tpm": 1000},
             },
             "pipeline": {"sample_fraction": 0.5},
@@ -62,6 +64,7 @@ def test_the_candidate_judges_with_its_own_model_and_rates_over_the_record_s_res
     assert shadow.judge.endpoint.base_url == "http://127.0.0.1:9/v1"  # the record's
     assert (shadow.judge.limits.rpm, shadow.judge.limits.tpm) == (settings.judge.limits.rpm, 1000)
     assert shadow.judge.batch.mode == "sync"
+    assert shadow.judge.model == ModelSpec()  # its name's profile, at the lowest effort
     assert shadow.pipeline.sample_fraction == 1.0  # it scores every row it is given
     assert candidate_share(settings) == 0.05
 

@@ -38,6 +38,13 @@ from ragas_ops.quality.rerun import RERUN_HEADER, RerunChange, rerun_cells, reru
 
 # --- HTML ---------------------------------------------------------------------------------------
 
+
+def isolated(text: str) -> str:
+    """Logged text, escaped and isolated from the text around it (`<bdi>`): an Arabic or Hebrew
+    value inside an English line keeps its own direction without reordering its neighbours."""
+    return f"<bdi>{escape(text)}</bdi>"
+
+
 EXAMPLE_CSS = """
 .example { border: 1px solid var(--line, #d1d9e0); border-radius: 8px; margin: 10px 0;
   overflow: hidden; }
@@ -59,12 +66,12 @@ def example_html(metric: str, example: Example, *, evidence_items: int | None = 
     question, answer and what explains its low score (`example_fields`: the metric's
     `explain` of its evidence, the first `evidence_items` of it, and its reason). The report
     and the quality page both show examples with this (styled by `EXAMPLE_CSS`)."""
-    tags = [f"id <code>{escape(example.row_id)}</code>"] if example.row_id else []
-    tags.extend(f"{escape(column)}={escape(value)}" for column, value in example.segments)
+    tags = [f"id <code>{isolated(example.row_id)}</code>"] if example.row_id else []
+    tags.extend(f"{escape(column)}={isolated(value)}" for column, value in example.segments)
     if example.repeats:
         tags.append(escape(repeats_note(example)))
     items = "".join(
-        f"<dt>{escape(label)}</dt><dd>{escape(text)}"
+        f'<dt>{escape(label)}</dt><dd dir="auto">{escape(text)}'
         + (f'<span class="why">{escape(note)}</span>' if note else "")
         + "</dd>"
         for label, text, note in example_fields(metric, example, evidence_items=evidence_items)
@@ -275,7 +282,7 @@ class HtmlReport:
             label = "all rows" if column == ALL else column
             shown = "" if column == ALL else value
             body.append(
-                f"<tr{group}><td>{escape(label)}</td><td>{escape(shown)}</td>"
+                f"<tr{group}><td>{isolated(label)}</td><td>{isolated(shown)}</td>"
                 f'<td class="num">{any_row["rows"]:,}</td>{cells}</tr>'
             )
         if not body:

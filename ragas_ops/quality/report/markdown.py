@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +46,15 @@ _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def _md(text: str) -> str:
-    """Logged text made inert in Markdown: HTML escaped, Markdown syntax escaped, one line."""
-    return html.escape(" ".join(text.split()), quote=False).translate(_MD_SPECIAL)
+    """Logged text made inert in Markdown: HTML escaped, Markdown syntax escaped, one line;
+    right-to-left text isolated between Unicode's FIRST STRONG ISOLATE and POP DIRECTIONAL
+    ISOLATE, which Markdown keeps (it has no `<bdi>`), so it does not reorder its line."""
+    inert = html.escape(" ".join(text.split()), quote=False).translate(_MD_SPECIAL)
+    return f"\u2068{inert}\u2069" if _RIGHT_TO_LEFT.search(inert) else inert
+
+
+# Hebrew, Arabic, Syriac, Thaana, NKo and the other right-to-left blocks, and their forms.
+_RIGHT_TO_LEFT = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 
 
 def sparkline(values: Sequence[float | None]) -> str:
