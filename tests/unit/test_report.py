@@ -436,3 +436,12 @@ def test_worst_examples_read_the_logs_own_column_names() -> None:
     assert all(questions), "every example shows its question"
     assert all(answers), "and its answer"
     assert set(questions) <= set(scored["query"].to_pylist())
+
+
+def test_a_model_shutting_down_is_among_the_runs_facts() -> None:
+    from ragas_ops.quality.report.html import manifest_scalars
+
+    warning = "judge model gpt-5-mini shuts down on 2026-12-11 (in 6 days); ..."
+    plan = {"rows": 10, "files": ["a.parquet"], "model_warnings": [warning]}
+    assert ("model shutting down", warning) in manifest_scalars({"plan": plan})
+    assert not any(key == "model shutting down" for key, _ in manifest_scalars({"plan": {}}))
