@@ -23,14 +23,17 @@ from BEGIN's dev files (`--data`; about 4 requests and 4,900 tokens a row); with
 package's generated samples (much smaller rows).
 
 `--code DIR` runs the client from another checkout (e.g. an older commit, for a "before"
-column); the server is always this checkout's.
+column); the server is always this checkout's. `--client-counts` is the client's
+`provider_counts`: by default none is set (its default, `auto`, learns the server's counting
+from its headers); `told` sets the server's `--admission` (what a client from before `auto`
+needed).
 
 `--model` names the judge model, which the test judge plays: a classic one (`gpt-4o-mini`) or
 a reasoning one as strict as OpenAI (`gpt-5-mini`: its hidden reasoning tokens count in the
 TPM bucket, `reasoning_tokens_per_row`).
 
 Usage: python benchmarks/bench_pacing.py [--scenario S] [--rows N] [--admission usage]
-       [--processes N] [--rate-429 F] [--code DIR] [--model M]
+       [--processes N] [--rate-429 F] [--code DIR] [--client-counts told] [--model M]
 """
 
 from __future__ import annotations
@@ -77,8 +80,10 @@ def score_processes(
     told how the server counts tokens; returns the seconds until the last one finished and
     the CPU seconds they used (the server, a child too, is still running: not counted)."""
     env = {**os.environ, "PYTHONPATH": str(options.code), "OPENAI_API_KEY": "sk-bench"}
-    if options.admission != "max_tokens":  # a client from before the setting knows only that
+    if options.client_counts == "told":  # a client from before `auto` must be told
         env["RAGAS_OPS_JUDGE_PROVIDER_COUNTS"] = options.admission
+    elif options.client_counts != "default":
+        env["RAGAS_OPS_JUDGE_PROVIDER_COUNTS"] = options.client_counts
     if options.model is not None:  # through the environment: an older client reads it too
         env["RAGAS_OPS_JUDGE_MODEL"] = options.model
     budget = [] if client is None else ["--rpm", str(client[0]), "--tpm", str(client[1])]
@@ -192,6 +197,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--admission", choices=("max_tokens", "usage"), default="max_tokens")
+    parser.add_argument(
+        "--client-counts",
+        choices=("default", "told", "auto", "max_tokens", "usage"),
+        default="default",
+        help="the client's provider_counts: its default (no setting), told the server's "
+        "--admission, or a value",
+    )
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--rate-429", type=float, default=0.2)
     parser.add_argument(
@@ -204,6 +216,7 @@ def main() -> None:
     limits = ["--rpm", str(RPM), "--tpm", str(TPM)]
     result: dict[str, Any] = {"scenario": options.scenario, "code": str(options.code)}
     result["admission"] = options.admission
+    result["client_counts"] = options.client_counts
     result["model"] = options.model or "the client's default"
     if options.scenario == "cpu":
         result |= run(options, table, server=[], client=None, bound_limits=(RPM, TPM))

@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
 from ragas_ops.airflow.assets import DAILY_METRICS, SCORED, announce_day
+from ragas_ops.airflow.lineage import declare_outputs
 from ragas_ops.airflow.operators import JUDGE_MODES, ScoreChunkOperator
 from ragas_ops.config import settings_from_environment
 
@@ -72,6 +73,7 @@ def publish(
     from ragas_ops.airflow import task_context
     from ragas_ops.pipeline.manifest import run_manifest, write_manifest
     from ragas_ops.pipeline.publish import publish_day
+    from ragas_ops.pipeline.shadow import publish_candidate
 
     context = get_current_context()
     settings = task_context.pipeline_settings()
@@ -97,6 +99,8 @@ def publish(
         chunk_results=chunk_results,
         published=published,
     )
+    # The shadow judge's rows, apart from the published scores (null: none configured).
+    manifest["candidate"] = publish_candidate(lake, day, context["run_id"], chunk_results)
     announce_day(context["outlet_events"], SCORED, day, published["table"])
     return {
         "day": day,
@@ -183,7 +187,10 @@ def ragas_ops_nightly() -> None:
         **SCORING_TASK,
     ).expand(chunk=chunks_for.override(task_id="backfill_chunks_for")(day_plan, backfill=True))
     published = publish(day_plan, nightly.output, backfill.output)
-    aggregate(published) >> report(published)
+    aggregated, reported = aggregate(published), report(published)
+    aggregated >> reported
+    for written in (published, aggregated, reported):
+        declare_outputs(written)  # their OpenLineage outputs, with the provider installed
 
 
 ragas_ops_nightly()

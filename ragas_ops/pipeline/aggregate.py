@@ -56,7 +56,29 @@ def aggregate_day(
     publish_id = None if published is None else published["publish_id"]
     target = tables.write_daily_metrics(day, table, publish_id, run_id)
     regression = day_regression(lake, day, settings, table)
-    return {"daily_metrics": target, "regression": regression.to_dict(), "label_queue": queued}
+    result = {"daily_metrics": target, "regression": regression.to_dict(), "label_queue": queued}
+    comparison = judge_comparison(lake, day, settings, published, run_id)
+    if comparison is not None:
+        result["judge_comparison"] = comparison
+    return result
+
+
+def judge_comparison(
+    lake: Lake,
+    day: str,
+    settings: Settings,
+    published: dict[str, Any] | None = None,
+    run_id: str | None = None,
+) -> str | None:
+    """The day's shadow-judge comparison written beside its daily metrics (None: the day has
+    no candidate rows); never part of them."""
+    from ragas_ops.pipeline.shadow import candidate_columns, compare_day
+
+    if not lake.day_file("candidate_scored", day).exists():
+        return None
+    columns = candidate_columns(settings.metrics.names)
+    scored = day_tables(lake, settings).read_scored(day, published, run_id, columns=columns)
+    return compare_day(lake, day, settings, scored, run_id)
 
 
 def day_regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None) -> Any:

@@ -26,6 +26,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from typing import Any
 
 import pyarrow as pa
@@ -91,7 +92,8 @@ class DayPlan:
     files: list[InputFile] = field(default_factory=list)
     rejected: list[RejectedFile] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
-    """Files of the day's folder that are not Parquet names: not read, but named."""
+    """Files of the day's folder that are not log file names (Parquet, JSON Lines, CSV):
+    not read, but named."""
     chunks: list[Chunk] = field(default_factory=list)
     chunk_rows: int = 0
     schema: pa.Schema | None = None
@@ -102,6 +104,10 @@ class DayPlan:
     lake_days: dict[str, Any] | None = None
     """When the day's folder does not exist: the days the raw root holds (`count`, `first`,
     `last`), so that a day outside them shows as such."""
+    quiet_days: int = 0
+    """On a day without traffic: the days in a row, this one included, since the raw root's
+    last earlier day folder (0 on a day with traffic, and when the root holds no earlier day:
+    a backfill before the lake's first day is no outage)."""
 
     @property
     def rows(self) -> int:
@@ -144,15 +150,25 @@ class DayPlan:
             "folder_exists": self.folder_exists,
             "lake_days": self.lake_days,
             "no_traffic_reason": self.no_traffic_reason,
+            "quiet_days": self.quiet_days,
         }
 
 
-def lake_days(lake: Lake) -> dict[str, Any]:
+def lake_days(lake: Lake, days: list[str] | None = None) -> dict[str, Any]:
     """How many `dt=YYYY-MM-DD` folders the raw root holds, and its first and last day (one
-    listing of the root, not recursive)."""
-    days = partition_days(lake.raw, missing_ok=False)
+    listing of the root, not recursive, unless its `days` are given)."""
+    days = partition_days(lake.raw, missing_ok=False) if days is None else days
     first, last = (days[0], days[-1]) if days else (None, None)
     return {"count": len(days), "first": first, "last": last}
+
+
+def quiet_days(day: str, days: list[str]) -> int:
+    """The days in a row without traffic ending with `day` (which has none): back to the
+    last earlier day folder of the raw root (`days`); 0 when there is none."""
+    earlier = [held for held in days if held < day]
+    if not earlier:
+        return 0
+    return (date.fromisoformat(day) - date.fromisoformat(earlier[-1])).days
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
@@ -185,8 +201,9 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     folder = lake.raw_day(day)
     present = folder.exists()
     plan = DayPlan(day, folder=folder.uri, folder_exists=present)
+    raw_days = None if present else partition_days(lake.raw, missing_ok=False)
     if not present:
-        plan.lake_days = lake_days(lake)
+        plan.lake_days = lake_days(lake, raw_days)
     paths, plan.ignored = listing(folder) if present else ([], [])
     footers, unreadable = [], {}
     for path in paths:
@@ -210,6 +227,9 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
         if footer.path not in reasons
     ]
     plan.schema = unified.schema
+    if plan.no_traffic_reason is not None:
+        raw_days = raw_days if raw_days is not None else partition_days(lake.raw)
+        plan.quiet_days = quiet_days(day, raw_days)
     check_segments(plan, settings)
     check_shrink(lake, day, plan.rows, settings, allow_shrink=allow_shrink, raw_present=present)
     plan.chunk_rows = max(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,13 @@ import pyarrow as pa
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import TIMESTAMP
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline.aggregate import aggregate_day, day_regression, metrics_history
+from ragas_ops.pipeline.aggregate import (
+    aggregate_day,
+    day_regression,
+    days_before,
+    metrics_history,
+)
+from ragas_ops.pipeline.input_health import ALL_FILES_REJECTED, FAILURE, input_alarm
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import read_manifest, replaced_publish, write_manifest
 from ragas_ops.sampling import ROW_ID_COLUMN
@@ -25,6 +32,7 @@ if TYPE_CHECKING:
 REPORT_DAYS = 30
 REPEATED_ROWS_READ = 20_000
 """Rows of repeated ids whose content is read at a time (`repeated_ids`)."""
+log = logging.getLogger(__name__)
 
 
 class RunProblem(RuntimeError):
@@ -66,6 +74,10 @@ def report_day(
     manifest["repeated_ids"] = repeated_ids(scored, settings, rows_at)
     manifest["dated_elsewhere"] = dated_elsewhere(scored, day)
     manifest["replaced"] = replaced_publish(lake, day, manifest)
+    alarm = input_alarm(manifest["plan"], settings)
+    if alarm is not None:  # recorded only when there is one: a sound day's manifest is as before
+        manifest["input_alarm"] = alarm
+        log.warning("input alarm for %s: %s", day, alarm["message"])
     report = build_report(
         day,
         history,
@@ -75,6 +87,12 @@ def report_day(
         manifest=manifest,
         rerun=rerun_change(tables, day, settings, published),
         columns=settings.columns,
+        comparison=day_comparison_rows(lake, day),
+        comparison_history=[
+            row
+            for earlier in [*days_before(day, REPORT_DAYS), day]
+            for row in day_comparison_rows(lake, earlier)
+        ],
         rows_at=rows_at,
     )
     if published is not None:
@@ -93,11 +111,23 @@ def report_day(
     return manifest["report"]  # type: ignore[no-any-return]
 
 
+def day_comparison_rows(lake: Lake, day: str) -> list[dict[str, Any]]:
+    """The day's shadow-judge comparison, a row per metric (none without a shadow judge)."""
+    from ragas_ops.pipeline.shadow import read_comparison
+
+    table = read_comparison(lake, day)
+    return [] if table is None else table.to_pylist()
+
+
 def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:
     """Why the run must fail, under the configured policies (empty: it must not)."""
     problems = []
+    alarm = manifest.get("input_alarm")
+    if alarm is not None and alarm["severity"] == FAILURE:
+        problems.append(f"{alarm['title'].lower()}: {alarm['message']}")
     rejected = manifest["plan"]["rejected_files"]
-    if rejected and settings.pipeline.on_bad_input == "fail":
+    all_rejected = alarm is not None and alarm["kind"] == ALL_FILES_REJECTED
+    if rejected and settings.pipeline.on_bad_input == "fail" and not all_rejected:
         problems.append(
             f"{len(rejected)} input file(s) rejected, e.g. {rejected[0]['path']}: "
             f"{rejected[0]['reason']}"

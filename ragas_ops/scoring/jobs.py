@@ -51,7 +51,7 @@ class ScoreOutcome:
     seconds: float
     sample_fraction: float = 1.0
     ignored: list[str] = field(default_factory=list)
-    """Files below the input that are not Parquet names: not read."""
+    """Files below the input that are not log file names: not read."""
     caveats: tuple[str, ...] = ()
     """What a reader of these scores must know of the judge (`JudgeIdentity.caveats`)."""
     warnings: list[str] = field(default_factory=list)
@@ -68,7 +68,7 @@ class ScoreOutcome:
             lines.insert(1, self._sampling_line())
         if self.ignored:
             shown = ", ".join(self.ignored[:5]) + (", ..." if len(self.ignored) > 5 else "")
-            lines.insert(1, f"not read, not Parquet names: {len(self.ignored)} file(s): {shown}")
+            lines.insert(1, f"not read, not log file names: {len(self.ignored)} file(s): {shown}")
         for metric in self.metrics:
             statuses = self.summary.statuses.get(metric, Counter())
             mean = self.summary.mean(metric)
@@ -137,7 +137,7 @@ class ScoreOutcome:
 @dataclass(frozen=True)
 class InputFiles:
     """What `score` reads: the schema, the Parquet files and their rows, and the files below
-    the input that are not Parquet names (not read; named in the summary)."""
+    the input that are not log file names (not read; named in the summary)."""
 
     schema: pa.Schema
     paths: list[str]

@@ -345,15 +345,19 @@ class IcebergTables:
         rows = scan.to_arrow()
         return rows if rows.num_rows else None
 
-    def day_batches(
+    def day_files(
         self,
         name: str,
         day: str,
         snapshot_id: int | None = None,
         columns: Sequence[str] | None = None,
-    ) -> Iterator[pa.RecordBatch] | None:
-        """`day` of table `name` as `read_day` reads it, in the same row order, batch by
-        batch: the rows are never all in memory at once. None if the table has none."""
+    ) -> list[DayFile] | None:
+        """`day` of table `name` file by file, in the order `read_day` reads it: each file's
+        rows and how to read them (in `columns`) batch by batch, so that a reader holds one
+        file's rows at most, and skips the files it needs nothing of. None if the table has
+        none."""
+        from pyiceberg.io.pyarrow import ArrowScan
+
         table = self._load(name, missing_ok=True)
         if table is None:
             return None
@@ -364,8 +368,26 @@ class IcebergTables:
         scan = table.scan(
             row_filter=_on_day(day), snapshot_id=snapshot_id, selected_fields=selected
         )
-        batches: Iterator[pa.RecordBatch] = iter(scan.to_arrow_batch_reader())
-        return batches
+        projection = scan.projection()
+
+        def reader(task: Any) -> Callable[[], Iterator[pa.RecordBatch]]:
+            def read() -> Iterator[pa.RecordBatch]:
+                arrow = ArrowScan(
+                    table.metadata, table.io, projection, scan.row_filter, scan.case_sensitive
+                )
+                batches: Iterator[pa.RecordBatch] = arrow.to_record_batches([task])
+                return batches
+
+            return read
+
+        # A day's files are rewritten whole (copy-on-write): no delete file ever applies, so
+        # a file's record count is the rows a scan of it gives.
+        return [
+            DayFile(int(task.file.record_count), reader(task))
+            if not task.delete_files
+            else DayFile(None, reader(task))
+            for task in scan.plan_files()
+        ]
 
     def days(self, name: str) -> list[str]:
         """The days table `name` holds rows of, oldest first."""
@@ -424,6 +446,14 @@ class IcebergTables:
             if missing_ok:
                 return None
             raise IcebergError(f"no Iceberg table {name!r} in {self.warehouse_uri}") from None
+
+
+@dataclass(frozen=True)
+class DayFile:
+    """One data file of a day: its rows (None: known only once read) and its reader."""
+
+    rows: int | None
+    read: Callable[[], Iterator[pa.RecordBatch]]
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import sqlite3
 import threading
@@ -259,3 +260,75 @@ def test_a_stored_failure_gives_way_to_a_newer_reply_but_an_answer_stays(tmp_pat
     cache.put("k", {"texts": ["second answer"]})
     cache.put("k", failure)
     assert cache.get("k") == {"texts": ["first answer"]}
+
+
+# -- integrity (issue 41) -------------------------------------------------------------------------
+
+
+def test_an_entry_edited_in_the_file_is_a_miss_and_is_replaced_by_the_next_answer(cache_file):
+    cache = ResponseCache(cache_file)
+    cache.put("k", {"texts": ['{"verdict":"yes"}']})
+    cache.put_vectors({"v": np.array([1.0, 2.0])})
+    with sqlite3.connect(cache_file) as database:
+        database.execute("UPDATE responses SET value = replace(value, 'yes', 'no ')")
+        database.execute("UPDATE embeddings SET vector = ?", (np.array([1.0, 3.0]).tobytes(),))
+    assert cache.get("k") is None
+    assert cache.get_vectors(["v"]) == {}
+    assert cache.mismatches.count == 2
+    cache.put("k", {"texts": ['{"verdict":"yes"}']})
+    assert cache.get("k") == {"texts": ['{"verdict":"yes"}']}
+    cache.close()
+
+
+def test_an_entry_copied_under_another_key_fails_its_check(cache_file):
+    cache = ResponseCache(cache_file)
+    cache.put("a", {"texts": ["answer of a"]})
+    cache.put("b", {"texts": ["answer of b"]})
+    with sqlite3.connect(cache_file) as database:
+        value, digest = database.execute(
+            "SELECT value, digest FROM responses WHERE key = 'a'"
+        ).fetchone()
+        database.execute(
+            "UPDATE responses SET value = ?, digest = ? WHERE key = 'b'", (value, digest)
+        )
+    assert cache.get("b") is None
+    assert cache.get("a") == {"texts": ["answer of a"]}
+    cache.close()
+
+
+def test_a_file_of_before_digests_is_given_them_once_and_checked_after(cache_file):
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(cache_file) as database:  # the schema of before issue 41
+        database.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        database.execute("CREATE TABLE embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        database.execute("INSERT INTO responses VALUES ('k', '{\"texts\": [\"old\"]}')")
+        database.execute("INSERT INTO embeddings VALUES ('v', ?)", (np.array([1.0]).tobytes(),))
+    cache = ResponseCache(cache_file)
+    assert cache.get("k") == {"texts": ["old"]}  # migrated, not paid again
+    assert set(cache.get_vectors(["v"])) == {"v"}
+    with sqlite3.connect(cache_file) as database:  # a digest removed after: no longer trusted
+        database.execute("UPDATE responses SET digest = NULL")
+    assert ResponseCache(cache_file).get("k") is None
+    cache.close()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten"])
+def test_an_unreadable_file_is_set_aside_and_a_fresh_one_started(cache_file, damage, caplog):
+    cache = ResponseCache(cache_file)
+    for index in range(300):
+        cache.put(f"k{index}", {"texts": ["x" * 200]})
+    cache.close()
+    if damage == "truncated":
+        with cache_file.open("r+b") as handle:
+            handle.truncate(cache_file.stat().st_size // 2)
+    else:
+        cache_file.write_bytes(b"not a database at all" * 100)
+    with caplog.at_level(logging.WARNING):
+        fresh = ResponseCache(cache_file)
+    assert fresh.get("k1") is None
+    fresh.put("k1", {"texts": ["again"]})
+    assert fresh.get("k1") == {"texts": ["again"]}
+    (aside,) = cache_file.parent.glob("judge.sqlite.unreadable-*")
+    (line,) = [record.getMessage() for record in caplog.records]
+    assert f"set aside as {aside}" in line
+    fresh.close()

@@ -7,8 +7,10 @@ from datetime import UTC
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from ragas_ops.config import Settings
+from ragas_ops.pipeline.input_health import input_alarm
 from ragas_ops.pipeline.manifest import day_spend, manifest_base, run_manifest, run_totals
 from ragas_ops.pipeline.plan import (
     Chunk,
@@ -18,6 +20,7 @@ from ragas_ops.pipeline.plan import (
     Slice,
     chunk_from_dict,
     plan_result,
+    quiet_days,
 )
 from ragas_ops.pipeline.report import dated_elsewhere, repeated_ids
 
@@ -191,3 +194,42 @@ def test_the_other_runs_spend_is_known_when_theirs_is_whatever_this_runs_is(tmp_
     assert spend["day_spend_usd"] is None, "never a partial sum"
     assert spend["day_runs"] == 2
     assert day_spend(lake, DAY, "p-priced")["other_runs_spend_usd"] is None
+
+
+def test_quiet_days_count_back_to_the_raw_roots_last_earlier_day() -> None:
+
+    assert quiet_days("2026-11-28", ["2026-11-25", "2026-11-30"]) == 3
+    assert quiet_days("2026-11-28", ["2026-11-27", "2026-11-28"]) == 1
+    assert quiet_days("2026-11-28", ["2026-11-29"]) == 0, "before the lake's first day: none"
+
+
+@pytest.mark.parametrize(
+    ("quiet", "limit", "alarmed"), [(2, 3, False), (3, 3, True), (30, 0, False)]
+)
+def test_max_quiet_days_nights_in_a_row_without_traffic_fail_the_run(
+    quiet: int, limit: int, alarmed: bool
+) -> None:
+
+    settings = Settings()
+    settings.pipeline.max_quiet_days = limit
+    summary = {**plan(0), "day": "2026-11-28", "folder": "/lake/raw/dt=2026-11-28"}
+    summary["quiet_days"] = quiet
+
+    alarm = input_alarm(summary, settings)
+
+    assert (alarm is not None) == alarmed
+    if alarm is not None:
+        assert alarm["severity"] == "failure"
+        assert "no traffic for 3 days in a row up to 2026-11-28" in alarm["message"]
+        assert "pipeline.max_quiet_days" in alarm["message"]
+
+
+def test_every_file_rejected_is_a_warning_under_on_bad_input_warn() -> None:
+
+    settings = Settings()
+    settings.pipeline.on_bad_input = "warn"
+
+    alarm = input_alarm({**plan(0, rejected=True), "day": "2026-11-28"}, settings)
+
+    assert alarm is not None
+    assert (alarm["kind"], alarm["severity"]) == ("all_files_rejected", "warning")

@@ -63,10 +63,16 @@ def test_an_iceberg_publish_in_several_parts_is_one_version_of_the_day(
     for column in ("id", "answer", "faithfulness_score", "faithfulness_evidence"):
         assert read[column].to_pylist() == table.sort_by("id")[column].to_pylist()
     # the report's positions are the same whether the day is read whole or batch by batch
-    batches = tables.tables.day_batches("scored", DAY, columns=["id"])
-    assert batches is not None
-    in_batches = [row for batch in batches for row in batch.column("id").to_pylist()]
-    assert in_batches == tables.read_scored(DAY, columns=["id"])["id"].to_pylist()
+    files = tables.tables.day_files("scored", DAY, columns=["id"])
+    assert files is not None
+    assert [file.rows for file in files] == [sum(map(len, file.read())) for file in files]
+    in_files = [row for file in files for batch in file.read() for row in batch["id"].to_pylist()]
+    assert in_files == tables.read_scored(DAY, columns=["id"])["id"].to_pylist()
+    last = sum(file.rows or 0 for file in files) - 1
+    assert tables.read_scored_rows(DAY, [last, 2], ["id"]) == {
+        2: {"id": in_files[2]},
+        last: {"id": in_files[last]},
+    }
     versions = tables.tables.day_versions("scored", DAY)
     assert [(v.publish_id, v.rows) for v in versions] == [("publish-1", 120), ("publish-2", 400)]
     assert versions[-1].snapshot_id == published["snapshot_id"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -30,6 +31,8 @@ class RateLimitHeaders:
     remaining_tokens: int | None = None
     reset_requests_seconds: float | None = None
     reset_tokens_seconds: float | None = None
+    limit_tokens: int | None = None
+    """`x-ratelimit-limit-tokens`: the account's tokens per minute."""
 
     @property
     def said_anything(self) -> bool:
@@ -43,6 +46,7 @@ def rate_limit_headers(headers: Mapping[str, str]) -> RateLimitHeaders:
         remaining_tokens=_int(headers.get("x-ratelimit-remaining-tokens")),
         reset_requests_seconds=duration_seconds(headers.get("x-ratelimit-reset-requests")),
         reset_tokens_seconds=duration_seconds(headers.get("x-ratelimit-reset-tokens")),
+        limit_tokens=_int(headers.get("x-ratelimit-limit-tokens")),
     )
 
 
@@ -112,6 +116,18 @@ class TokenCounting:
 
     counts: ProviderCounts = "max_tokens"
     _used_share: dict[str, float] = field(default_factory=dict)
+    learner: CountingLearner | None = None
+    """With `auto`: what the provider's headers say of its counting (until they say, and
+    without them, `max_tokens`)."""
+
+    def __post_init__(self) -> None:
+        if self.counts == "auto":
+            self.learner = CountingLearner()
+            self.counts = "max_tokens"
+
+    def concluded(self, counts: ProviderCounts) -> None:
+        """The headers told how the provider counts (with `auto`)."""
+        self.counts = counts
 
     def at_admission(self, prompt_id: str, max_completion: int) -> int:
         """Completion tokens to hold when a request with `max_completion` (max_tokens x n) is
@@ -136,3 +152,78 @@ class TokenCounting:
             return
         weight = _WEIGHT_UP if share > known else _WEIGHT_DOWN
         self._used_share[prompt_id] = known + weight * (share - known)
+
+
+# How many answers' votes the learner weighs (the latest ones), how many it needs before it
+# concludes, and the share of them one way of counting needs.
+_VOTES, _ENOUGH_VOTES, _MAJORITY = 41, 15, 0.75
+# Below this difference in tokens between the two predictions, an interval says nothing.
+_LEAST_DIFFERENCE = 32
+
+
+@dataclass
+class CountingLearner:
+    """Which way the provider counts a chat request's completion, from its
+    `x-ratelimit-remaining-tokens` headers.
+
+    Between two answers with the headers, the provider's bucket refilled at its rate (from
+    `x-ratelimit-limit-tokens`) and lost what it charged. Of this process's requests, both
+    ways charge the prompt of those it admitted in between; `max_tokens` also their
+    `max_tokens` x n (at admission), `usage` instead the completion of the later answer (the
+    provider counts it when it answers, before its headers). Each interval votes for the way
+    whose prediction is closer to the bucket's drop; an interval is left out when the bucket
+    refilled to full within it (the drop is then unknown), when the two predictions hardly
+    differ, or when the drop exceeds both by more than a request of this process (another
+    process of the account sent one meanwhile). The conclusion is the way with at least
+    three quarters of the latest votes; until then, `max_tokens` (the one that never lets a
+    burst through that the provider would then count).
+    """
+
+    conclusion: ProviderCounts | None = None
+    _votes: deque[bool] = field(default_factory=lambda: deque(maxlen=_VOTES))
+    """True: a vote for `usage`."""
+    _previous: tuple[float, int, float | None] | None = None
+    """(when, remaining tokens, seconds until full) of the previous answer with headers."""
+    _prompts_since = 0
+    _completions_since = 0
+    _largest_request = 0
+
+    def admitted(self, prompt_tokens: int, max_completion: int) -> None:
+        """A chat request of this process was let go (`prompt_tokens`: its prompt's estimate,
+        without margin)."""
+        self._prompts_since += prompt_tokens
+        self._completions_since += max_completion
+        self._largest_request = max(self._largest_request, prompt_tokens + max_completion)
+
+    def answered(self, now: float, used: int, headers: RateLimitHeaders) -> ProviderCounts | None:
+        """A chat answer (`used` completion tokens) and its headers; the conclusion so far."""
+        remaining, limit = headers.remaining_tokens, headers.limit_tokens
+        if remaining is None or limit is None or limit <= 0:
+            self._previous = None
+            return self.conclusion
+        previous, self._previous = self._previous, (now, remaining, headers.reset_tokens_seconds)
+        admitted_prompts, admitted_completions = self._prompts_since, self._completions_since
+        self._prompts_since = self._completions_since = 0
+        if previous is None:
+            return self.conclusion
+        before, left, until_full = previous
+        elapsed = max(0.0, now - before)
+        if until_full is None or until_full <= elapsed or remaining <= 0:
+            return self.conclusion  # it was full, or below zero (not said): no drop known
+        drop = left - remaining + limit / 60.0 * elapsed - admitted_prompts
+        at_admission, at_answer = float(admitted_completions), float(used)
+        if abs(at_admission - at_answer) < _LEAST_DIFFERENCE:
+            return self.conclusion
+        if drop > max(at_admission, at_answer) + self._largest_request / 2:
+            return self.conclusion  # another process's request: not this process's counting
+        self._votes.append(abs(drop - at_answer) < abs(drop - at_admission))
+        return self._conclude()
+
+    def _conclude(self) -> ProviderCounts | None:
+        if len(self._votes) >= _ENOUGH_VOTES:
+            usage = sum(self._votes) / len(self._votes)
+            if usage >= _MAJORITY:
+                self.conclusion = "usage"
+            elif usage <= 1 - _MAJORITY:
+                self.conclusion = "max_tokens"
+        return self.conclusion

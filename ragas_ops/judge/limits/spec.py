@@ -9,7 +9,7 @@ from typing import Literal
 
 from ragas_ops.settings_fields import at_least_one, fraction, positive, setting
 
-ProviderCounts = Literal["max_tokens", "usage"]
+ProviderCounts = Literal["auto", "max_tokens", "usage"]
 SharedBudgetMode = Literal["none", "local", "redis"]
 BudgetPool = Literal["nightly", "backfill"]
 
@@ -33,11 +33,13 @@ class LimitsSpec:
     proportion to their rows); rows past it get `budget_exhausted`. None: no limit."""
     budget_tokens: int | None = at_least_one(None)
     """Most tokens (prompt + completion + embedding) one run may spend; None: no limit."""
-    provider_counts: ProviderCounts = "max_tokens"
+    provider_counts: ProviderCounts = "auto"
     """How the provider's token limit counts a chat request: `max_tokens`, as OpenAI and Azure
     do (the prompt and max_tokens x n when it admits it, kept whatever the reply uses); `usage`,
     as vLLM behind a gateway and most gateways do (the prompt, then the completion it used: the
-    judge then holds the completion it expects, learnt per prompt, not max_tokens)."""
+    judge then holds the completion it expects, learnt per prompt, not max_tokens); `auto`:
+    learnt from the provider's `x-ratelimit-remaining-tokens` headers (`max_tokens` until they
+    say otherwise, and without them)."""
     provider_burst_seconds: float = positive(1.0)
     """How many seconds of its rates the provider lets through at once (OpenAI: about one):
     the judge's buckets, and the shared budget's, hold no more than that."""

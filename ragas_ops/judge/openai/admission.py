@@ -9,6 +9,7 @@ each request as the provider does, before (admission) and after (its answer's us
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -17,7 +18,12 @@ from dataclasses import replace
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import Usage
 from ragas_ops.judge.limits.congestion import CongestionControl
-from ragas_ops.judge.limits.provider import TokenCounting, cause_of_429, rate_limit_headers
+from ragas_ops.judge.limits.provider import (
+    RateLimitHeaders,
+    TokenCounting,
+    cause_of_429,
+    rate_limit_headers,
+)
 from ragas_ops.judge.limits.rate_limit import Admitted, PrioritySlots, RateLimiter
 from ragas_ops.judge.limits.shared_budget import SharedBudget, shared_budget_for, static_rates
 from ragas_ops.judge.openai.request import Attempt, Request
@@ -35,6 +41,7 @@ class Admission:
             static.rpm, static.tpm, burst_seconds=limits.provider_burst_seconds
         )
         self._counting = TokenCounting(limits.provider_counts)
+        self._admission_margin = limits.admission_margin
         self.shared_budget: SharedBudget | None = shared_budget_for(
             settings.shared_budget,
             limits,
@@ -63,6 +70,11 @@ class Admission:
         if self.shared_budget is not None:
             await self.shared_budget.start()  # the first request joins the others
         await self.limiter.acquire(request.tokens)
+        learner = self._counting.learner
+        if learner is not None and request.chat:
+            hold = self._counting.at_admission(request.what, request.max_completion)
+            prompt = round((request.tokens - hold) / (1 + self._admission_margin))
+            learner.admitted(prompt, request.max_completion)
         return self.limiter.admitted
 
     def answered(
@@ -81,10 +93,30 @@ class Admission:
         )
         self.limiter.settle(request.tokens, counted)
         said = rate_limit_headers(headers)
+        if request.chat:
+            self._learn_counting(completion, said)
         self.limiter.observe_remaining(said.remaining_requests, said.remaining_tokens, since)
         restore = self._congestion.answered()
         if restore is not None:
             self.limiter.restore_pace(restore)
+
+    def _learn_counting(self, completion: int, said: RateLimitHeaders) -> None:
+        """With `provider_counts = auto`: what this answer's headers say of the provider's
+        counting; a new conclusion applies to the requests admitted from now on."""
+        learner = self._counting.learner
+        if learner is None:
+            return
+        before = learner.conclusion
+        concluded = learner.answered(time.monotonic(), completion, said)
+        if concluded is not None and concluded != before:
+            self._counting.concluded(concluded)
+            self._events[f"provider_counts_{concluded}"] += 1
+            log.info("the provider's rate-limit headers say it counts %s", concluded)
+
+    @property
+    def provider_counts(self) -> str:
+        """How the provider is taken to count a chat request's tokens now."""
+        return self._counting.counts
 
     def refund(self, request: Request) -> None:
         """A request refused before any work (a 429): its tokens were not spent."""

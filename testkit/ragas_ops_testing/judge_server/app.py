@@ -108,6 +108,11 @@ class App:
         snapshot["batches"] = self._batch_api.stats()
         return snapshot
 
+    def request_log(self) -> list[dict[str, Any]]:
+        """The requests kept (`request_log`), oldest first."""
+        with self._lock:
+            return list(self._request_log)
+
     def reset_stats(self) -> None:
         with self._lock:
             in_flight = self._stats.in_flight  # requests being served still finish and count
@@ -128,8 +133,7 @@ class App:
             self.reset_stats()
             return Reply(200, {"reset": True})
         if route == "/requests" and method == "GET":
-            with self._lock:
-                return Reply(200, {"requests": list(self._request_log)})
+            return Reply(200, {"requests": self.request_log()})
         if method == "GET" and route.startswith(_MODEL_PREFIX):
             return self._look_up_model(route[len(_MODEL_PREFIX) :], authorization)
         endpoint = _ENDPOINTS.get((method, route)) or api_of(route)

@@ -234,6 +234,7 @@ def test_a_day_is_scored_published_aggregated_and_reported(
 
 
 def test_an_empty_day_publishes_an_empty_partition(lake: Path) -> None:
+    (lake / "raw" / "dt=2026-11-19").mkdir()  # a lake of days (one with none is broken input)
     run = run_dag("2026-11-20")
 
     assert state(run) == "success"
@@ -297,7 +298,7 @@ def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
     pq.write_table(table.slice(0, 7), folder / "part-0.parquet")
     pq.write_table(table.slice(7), folder / "part-1.PARQUET")
     pq.write_table(table.slice(0, 3), folder / "part-0 (copy).parquet")  # logged twice
-    (folder / "notes.csv").write_text("who,what\n")
+    (folder / "notes.txt").write_text("who,what\n")
     (folder / "_SUCCESS").write_text("")
     empty_day = lake / "raw" / "dt=2026-11-22"
     empty_day.mkdir(parents=True)
@@ -310,12 +311,12 @@ def test_parquet_names_in_any_case_are_read_and_other_files_are_named_not_lost(
     logged = table.column("id").to_pylist() + table.column("id").to_pylist()[:3]
     assert sorted(scored.column("id").to_pylist()) == sorted(logged), "scored as logged"
     manifest = manifest_of(lake, "2026-11-21")
-    assert manifest["plan"]["ignored_files"] == [str(folder / "notes.csv")]
+    assert manifest["plan"]["ignored_files"] == [str(folder / "notes.txt")]
     assert manifest["repeated_ids"] == {"rows": 6, "ids": 3, "ids_with_different_content": 0}
     assert manifest["dated_elsewhere"] == {"rows": 0, "first": None, "last": None}
     report = warehouse(lake, "reports", "dt=2026-11-21", "report.md").read_text()
     assert "ignored file" in report
-    assert "notes.csv" in report
+    assert "notes.txt" in report
     assert "6 rows share 3 id(s), 0 of them with different content" in report
     other = manifest_of(lake, "2026-11-22")
     assert other["no_traffic"] is False, "a folder of files is not a day without traffic"

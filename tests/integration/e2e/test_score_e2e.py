@@ -659,4 +659,4 @@ def test_a_folder_is_read_by_parquet_names_in_any_case_and_other_files_are_named
 
     assert code == EXIT_OK
     assert pq.read_table(tmp_path / "o.parquet").num_rows == 5
-    assert "not read, not Parquet names: 1 file(s)" in capsys.readouterr().out
+    assert "not read, not log file names: 1 file(s)" in capsys.readouterr().out

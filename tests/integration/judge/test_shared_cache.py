@@ -126,11 +126,12 @@ def test_the_shared_objects_are_named_by_the_local_cache_keys(
         key = file.removesuffix(".json")
         assert (kind, shard, len(key)) == ("responses", key[:2], 64)
         body = s3.get_object(Bucket=BUCKET, Key=name)["Body"].read()
-        assert json.loads(body) == local.get(key)
+        assert json.loads(body)["value"] == local.get(key)  # beside its digest
     for name in object_keys(s3, "prod/embeddings/"):
         key = Path(name).stem
         body = s3.get_object(Bucket=BUCKET, Key=name)["Body"].read()
-        np.testing.assert_array_equal(np.frombuffer(body, "<f8"), local.get_vectors([key])[key])
+        values = body[4 + 32 :]  # after "RGV1" and the digest
+        np.testing.assert_array_equal(np.frombuffer(values, "<f8"), local.get_vectors([key])[key])
 
 
 def test_an_existing_local_cache_still_hits_when_the_shared_tier_is_added(

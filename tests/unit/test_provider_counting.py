@@ -1,0 +1,121 @@
+"""`provider_counts = auto`: the judge learns from the provider's rate-limit headers whether
+it counts `max_tokens` at admission or the completion used, alone on the account or beside
+another process, and keeps `max_tokens` while the headers say nothing."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from dataclasses import dataclass
+
+import pytest
+
+from ragas_ops.judge.limits.provider import (
+    CountingLearner,
+    RateLimitHeaders,
+    TokenCounting,
+    rate_limit_headers,
+)
+from ragas_ops.judge.limits.spec import LimitsSpec, ProviderCounts
+
+TPM = 400_000
+RATE = TPM / 60.0
+
+
+@dataclass
+class Provider:
+    """A token bucket of one second's budget that counts as `counts` (the test judge's
+    rule: `max_tokens` admits the prompt and max_tokens, `usage` the prompt, then the
+    completion when it answers, before its headers)."""
+
+    counts: ProviderCounts
+    level: float = RATE
+    updated: float = 0.0
+
+    def refill(self, now: float) -> None:
+        self.level = min(RATE, self.level + (now - self.updated) * RATE)
+        self.updated = now
+
+    def admit(self, now: float, prompt: int, max_completion: int) -> None:
+        self.refill(now)
+        self.level -= prompt + (max_completion if self.counts == "max_tokens" else 0)
+
+    def answer(self, now: float, used: int, max_completion: int) -> RateLimitHeaders:
+        self.refill(now)
+        self.level -= used if self.counts == "usage" else max(0, used - max_completion)
+        return rate_limit_headers(
+            {
+                "x-ratelimit-limit-tokens": str(TPM),
+                "x-ratelimit-remaining-tokens": str(max(0, math.floor(self.level))),
+                "x-ratelimit-reset-tokens": f"{max(0.0, (RATE - self.level) / RATE):.3f}s",
+            }
+        )
+
+
+def run(counts: ProviderCounts, *, neighbours: int = 0, requests: int = 300) -> CountingLearner:
+    """This process's requests (prompt 700-1,100, max_tokens 512, 60-350 used) sent at the
+    pace the provider's counting allows, 32 in flight, answered after 0.3-0.5 s; beside them
+    `neighbours` other processes on the account sending the same at the same pace."""
+    rng = random.Random(f"{counts}/{neighbours}")
+    provider, learner = Provider(counts), CountingLearner()
+    events: list[tuple[float, int, str, int, int, int]] = []
+    senders = 1 + neighbours
+    for sender in range(senders):
+        now = rng.uniform(0, 0.1)
+        for number in range(requests):
+            prompt, used = rng.randint(700, 1100), rng.randint(60, 350)
+            counted = prompt + (512 if counts == "max_tokens" else used)
+            heapq.heappush(events, (now, sender, "admit", prompt, used, number))
+            heapq.heappush(events, (now + rng.uniform(0.3, 0.5), sender, "answer", prompt, used, 0))
+            now += counted / RATE * senders * rng.uniform(0.95, 1.1)
+    while events:
+        when, sender, kind, prompt, used, _ = heapq.heappop(events)
+        if kind == "admit":
+            provider.admit(when, prompt, 512)
+            if sender == 0:
+                learner.admitted(prompt, 512)
+        else:
+            headers = provider.answer(when, used, 512)
+            if sender == 0:
+                learner.answered(when, used, headers)
+    return learner
+
+
+@pytest.mark.parametrize("counts", ["max_tokens", "usage"])
+@pytest.mark.parametrize("neighbours", [0, 1])
+def test_the_headers_tell_how_the_provider_counts(counts: ProviderCounts, neighbours: int) -> None:
+    assert run(counts, neighbours=neighbours).conclusion == counts
+
+
+def test_without_headers_it_concludes_nothing_and_counts_max_tokens() -> None:
+    learner = CountingLearner()
+    for step in range(100):
+        learner.admitted(900, 512)
+        assert learner.answered(step * 0.1, 200, rate_limit_headers({})) is None
+    counting = TokenCounting("auto")
+    assert counting.counts == "max_tokens"
+    assert counting.learner is not None
+    assert counting.at_admission("faithfulness.verdicts/v1", 512) == 512
+
+
+def test_a_bucket_that_stays_full_says_nothing() -> None:
+    """A client far below the limit: every answer says the bucket is (nearly) full."""
+    learner = CountingLearner()
+    full = rate_limit_headers(
+        {
+            "x-ratelimit-limit-tokens": str(TPM),
+            "x-ratelimit-remaining-tokens": str(int(RATE)),
+            "x-ratelimit-reset-tokens": "0s",
+        }
+    )
+    for step in range(100):
+        learner.admitted(900, 512)
+        learner.answered(step * 1.0, 200, full)
+    assert learner.conclusion is None
+
+
+def test_auto_is_the_default_and_the_explicit_values_stay_overrides() -> None:
+    assert LimitsSpec().provider_counts == "auto"
+    assert TokenCounting("usage").learner is None
+    assert TokenCounting("max_tokens").learner is None
