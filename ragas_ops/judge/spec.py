@@ -52,7 +52,8 @@ def check_base_url(url: str, source: str = "judge.base_url") -> None:
 class EndpointSpec:
     """Which endpoint and models the judge asks, and how a request is made and retried."""
 
-    model: str = "gpt-4o-mini"
+    model: str = "gpt-5.4-mini"
+    """The judge's chat model: gpt-5.4-mini, still served next quarter (docs/judge.md)."""
     embedding_model: str = "text-embedding-3-small"
     base_url: str | None = setting(None, check=check_base_url)
     """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never

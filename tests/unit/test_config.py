@@ -31,7 +31,7 @@ def _file(tmp_path: Path, text: str) -> Path:
 
 def test_defaults():
     settings = load_settings(environ={})
-    assert settings.judge.endpoint.model == "gpt-4o-mini"
+    assert settings.judge.endpoint.model == "gpt-5.4-mini"
     assert settings.judge.endpoint.embedding_model == "text-embedding-3-small"
     assert settings.judge.endpoint.base_url is None
     assert settings.judge.endpoint.api_key_env == "OPENAI_API_KEY"

@@ -497,3 +497,10 @@ def test_right_to_left_text_is_isolated_in_the_report_and_the_markdown() -> None
     assert "\u2068مساعد-المتجر\u2069" in report.markdown
     assert "\u2068What does «مرحبا بالعالم» mean in English, and who wrote it?" in report.markdown
     assert "\u2068rag-v" not in report.markdown  # left-to-right text is left as it is
+
+
+def test_a_model_shutting_down_is_among_the_runs_facts() -> None:
+    warning = "judge model gpt-5-mini shuts down on 2026-12-11 (in 6 days); ..."
+    plan = {"rows": 10, "files": ["a.parquet"], "model_warnings": [warning]}
+    assert ("model shutting down", warning) in manifest_scalars({"plan": plan})
+    assert not any(key == "model shutting down" for key, _ in manifest_scalars({"plan": {}}))

@@ -534,7 +534,8 @@ def fact_text(value: str | float | bool | None) -> str:
 
 def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run's facts: the manifest's top-level values, then what was read, rejected and
-    published (a rejected input file is listed with its reason: someone has to look)."""
+    published (a rejected input file is listed with its reason: someone has to look), and a
+    judge's model that shuts down soon (the plan's `model_warnings`)."""
     facts = [
         (str(key), fact_text(value))
         for key, value in manifest.items()
@@ -551,6 +552,7 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             (f"ignored file {path}", "not read: not a log file name (.parquet, .jsonl, .csv...)")
             for path in plan.get("ignored_files", [])
         ]
+        facts += [("model shutting down", warning) for warning in plan.get("model_warnings", [])]
     replaced = manifest.get("replaced")
     if replaced:
         facts.append(("replaced", replaced_sentence(replaced)))

@@ -274,3 +274,18 @@ def test_answer_relevance_keeps_its_questions_on_a_model_taking_only_temperature
     ]
     assert evidence
     assert all(len(item["questions"]) == 3 for item in evidence)
+
+
+def test_a_retired_model_stops_the_run_at_once_naming_the_model(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    code, _ = score(judge_server, tmp_path, "gpt-4.5-preview")
+    err = capsys.readouterr().err
+    assert code == EXIT_JUDGE
+    assert "does not know this model or path (HTTP 404)" in err
+    assert "gpt-4.5-preview" in err
+    assert judge_server.stats()["requests_by_endpoint"]["chat"] <= 3
