@@ -90,3 +90,29 @@ def test_the_columns_are_added_in_order_to_every_row_of_the_daily_metrics() -> N
     assert result.column_names[3:] == [name for name, _ in CANDIDATE_AGREEMENT_COLUMNS]
     assert result.column("candidate_labels").to_pylist() == [1, 1]
     assert result.column("candidate_labels_status").to_pylist() == ["too_few_labels"] * 2
+
+
+def test_the_report_shows_both_judges_with_their_counts_or_why_not() -> None:
+    from ragas_ops.quality.report.calibration import shadow_html, shadow_markdown, shadow_rows
+
+    record = {"labels": 40, "labels_status": "ok", "agreement_mad": 0.1}
+    record |= {"agreement_spearman": 0.9, "agreement_kappa": 0.6, "candidate_judge": "openai:new"}
+    overall = {
+        "faithfulness": {DAY: {**record, "candidate_labels": 9}},
+        "answer_relevance": {DAY: {**record, "candidate_labels": 0}},
+        "context_relevance": {DAY: {**record, "candidate_labels_status": "no_shadow_judge"}},
+    }
+    overall["faithfulness"][DAY]["candidate_labels_status"] = "too_few_labels"
+    overall["answer_relevance"][DAY]["candidate_labels_status"] = "no_labels"
+    metrics = ["faithfulness", "answer_relevance", "context_relevance"]
+    agreed = "mean abs. difference 0.100 · Spearman 0.900 · kappa 0.600 (40 labels)"
+    assert shadow_rows(metrics, DAY, overall) == [
+        ("Faithfulness", agreed, "too few labels: 9 of the 16 agreement needs"),
+        ("Answer relevance", agreed, "no labels of its rows"),
+    ]
+    assert "| Faithfulness | " + agreed in "\n".join(shadow_markdown(metrics, DAY, overall))
+    assert "(openai:new)</h3>" in shadow_html(metrics, DAY, overall)
+    # a day without a shadow judge (or before the columns existed): no table at all
+    before = {"faithfulness": {DAY: record}}
+    assert shadow_html(metrics, DAY, before) == ""
+    assert shadow_markdown(metrics, DAY, before) == []
