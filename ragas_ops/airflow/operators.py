@@ -38,7 +38,7 @@ class ScoreChunkOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from ragas_ops.airflow import hooks, task_context
         from ragas_ops.config import ConfigError
-        from ragas_ops.judge.factory import build_judge
+        from ragas_ops.judge.factory import build_judge, capabilities
         from ragas_ops.pipeline.plan import chunk_from_dict
         from ragas_ops.pipeline.score import run_score_chunk
         from ragas_ops.pipeline.shadow import with_candidate
@@ -47,8 +47,11 @@ class ScoreChunkOperator(BaseOperator):
         self._label(context)
         settings = self._settings()
         if self._mode(context, settings.judge.batch.mode) == "batch":
-            if settings.judge.kind == "local":
-                raise ConfigError("batch mode needs the OpenAI judge; the local judge has none")
+            if not capabilities(settings.judge).batch:
+                raise ConfigError(
+                    f"batch mode needs a judge with a Batch API; the {settings.judge.kind} "
+                    "judge has none"
+                )
             return self._advance(context)
         sync = dataclasses.replace(settings.judge.batch, mode="sync")  # this run's choice
         settings.judge = dataclasses.replace(settings.judge, batch=sync)

@@ -169,7 +169,9 @@ def _run_score(options: argparse.Namespace) -> int:
 def _check_key_or_local(settings: Settings) -> None:
     """Without an API key, say every way to score: the key, the local judge, an endpoint."""
     endpoint = settings.judge.endpoint
-    if settings.judge.kind != "openai" or endpoint.base_url is not None:
+    from ragas_ops.judge.factory import capabilities  # the judge's SDK: only when scoring
+
+    if not capabilities(settings.judge).endpoint or endpoint.base_url is not None:
         return
     if os.environ.get(endpoint.api_key_env):
         return

@@ -20,6 +20,30 @@ from ragas_ops.secrets import Secret
 if TYPE_CHECKING:
     from ragas_ops.storage import S3Options
 
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a kind of judge can do, as the operator, the CLI and a run need to know: asked of
+    the judge's kind here, not tested as `kind == ...` where it is used."""
+
+    batch: bool
+    """It has a Batch API (`judge.mode = batch`)."""
+    endpoint: bool
+    """It asks a remote endpoint: it needs a key or a base URL, and its models have a
+    lifecycle the endpoint can be asked about."""
+
+
+CAPABILITIES: Mapping[str, Capabilities] = {
+    "openai": Capabilities(batch=True, endpoint=True),
+    "local": Capabilities(batch=False, endpoint=False),
+}
+
+
+def capabilities(settings: JudgeSettings) -> Capabilities:
+    """The capabilities of the judge the settings name."""
+    return CAPABILITIES[settings.kind]
+
+
 BATCH_POLL_ATTEMPTS = 3
 """A batch watcher's attempts per question (the SDK's own backoff between them): it asks again
 at its next poll anyway."""
@@ -98,8 +122,8 @@ def shutdown_warnings(
 ) -> list[str]:
     """Once per run: a line for each of the judge's models that its endpoint says shuts down
     within `judge.shutdown_warning_days`, with the date and the successor the price table
-    knows; none for the local judge or an endpoint that does not say."""
-    if settings.judge.kind == "local":
+    knows; none for a judge that asks no endpoint, or an endpoint that does not say."""
+    if not capabilities(settings.judge).endpoint:
         return []
     from ragas_ops.judge.openai.lifecycle import shutdown_notices
 
