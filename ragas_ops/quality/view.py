@@ -130,6 +130,8 @@ class DayRun:
     created_at: str
     input_alarm: dict[str, str] | None = None
     """The run's alarm of a broken input (`pipeline.input_health`): no quiet day."""
+    model_warnings: tuple[str, ...] = ()
+    """The judge's models its endpoint said shut down soon (the plan's `model_warnings`)."""
 
 
 @dataclass(frozen=True)
@@ -307,6 +309,7 @@ def day_runs(lake: Lake, day: str) -> list[DayRun]:
                     str(manifest.get("day") or day),
                     str(manifest.get("created_at") or ""),
                     manifest.get("input_alarm") or None,
+                    tuple((manifest.get("plan") or {}).get("model_warnings") or ()),
                 )
             )
     return sorted(runs, key=lambda run: run.created_at, reverse=True)
@@ -459,10 +462,11 @@ def _selected_banner(overview: QualityOverview) -> str:
         return ""
     verdict = overview.verdicts[overview.selected]
     report = verdict.report
-    return _alarm_banner(verdict.runs) + (
-        f"<div class='banner {_esc(report.verdict.value)}'>{_verdict_badge(report.verdict.value)}"
-        f" {_esc(report.summary)}</div>"
+    tone = report.verdict.value
+    verdict_banner = (
+        f"<div class='banner {_esc(tone)}'>{_verdict_badge(tone)} {_esc(report.summary)}</div>"
     )
+    return _alarm_banner(verdict.runs) + _shutdown_banner(verdict.runs) + verdict_banner
 
 
 def _latest_alarm(runs: Sequence[DayRun]) -> dict[str, str] | None:
@@ -478,6 +482,16 @@ def _alarm_banner(runs: Sequence[DayRun]) -> str:
     return (
         f"<div class='banner {tone} input-alarm'><span class='badge {tone}'>"
         f"{_esc(alarm.get('title', ''))}</span> {_esc(alarm.get('message', ''))}</div>"
+    )
+
+
+def _shutdown_banner(runs: Sequence[DayRun]) -> str:
+    """The latest run's word that a judge's model shuts down soon (docs/judge.md)."""
+    warnings = runs[0].model_warnings if runs else ()
+    return "".join(
+        f"<div class='banner warn model-shutdown'><span class='badge warn'>model shutting "
+        f"down</span> {_esc(warning)}</div>"
+        for warning in warnings
     )
 
 

@@ -9,6 +9,7 @@ import json
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
+from ragas_ops.config import settings_from_environment
 from ragas_ops.pricing import DEFAULT_PRICES
+from ragas_ops.quality.view import load_overview, render_page
 from ragas_ops.samples import sample_interactions
+from ragas_ops.storage import locate
 from tests.integration.dag import test_pipeline_dag as dag_tests
 from tests.integration.dag.test_pipeline_dag import (
     DAY,
@@ -137,3 +141,11 @@ def test_a_model_shutting_down_in_20_days_is_in_the_plan_log_and_the_manifest(
     logged = [record.getMessage() for record in plan_log if record.levelno == logging.WARNING]
     assert f"plan warning: {warning}" in logged
     assert judge_server.stats()["model_lookups"] == {MODEL: 1, EMBEDDING_MODEL: 1}
+    report = warehouse(lake, "reports", f"dt={DAY}", "report.html").read_text()
+    assert escape(warning) in report
+    overview = load_overview(
+        locate(str(warehouse(lake))), settings_from_environment(), days=3, worst=0
+    )
+    page = render_page(overview, "/rag-quality", days=3)
+    assert "model-shutdown" in page
+    assert escape(said) in page
