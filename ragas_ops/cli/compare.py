@@ -60,6 +60,7 @@ def run_compare(options: argparse.Namespace) -> int:
 def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
     """What both judges would spend on the sample, before anything is sent."""
     from ragas_ops.estimate import Prices, estimate_input
+    from ragas_ops.judge.factory import capabilities
     from ragas_ops.scoring.shadow import candidate_settings, candidate_share
 
     share = candidate_share(settings)
@@ -71,7 +72,7 @@ def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
         )
         tally = estimate_input(input_uri, sampled).total
         rows = f"{tally.rows_sampled:,} of {tally.rows:,} rows"
-        if judged.judge.kind == "local":
+        if not capabilities(judged.judge).endpoint:  # the local judge: no API request
             cost: float | None = 0.0
             line = f"the local judge: {rows}, no API request, {_usd(cost)}"
         else:
@@ -92,6 +93,7 @@ def shadow_estimate_lines(settings: Settings, estimate_for: Callable[[Settings],
     """What a configured shadow judge adds to a run `ragas-ops estimate` estimated (none
     without one): `estimate_for` estimates the same input or days with other settings."""
     from ragas_ops.estimate import Prices
+    from ragas_ops.judge.factory import capabilities
     from ragas_ops.scoring.shadow import candidate_settings, candidate_share
 
     if not settings.judge.candidate.enabled:
@@ -103,7 +105,7 @@ def shadow_estimate_lines(settings: Settings, estimate_for: Callable[[Settings],
     )
     tally = estimate_for(shadow).total
     rows = f"{tally.rows_sampled:,} rows ({share:g} by row id)"
-    if shadow.judge.kind == "local":
+    if not capabilities(shadow.judge).endpoint:
         return ["", f"shadow judge ([judge.candidate]): the local judge on {rows}, no API request"]
     prices = Prices.of(shadow)
     tokens = tally.prompt_tokens + tally.completion_tokens
