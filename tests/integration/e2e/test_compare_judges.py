@@ -14,6 +14,7 @@ import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, EXIT_USAGE, main
+from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.quality.judge_comparison import comparison_cells
 from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.shadow import candidate_mask
@@ -52,8 +53,9 @@ def test_compare_judges_prints_the_estimate_then_the_comparison_of_a_folder(
     ids = pa.concat_tables([pq.read_table(path) for path in sorted(logs.glob("*.parquet"))])
     chosen = candidate_mask(ids.column("id").to_pylist(), SHARE).count(True)
     assert lines[0] == f"estimate before any call (the sample: {SHARE:g} of the rows, by row id):"
-    assert lines[1].startswith(f"  judge      gpt-4o-mini: {chosen} of 50 rows, ")
-    assert re.search(r" chat tokens, \$\d+\.\d{4}$", lines[1]), "priced: gpt-4o-mini's table"
+    model = EndpointSpec().model  # the default judge
+    assert lines[1].startswith(f"  judge      {model}: {chosen} of 50 rows, ")
+    assert re.search(r" chat tokens, \$\d+\.\d{4}$", lines[1]), f"priced: {model}'s table"
     assert lines[2] == f"  candidate  the local judge: {chosen} of 50 rows, no API request, $0.0000"
     assert lines[3].startswith("  total at most $")
     assert lines.index(next(line for line in lines if line.startswith("scored "))) > 3
