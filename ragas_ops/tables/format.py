@@ -612,12 +612,7 @@ class IcebergDayTables:
         return None if latest is None else latest.publish_id
 
     def read_daily_metrics(self, days: Sequence[str]) -> list[pa.Table]:
-        found = []
-        for day in days:
-            rows = self._guarded(lambda day=day: self.tables.read_day("daily_metrics", day))
-            if rows is not None:
-                found.append(rows)
-        return found
+        return self._read_days("daily_metrics", days)
 
     def metrics_days(self) -> list[str]:
         return list(self._guarded(lambda: self.tables.days("daily_metrics")))
@@ -635,9 +630,13 @@ class IcebergDayTables:
         return self._where("labels", day)
 
     def read_labels(self, days: Sequence[str]) -> list[pa.Table]:
+        return self._read_days("labels", days)
+
+    def _read_days(self, name: str, days: Sequence[str]) -> list[pa.Table]:
+        """The rows of each of `days` of table `name` that has any."""
         found = []
         for day in days:
-            rows = self._guarded(lambda day=day: self.tables.read_day("labels", day))
+            rows = self._guarded(lambda day=day: self.tables.read_day(name, day))
             if rows is not None:
                 found.append(rows)
         return found
