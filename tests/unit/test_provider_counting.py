@@ -53,7 +53,7 @@ class Provider:
         )
 
 
-def run(counts: ProviderCounts, *, neighbours: int = 0, requests: int = 300) -> CountingLearner:
+def run(counts: ProviderCounts, *, neighbours: int = 0, requests: int = 800) -> CountingLearner:
     """This process's requests (prompt 700-1,100, max_tokens 512, 60-350 used) sent at the
     pace the provider's counting allows, 32 in flight, answered after 0.3-0.5 s; beside them
     `neighbours` other processes on the account sending the same at the same pace."""
@@ -74,11 +74,11 @@ def run(counts: ProviderCounts, *, neighbours: int = 0, requests: int = 300) -> 
         if kind == "admit":
             provider.admit(when, prompt, 512)
             if sender == 0:
-                learner.admitted(prompt, 512)
+                learner.admitted(when, prompt, 512)
         else:
             headers = provider.answer(when, used, 512)
-            if sender == 0:
-                learner.answered(when, used, headers)
+            if sender == 0:  # read a moment after the provider sent it
+                learner.answered(when + rng.uniform(0.001, 0.02), used, headers)
     return learner
 
 
@@ -91,8 +91,8 @@ def test_the_headers_tell_how_the_provider_counts(counts: ProviderCounts, neighb
 def test_without_headers_it_concludes_nothing_and_counts_max_tokens() -> None:
     learner = CountingLearner()
     for step in range(100):
-        learner.admitted(900, 512)
-        assert learner.answered(step * 0.1, 200, rate_limit_headers({})) is None
+        learner.admitted(step * 0.1, 900, 512)
+        assert learner.answered(step * 0.1 + 0.06, 200, rate_limit_headers({})) is None
     counting = TokenCounting("auto")
     assert counting.counts == "max_tokens"
     assert counting.learner is not None
@@ -110,8 +110,8 @@ def test_a_bucket_that_stays_full_says_nothing() -> None:
         }
     )
     for step in range(100):
-        learner.admitted(900, 512)
-        learner.answered(step * 1.0, 200, full)
+        learner.admitted(step * 1.0, 900, 512)
+        learner.answered(step * 1.0 + 0.5, 200, full)
     assert learner.conclusion is None
 
 

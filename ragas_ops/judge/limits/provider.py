@@ -156,9 +156,15 @@ class TokenCounting:
 
 # How many answers' votes the learner weighs (the latest ones), how many it needs before it
 # concludes, and the share of them one way of counting needs.
-_VOTES, _ENOUGH_VOTES, _MAJORITY = 41, 15, 0.75
+_VOTES, _ENOUGH_VOTES, _MAJORITY = 41, 11, 0.75
 # Below this difference in tokens between the two predictions, an interval says nothing.
 _LEAST_DIFFERENCE = 32
+# How much later than the provider sent it an answer may be read (a busy event loop): the
+# provider's bucket refills meanwhile, and the interval's drop is that uncertain.
+_CLOCK_SLACK_SECONDS = 0.01
+# A request admitted this long before an answer was read may be counted by the provider on
+# either side of that answer.
+_GUARD_SECONDS = 0.05
 
 
 @dataclass
@@ -172,11 +178,15 @@ class CountingLearner:
     `max_tokens` x n (at admission), `usage` instead the completion of the later answer (the
     provider counts it when it answers, before its headers). Each interval votes for the way
     whose prediction is closer to the bucket's drop; an interval is left out when the bucket
-    refilled to full within it (the drop is then unknown), when the two predictions hardly
-    differ, or when the drop exceeds both by more than a request of this process (another
-    process of the account sent one meanwhile). The conclusion is the way with at least
-    three quarters of the latest votes; until then, `max_tokens` (the one that never lets a
-    burst through that the provider would then count).
+    (nearly) refilled to full within it (the drop is then unknown), when the two predictions
+    differ by less than 20 ms of refill (an answer is read a little after it was sent), when
+    the drop exceeds both by more than a request of this process (another process of the
+    account sent one meanwhile), when it is within 10 ms of refill of halfway, or when this
+    process admitted a request within 50 ms before either answer was read (the provider may
+    have seen it on the other side of that answer). The
+    conclusion is the way with at least three quarters of the latest votes (11 at least);
+    until then, `max_tokens` (the one that never lets a burst through that the provider
+    would then count).
     """
 
     conclusion: ProviderCounts | None = None
@@ -188,9 +198,14 @@ class CountingLearner:
     _completions_since = 0
     _largest_request = 0
 
-    def admitted(self, prompt_tokens: int, max_completion: int) -> None:
-        """A chat request of this process was let go (`prompt_tokens`: its prompt's estimate,
-        without margin)."""
+    _last_admitted = -math.inf
+    _last_admitted_before = -math.inf
+    """When the last request was admitted, now and at the previous answer."""
+
+    def admitted(self, now: float, prompt_tokens: int, max_completion: int) -> None:
+        """A chat request of this process was let go at `now` (`prompt_tokens`: its prompt's
+        estimate, without margin)."""
+        self._last_admitted = now
         self._prompts_since += prompt_tokens
         self._completions_since += max_completion
         self._largest_request = max(self._largest_request, prompt_tokens + max_completion)
@@ -204,19 +219,31 @@ class CountingLearner:
         previous, self._previous = self._previous, (now, remaining, headers.reset_tokens_seconds)
         admitted_prompts, admitted_completions = self._prompts_since, self._completions_since
         self._prompts_since = self._completions_since = 0
+        last_before, self._last_admitted_before = self._last_admitted_before, self._last_admitted
         if previous is None:
             return self.conclusion
         before, left, until_full = previous
         elapsed = max(0.0, now - before)
-        if until_full is None or until_full <= elapsed or remaining <= 0:
-            return self.conclusion  # it was full, or below zero (not said): no drop known
         drop = left - remaining + limit / 60.0 * elapsed - admitted_prompts
         at_admission, at_answer = float(admitted_completions), float(used)
-        if abs(at_admission - at_answer) < _LEAST_DIFFERENCE:
-            return self.conclusion
-        if drop > max(at_admission, at_answer) + self._largest_request / 2:
-            return self.conclusion  # another process's request: not this process's counting
-        self._votes.append(abs(drop - at_answer) < abs(drop - at_admission))
+        slack = limit / 60.0 * _CLOCK_SLACK_SECONDS
+        says_nothing = (
+            # a request admitted just before an answer was read may be on either side of it
+            # for the provider (it sent the answer before, saw the request after)
+            self._last_admitted > now - _GUARD_SECONDS
+            or last_before > before - _GUARD_SECONDS
+            # near full: it may have filled up meanwhile (the drop is then unknown), the two
+            # clocks differing by the time an answer waits to be read
+            or until_full is None
+            or until_full <= elapsed + _CLOCK_SLACK_SECONDS
+            or remaining <= 0  # below zero (not said)
+            or abs(at_admission - at_answer) < max(_LEAST_DIFFERENCE, 2 * slack)
+            or drop > max(at_admission, at_answer) + self._largest_request / 2  # another's
+            # too close to call: the refill over a read's delay is as large
+            or abs(abs(drop - at_answer) - abs(drop - at_admission)) < slack
+        )
+        if not says_nothing:
+            self._votes.append(abs(drop - at_answer) < abs(drop - at_admission))
         return self._conclude()
 
     def _conclude(self) -> ProviderCounts | None:

@@ -74,7 +74,7 @@ class Admission:
         if learner is not None and request.chat:
             hold = self._counting.at_admission(request.what, request.max_completion)
             prompt = round((request.tokens - hold) / (1 + self._admission_margin))
-            learner.admitted(prompt, request.max_completion)
+            learner.admitted(time.monotonic(), prompt, request.max_completion)
         return self.limiter.admitted
 
     def answered(
