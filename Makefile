@@ -14,7 +14,7 @@ $(BIN)/ragas-ops: pyproject.toml testkit/pyproject.toml .ci/venv
 
 install: $(BIN)/ragas-ops  ## create .venv with the package, the test kit and the development tools
 
-.PHONY: airflow airflow-down cluster cluster-down cluster-test
+.PHONY: airflow airflow-down cluster cluster-down cluster-test superset-venv dashboard dashboard-down dashboard-test
 
 cluster: install  ## the compose topology as processes: PostgreSQL, Redis, S3 (moto), Airflow with 2 Celery workers, the test judge (docs/deploy.md)
 	$(BIN)/python -m ragas_ops_testing.local_airflow.cluster up
@@ -40,7 +40,7 @@ unit: install  ## the unit tests only: fast, no servers (tests/unit)
 	$(BIN)/pytest -q $(DURATIONS) tests/unit
 
 integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (tests/integration)
-	$(BIN)/pytest -q $(DURATIONS) -n $(TEST_WORKERS) --dist loadgroup -m "not cluster" tests/integration
+	$(BIN)/pytest -q $(DURATIONS) -n $(TEST_WORKERS) --dist loadgroup -m "not cluster and not superset" tests/integration
 
 # The multi-worker scenario runs a whole cluster (make cluster) and wants the machine alone.
 cluster-test: install  ## the multi-worker scenario over `make cluster` (tests/integration/cluster, a few minutes)
@@ -60,7 +60,7 @@ test: install  ## everything CI runs: lint, types, all the tests
 # tables: the venv then gets the [iceberg] extra too (a stamp file per set of extras).
 DEMO_VENV := .venv-demo
 comma := ,
-DEMO_EXTRAS := airflow,local$(if $(filter iceberg,$(RAGAS_OPS_WAREHOUSE_TABLE_FORMAT)),$(comma)iceberg)
+DEMO_EXTRAS := airflow,local,bi$(if $(filter iceberg,$(RAGAS_OPS_WAREHOUSE_TABLE_FORMAT)),$(comma)iceberg)
 DEMO_STAMP := $(DEMO_VENV)/.installed-$(subst $(comma),-,$(DEMO_EXTRAS))
 
 $(DEMO_STAMP): pyproject.toml testkit/pyproject.toml .ci/venv
@@ -78,6 +78,35 @@ airflow: $(DEMO_STAMP)  ## a real Airflow on this machine with the nightly DAG, 
 # From whichever venv there is (one that started it before this Makefile moved to .venv-demo).
 airflow-down:  ## stop the Airflow of `make airflow`
 	$(firstword $(wildcard $(DEMO_VENV)/bin/ragas-ops $(BIN)/ragas-ops) ragas-ops) airflow down
+
+# Apache Superset (the RAG quality dashboard, docs/bi.md) lives in a venv of its own: it pins
+# SQLAlchemy, pandas, numpy and pyarrow below Airflow's. The launcher runs from the demo's venv
+# (it writes the DuckDB views over the demo's warehouse) and drives Superset's CLI in the other.
+SUPERSET_VENV := .venv-superset
+SUPERSET_REQUIREMENTS := ragas_ops/quality/superset/requirements.txt
+
+# With the uv of the demo's (or the development) venv when there is one: 72 s with bytecode
+# (uv's cache warm) against pip's 163 s, here at a load of 18-19.
+SUPERSET_UV := $(firstword $(wildcard $(DEMO_VENV)/bin/uv $(BIN)/uv))
+
+$(SUPERSET_VENV)/.installed: $(SUPERSET_REQUIREMENTS)
+	$(PYTHON) -m venv $(SUPERSET_VENV)
+	$(if $(SUPERSET_UV),$(SUPERSET_UV) pip install --quiet --compile-bytecode --python $(SUPERSET_VENV)/bin/python,$(SUPERSET_VENV)/bin/pip install --quiet) -r $(SUPERSET_REQUIREMENTS)
+	touch $@
+
+superset-venv: $(SUPERSET_VENV)/.installed  ## build .venv-superset (Apache Superset 6.1.0, DuckDB) only
+
+dashboard: $(DEMO_STAMP) $(SUPERSET_VENV)/.installed  ## Apache Superset with the RAG quality dashboard over the demo's warehouse, on 127.0.0.1 (after make demo)
+	$(DEMO_VENV)/bin/python -m ragas_ops_testing.local_superset up
+
+# The dashboard's test builds two demo lakes and a fresh Superset (minutes of CPU): not in `make
+# test`. Without the venv (no package index) the test is skipped, saying why.
+dashboard-test: install  ## the RAG quality dashboard in a fresh Superset, every chart's data, Parquet and Iceberg (tests/integration/e2e/test_superset_dashboard.py)
+	-$(MAKE) --no-print-directory superset-venv
+	$(BIN)/pytest -q $(DURATIONS) -n 0 -m superset tests/integration/e2e/test_superset_dashboard.py
+
+dashboard-down:  ## stop the Superset of `make dashboard`
+	$(firstword $(wildcard $(DEMO_VENV)/bin/python $(BIN)/python) python3) -m ragas_ops_testing.local_superset down
 
 bench: install  ## the benchmarks of benchmarks/, printing their figures
 	$(BIN)/python benchmarks/bench_scoring.py
@@ -99,4 +128,4 @@ bench-reference: install $(RAGAS_VENV)/.installed  ## ragas-ops side by side wit
 	RAGAS_DO_NOT_TRACK=true $(BIN)/python benchmarks/bench_vs_ragas.py --json benchmarks/results/vs_ragas.json
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) $(RAGAS_VENV) .pytest_cache .mypy_cache .ruff_cache demo
+	rm -rf $(VENV) $(DEMO_VENV) $(RAGAS_VENV) $(SUPERSET_VENV) .superset .pytest_cache .mypy_cache .ruff_cache demo

@@ -28,8 +28,12 @@ column); the server is always this checkout's. `--client-counts` is the client's
 from its headers); `told` sets the server's `--admission` (what a client from before `auto`
 needed).
 
+`--model` names the judge model, which the test judge plays: a classic one (`gpt-4o-mini`) or
+a reasoning one as strict as OpenAI (`gpt-5-mini`: its hidden reasoning tokens count in the
+TPM bucket, `reasoning_tokens_per_row`).
+
 Usage: python benchmarks/bench_pacing.py [--scenario S] [--rows N] [--admission usage]
-       [--processes N] [--rate-429 F] [--code DIR] [--client-counts told]
+       [--processes N] [--rate-429 F] [--code DIR] [--client-counts told] [--model M]
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ def score_processes(
         env["RAGAS_OPS_JUDGE_PROVIDER_COUNTS"] = options.admission
     elif options.client_counts != "default":
         env["RAGAS_OPS_JUDGE_PROVIDER_COUNTS"] = options.client_counts
+    if options.model is not None:  # through the environment: an older client reads it too
+        env["RAGAS_OPS_JUDGE_MODEL"] = options.model
     budget = [] if client is None else ["--rpm", str(client[0]), "--tpm", str(client[1])]
     if options.scenario == "cpu":
         budget = ["--rpm", "none", "--tpm", "none"]
@@ -172,6 +178,7 @@ def figures(
         "requests_per_row": round(answered / rows, 2),
         "counted_tokens_per_row": round(stats["limiter_tokens"] / rows),
         "used_tokens_per_row": round((stats["prompt_tokens"] + stats["completion_tokens"]) / rows),
+        "reasoning_tokens_per_row": round(stats["reasoning_tokens"] / rows),
         "seconds": round(seconds, 1),
         "rows_per_min": round(achieved, 1),
         "bound_rows_per_min": round(bound, 1),
@@ -199,12 +206,18 @@ def main() -> None:
     )
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--rate-429", type=float, default=0.2)
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="the judge model (e.g. gpt-4o-mini, gpt-5-mini); default: the client's",
+    )
     options = parser.parse_args()
     table = rows_table(options.rows, options.data)
     limits = ["--rpm", str(RPM), "--tpm", str(TPM)]
     result: dict[str, Any] = {"scenario": options.scenario, "code": str(options.code)}
     result["admission"] = options.admission
     result["client_counts"] = options.client_counts
+    result["model"] = options.model or "the client's default"
     if options.scenario == "cpu":
         result |= run(options, table, server=[], client=None, bound_limits=(RPM, TPM))
     elif options.scenario == "limits":

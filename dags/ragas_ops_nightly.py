@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
 from ragas_ops.airflow.assets import DAILY_METRICS, SCORED, announce_day
+from ragas_ops.airflow.lineage import declare_outputs
 from ragas_ops.airflow.operators import JUDGE_MODES, ScoreChunkOperator
 from ragas_ops.config import settings_from_environment
 
@@ -33,7 +34,7 @@ PIPELINE = SETTINGS.pipeline
 @task
 def plan() -> dict[str, Any]:
     """List and check the day's input files and cut them into chunks."""
-    from ragas_ops.airflow import task_context
+    from ragas_ops.airflow import hooks, task_context
     from ragas_ops.pipeline.plan import plan_day, plan_result
 
     context = get_current_context()
@@ -42,7 +43,10 @@ def plan() -> dict[str, Any]:
     settings = task_context.pipeline_settings()
     lake = task_context.lake_for(settings)
     day_plan = plan_day(lake, day, settings, allow_shrink=task_context.allow_shrink(context))
-    return plan_result(day_plan, backfill=task_context.is_backfill(context))
+    warnings = hooks.model_shutdown_warnings(settings)
+    return plan_result(
+        day_plan, backfill=task_context.is_backfill(context), model_warnings=warnings
+    )
 
 
 @task
@@ -69,6 +73,7 @@ def publish(
     from ragas_ops.airflow import task_context
     from ragas_ops.pipeline.manifest import run_manifest, write_manifest
     from ragas_ops.pipeline.publish import publish_day
+    from ragas_ops.pipeline.shadow import publish_candidate
 
     context = get_current_context()
     settings = task_context.pipeline_settings()
@@ -94,6 +99,8 @@ def publish(
         chunk_results=chunk_results,
         published=published,
     )
+    # The shadow judge's rows, apart from the published scores (null: none configured).
+    manifest["candidate"] = publish_candidate(lake, day, context["run_id"], chunk_results)
     announce_day(context["outlet_events"], SCORED, day, published["table"])
     return {
         "day": day,
@@ -180,7 +187,10 @@ def ragas_ops_nightly() -> None:
         **SCORING_TASK,
     ).expand(chunk=chunks_for.override(task_id="backfill_chunks_for")(day_plan, backfill=True))
     published = publish(day_plan, nightly.output, backfill.output)
-    aggregate(published) >> report(published)
+    aggregated, reported = aggregate(published), report(published)
+    aggregated >> reported
+    for written in (published, aggregated, reported):
+        declare_outputs(written)  # their OpenLineage outputs, with the provider installed
 
 
 ragas_ops_nightly()

@@ -1,7 +1,8 @@
 """Airflow UI glue: a "RAG quality" page in Airflow's navigation (Browse > RAG quality).
 
 The page is `ragas_ops.quality.app`, mounted in Airflow's api-server at /rag-quality and shown
-by the UI in a frame. Every route depends on Airflow's own authentication and authorisation
+by the UI in a frame; its labelling page, /rag-quality/label, labels as the logged-in user.
+Every route depends on Airflow's own authentication and authorisation
 (`requires_access_dag` on the nightly DAG): the browser's Airflow session cookie or an API
 token is needed, and the user must be allowed to read the DAG; anyone else gets 401/403.
 
@@ -25,7 +26,24 @@ def build_app() -> Any:
     from airflow.api_fastapi.core_api.security import requires_access_dag
     from ragas_ops.quality.app import create_app
 
-    return create_app(requires_access_dag("GET", param_dag_id=DAG_ID), s3=_s3_options)
+    return create_app(
+        requires_access_dag("GET", param_dag_id=DAG_ID), s3=_s3_options, labeller=_labeller()
+    )
+
+
+def _labeller() -> Any:
+    """A dependency naming the logged-in Airflow user: the labeller of the labelling page's
+    labels (anyone who may read the nightly DAG may label; the route's access check runs
+    first)."""
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi import Depends
+
+    # A default, not an annotation: this module's annotations are strings, and FastAPI resolves
+    # them in the module's globals, where a name imported here is not.
+    def labeller(user: Any = Depends(get_user)) -> str:  # noqa: B008 (FastAPI dependency)
+        return str(user.get_name())
+
+    return labeller
 
 
 def _s3_options(settings: Any) -> Any:

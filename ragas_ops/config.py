@@ -16,7 +16,7 @@ import math
 import os
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
@@ -27,7 +27,7 @@ from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
 from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
-from ragas_ops.judge.spec import BatchSpec, EndpointSpec
+from ragas_ops.judge.spec import BatchSpec, CandidateSpec, EndpointSpec
 from ragas_ops.labels.spec import LabelsSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
 from ragas_ops.settings_fields import ConfigError as ConfigError  # noqa: PLC0414 (re-exported)
@@ -68,6 +68,9 @@ class JudgeSettings:
     """What the model takes and the effort asked of it (`judge/openai/spec.py`)."""
     local: LocalSpec = field(default_factory=LocalSpec)
     """The local judge's model and how it runs (`judge/local/spec.py`)."""
+    candidate: CandidateSpec = field(default_factory=CandidateSpec, metadata={"table": True})
+    """A shadow judge beside the judge of record (`judge/spec.py`): `[judge.candidate]` in
+    the config file, `candidate_<name>` flat."""
 
 
 def check_metric_names(names: tuple[str, ...], source: str = "metrics.names") -> None:
@@ -312,7 +315,19 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 
 def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) -> None:
-    """Apply a nested mapping shaped like the config file (sections, `prices`, `batch_rows`)."""
+    """Apply a nested mapping shaped like the config file (sections, `prices`, `batch_rows`).
+    Every unknown key is named at once, a table as a section, with the name it is close to."""
+    top_level = [*SECTIONS, "prices", "batch_rows"]
+    unknown = [
+        unknown_key(key, top_level, section=isinstance(value, Mapping))
+        for key, value in values.items()
+        if key not in top_level
+    ]
+    if unknown:
+        raise ConfigError(
+            f"{source}: {'; '.join(unknown)} (the sections are "
+            f"{', '.join(f'[{name}]' for name in [*SECTIONS, 'prices'])})"
+        )
     for key, value in values.items():
         if key == "metrics":
             settings.metrics = _metric_settings(settings.metrics, value, source)
@@ -366,6 +381,15 @@ _NOT_SETTINGS = frozenset({CONFIG_FILE_ENV})
 _TYPO_SIMILARITY = 0.8
 
 
+def unknown_key(key: str, known: Iterable[str], *, section: bool = False) -> str:
+    """`key` named as unknown (a section when it holds a table), with the known name it is
+    closest to, if one is close (a typo)."""
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    if section:
+        return f"unknown section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
+    return f"unknown setting {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
 def environment_names() -> set[str]:
     """Every `RAGAS_OPS_*` variable that is a setting (or names the config file)."""
     names = {f"{ENV_PREFIX}BATCH_ROWS", *_NOT_SETTINGS}
@@ -410,11 +434,13 @@ def updated_section(section: Any, values: Any, source: str) -> Any:
     if not isinstance(values, Mapping):
         raise ConfigError(f"{source}: expected a table of settings")
     known = section_keys(type(section))
+    flat = _flat_tables(section, values)
+    unknown = [unknown_key(key, known) for key in flat if key not in known]
+    if unknown:
+        raise ConfigError(f"{source}: {'; '.join(unknown)}; known: {sorted(known)}")
     own: dict[str, Any] = {}
     specs: dict[str, dict[str, Any]] = {}
-    for key, value in values.items():
-        if key not in known:
-            raise ConfigError(f"{source}: unknown setting {key!r}; known: {sorted(known)}")
+    for key, value in flat.items():
         spec, declared, kind = known[key]
         changes = own if spec is None else specs.setdefault(spec, {})
         coerced = _coerce(kind, value, f"{source} {key}")
@@ -422,6 +448,21 @@ def updated_section(section: Any, values: Any, source: str) -> Any:
     for spec, spec_changes in specs.items():
         own[spec] = dataclasses.replace(getattr(section, spec), **spec_changes)
     return dataclasses.replace(section, **own)
+
+
+def _flat_tables(section: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` with each table of a spec field marked `table` (`[judge.candidate]`) read as
+    its flat keys (`model` there is `candidate_model`)."""
+    tables = {
+        declared.name
+        for declared in dataclasses.fields(section)
+        if declared.metadata.get("table") and isinstance(values.get(declared.name), Mapping)
+    }
+    flat = {key: value for key, value in values.items() if key not in tables}
+    for name in tables:
+        for key, value in values[name].items():
+            flat[f"{name}_{key}"] = value
+    return flat
 
 
 SettingKey = tuple[str | None, dataclasses.Field[Any], Any]

@@ -84,10 +84,43 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-5-nano": Price(0.05, 0.40, 0.005),
     "o3": Price(2.00, 8.00, 0.50),
     "o4-mini": Price(1.10, 4.40, 0.275),
+    # The gpt-5.4 family (released 2026-03; no shutdown date announced as of 2026-12-05):
+    # OpenAI's list prices as published pages quoted them in April-June 2026, taken here on
+    # 2026-12-05 (docs/judge.md#the-default-judge).
+    "gpt-5.4": Price(2.50, 15.00, 0.25),
+    "gpt-5.4-mini": Price(0.75, 4.50, 0.075),
+    "gpt-5.5": Price(5.00, 30.00, 0.50),
     "text-embedding-3-small": Price(0.02),
     "text-embedding-3-large": Price(0.13),
     "text-embedding-ada-002": Price(0.10),
 }
+
+
+SUCCESSORS: Mapping[str, str] = {
+    "gpt-4o-mini": "gpt-5.4-mini",
+    "gpt-4.1-mini": "gpt-5.4-mini",
+    "gpt-4.1-nano": "gpt-5.4-mini",
+    "gpt-5-mini": "gpt-5.4-mini",
+    "gpt-5-nano": "gpt-5.4-mini",
+    "o4-mini": "gpt-5.4-mini",
+    "gpt-4o": "gpt-5.4",
+    "gpt-4.1": "gpt-5.4",
+    "gpt-5": "gpt-5.4",
+    "o3": "gpt-5.4",
+}
+"""The model a user of a model shutting down moves to (the same size, still served), as far as
+the price table knows: a shutdown warning names it when it has a price."""
+
+
+def successor_of(model: str, prices: Mapping[str, Price]) -> str | None:
+    """The successor of `model` (or of the model it is a dated snapshot of) that has a price."""
+    for name, successor in SUCCESSORS.items():
+        if (
+            model == name
+            or (model.startswith(name) and _SNAPSHOT_DATE.fullmatch(model[len(name) :]))
+        ) and price_for(successor, prices) is not None:
+            return successor
+    return None
 
 
 _SNAPSHOT_DATE = re.compile(r"-\d{4}(-\d{2}-\d{2})?")

@@ -11,10 +11,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
-# A sentence ends at . ! ? (or their CJK forms) followed by whitespace or the end of the text,
-# or at a line break. Abbreviations like "e.g." may split a sentence in two: the rule is applied
-# the same way to the context and to what the judge extracts from it, so the ratio stays fair.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+# A sentence ends at . ! ? followed by whitespace, at the full stops and question marks of the
+# major scripts that need no space after them (CJK 。！？ and their halfwidth ｡, Arabic ؟ and
+# ۔, Devanagari । and ॥), or at a line break. Thai marks no sentence end (a space separates
+# phrases and sentences alike): a Thai context is one sentence per line. Abbreviations like
+# "e.g." may split a sentence in two: the rule is applied the same way to the context and to
+# what the judge extracts from it, so the ratio stays fair.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？｡؟۔।॥])\s*|\n+")
 _HAS_WORD = re.compile(r"[^\W_]")  # a letter or a digit
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACES = re.compile(r"\s+")

@@ -22,7 +22,9 @@ XDIST_GROUPS = {
     "tests/integration/dag/test_plugin_http.py": "quality_warehouse",
     "tests/integration/s3/test_bi_sql.py": "bi_warehouse",  # its module's warehouse
     "tests/integration/e2e/test_doc_examples.py": "doc_examples",  # its two demo lakes
+    "tests/integration/e2e/test_superset_dashboard.py": "superset",  # its lakes and Superset
     "tests/integration/labels/test_labels_cli.py": "labels_cli",  # its two warehouses
+    "tests/integration/e2e/test_tables_every_reader.py": "every_reader",  # its two warehouses
 }
 
 

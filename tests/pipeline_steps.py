@@ -1,6 +1,6 @@
-"""A day of logs run through the pipeline's own steps (plan, score, publish, manifest,
-aggregate, report) as the DAG runs them, without Airflow: for tests that need a real warehouse
-of a few days quickly."""
+"""A day of logs run through the pipeline's own steps (plan, score with the shadow judge when
+one is set, publish, manifest, aggregate, report) as the DAG runs them, without Airflow: for
+tests that need a real warehouse of a few days quickly."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ragas_ops.pipeline.plan import plan_day
 from ragas_ops.pipeline.publish import publish_day
 from ragas_ops.pipeline.report import report_day
 from ragas_ops.pipeline.score import score_chunk
+from ragas_ops.pipeline.shadow import publish_candidate, with_candidate
 from tests.support import TEST_KEY
 
 
@@ -31,8 +32,16 @@ def run_day(
     pq.write_table(logs, target.path, filesystem=target.filesystem)
     run_id = f"scheduled__{day}T00:00:00+00:00"
     plan = plan_day(lake, day, settings)
+    # each chunk's shadow-judge sample too, when `[judge.candidate]` is set (as the DAG does)
     results = [
-        asyncio.run(score_chunk(lake, day, run_id, chunk=chunk, settings=settings))
+        with_candidate(
+            asyncio.run(score_chunk(lake, day, run_id, chunk=chunk, settings=settings)),
+            lake,
+            day,
+            run_id,
+            chunk=chunk,
+            settings=settings,
+        )
         for chunk in plan.chunks
     ]
     summary = plan.summary()
@@ -50,6 +59,7 @@ def run_day(
         "scoring": run_totals(results),
         "published": published,
         "no_traffic": False,
+        "candidate": publish_candidate(lake, day, run_id, results),
     }
     write_manifest(lake, day, run_id, manifest)
     aggregate_day(lake, day, settings)

@@ -30,7 +30,9 @@ PRELOADED_MODULES = (
     "ragas_ops.pipeline.publish",
     "ragas_ops.pipeline.report",
     "ragas_ops.pipeline.score",
+    "ragas_ops.pipeline.shadow",
     "ragas_ops.pipeline.share",
+    "ragas_ops.scoring.stop",
 )
 
 CELERY_CONFIG: dict[str, Any] = {

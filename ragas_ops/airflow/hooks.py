@@ -135,3 +135,12 @@ def with_endpoint(settings: Settings, endpoint: JudgeEndpoint) -> tuple[Settings
 def environment_for(settings: Settings) -> tuple[Settings, Mapping[str, str]]:
     """`with_endpoint` of this task's endpoint (see `judge_endpoint`)."""
     return with_endpoint(settings, judge_endpoint(settings))
+
+
+def model_shutdown_warnings(settings: Settings) -> list[str]:
+    """Once per run (the plan task): the judge's models its endpoint (this task's, as the
+    scoring tasks reach it) says shut down soon (`judge.factory.shutdown_warnings`)."""
+    from ragas_ops.judge.factory import shutdown_warnings
+
+    judged, environ = environment_for(settings)
+    return shutdown_warnings(judged, environ)

@@ -38,23 +38,27 @@ class ScoreChunkOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from ragas_ops.airflow import hooks, task_context
         from ragas_ops.config import ConfigError
-        from ragas_ops.judge.factory import build_judge
+        from ragas_ops.judge.factory import build_judge, capabilities
         from ragas_ops.pipeline.plan import chunk_from_dict
         from ragas_ops.pipeline.score import run_score_chunk
+        from ragas_ops.pipeline.shadow import with_candidate
 
         piece = chunk_from_dict(self.chunk)
         self._label(context)
         settings = self._settings()
         if self._mode(context, settings.judge.batch.mode) == "batch":
-            if settings.judge.kind == "local":
-                raise ConfigError("batch mode needs the OpenAI judge; the local judge has none")
+            if not capabilities(settings.judge).batch:
+                raise ConfigError(
+                    f"batch mode needs a judge with a Batch API; the {settings.judge.kind} "
+                    "judge has none"
+                )
             return self._advance(context)
         sync = dataclasses.replace(settings.judge.batch, mode="sync")  # this run's choice
         settings.judge = dataclasses.replace(settings.judge, batch=sync)
         settings, environ = hooks.environment_for(settings)
         lake = task_context.lake_for(settings)
         with task_context.failed_without_retry():
-            return run_score_chunk(
+            result = run_score_chunk(
                 lake,
                 self.chunk["day"],
                 context["run_id"],
@@ -62,6 +66,24 @@ class ScoreChunkOperator(BaseOperator):
                 settings=settings,
                 judge=build_judge(settings, environ, s3=lake.s3),
             )
+        return with_candidate(
+            result,
+            lake,
+            self.chunk["day"],
+            context["run_id"],
+            chunk=piece,
+            settings=settings,
+            environ=environ,
+        )
+
+    def on_kill(self) -> None:
+        """Airflow asks the task to stop (a timeout, a worker's warm shutdown, a cleared task;
+        called from its SIGTERM handler): send nothing more, let the answers in flight land in
+        the cache for a few seconds, discard the chunk's file (`scoring.stop`). A batch-mode
+        task is deferred or collecting: its batches keep running and a retry re-attaches."""
+        from ragas_ops.scoring.stop import stop_running_scoring
+
+        stop_running_scoring()  # this process's run: `self` may be a copy of the one executing
 
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         """Back from the trigger: collect the finished batches and go on."""
@@ -82,6 +104,7 @@ class ScoreChunkOperator(BaseOperator):
         from ragas_ops.airflow.triggers import BatchesFinishedTrigger
         from ragas_ops.pipeline.batch_chunk import Waiting, advance
         from ragas_ops.pipeline.plan import chunk_from_dict
+        from ragas_ops.pipeline.shadow import with_candidate
 
         settings = self._settings()
         settings, environ = hooks.environment_for(settings)
@@ -96,8 +119,16 @@ class ScoreChunkOperator(BaseOperator):
                     environ=environ,
                 )
             )
-        if not isinstance(progress, Waiting):
-            return progress
+        if not isinstance(progress, Waiting):  # scored: the shadow judge's sample, in sync
+            return with_candidate(
+                progress,
+                task_context.lake_for(settings),
+                self.chunk["day"],
+                context["run_id"],
+                chunk=chunk_from_dict(self.chunk),
+                settings=settings,
+                environ=environ,
+            )
         endpoint, batch = settings.judge.endpoint, settings.judge.batch
         self.defer(
             trigger=BatchesFinishedTrigger(

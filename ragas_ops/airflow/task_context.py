@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ragas_ops.config import Settings, settings_from_environment
@@ -16,17 +16,27 @@ from ragas_ops.storage import S3Options
 
 
 def day_of_run(context: Any) -> str:
-    """The day a run scores: the `day` parameter when given, else the run's data interval
-    (scheduled runs and backfills: the interval [D, D+1) scores D), else the day before the
-    run was asked for (a manual run without a day)."""
+    """The day a run scores: the `day` parameter when given; else its logical date when that
+    is a day (00:00 UTC: scheduled runs and backfills, whose interval [D, D+1) starts there,
+    and `airflow dags test ragas_ops_nightly D`, whose inferred manual interval would be the
+    day before); else the run's data interval; else the day before the run was asked for (a
+    manual run without a day, or one asked for "now")."""
     requested = (context.get("params") or {}).get("day")
     if requested:
         return parse_day(requested)
+    logical = context.get("logical_date")
+    if logical is not None and _is_midnight_utc(logical):
+        return parse_day(logical.astimezone(UTC).date().isoformat())
     start = context.get("data_interval_start")
     if start is not None:
         return parse_day(start.date().isoformat())
     run_after = context["dag_run"].run_after
     return parse_day((run_after - timedelta(days=1)).date().isoformat())
+
+
+def _is_midnight_utc(moment: datetime) -> bool:
+    utc = moment.astimezone(UTC)
+    return (utc.hour, utc.minute, utc.second, utc.microsecond) == (0, 0, 0, 0)
 
 
 def check_conf(context: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragas_ops.cli.benchmark import add_benchmark_parser
+from ragas_ops.cli.compare import add_compare_parser, shadow_estimate_lines
 from ragas_ops.cli.options import ESTIMATE, SCORE, add_setting_flags, settings_from_options
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import ContractError
@@ -30,6 +32,7 @@ from ragas_ops.testkit import (
 EXIT_OK, EXIT_USAGE, EXIT_JUDGE, EXIT_UNREACHABLE = 0, 2, 3, 4
 """Exit codes: done; bad input, configuration or location; the judge refused (credentials,
 model, quota); the judge endpoint or a storage location never answered (nothing was
+written); and 143, stopped by SIGTERM (answers in flight kept in the cache, nothing
 written)."""
 
 
@@ -86,9 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     score = commands.add_parser(
         "score",
-        help="score a Parquet file or folder of logged interactions",
+        help="score a log file or folder (Parquet, JSON Lines, CSV) of logged interactions",
         description="Score logged RAG interactions. INPUT and OUTPUT are local paths, "
-        "file:// or s3:// URIs; INPUT is a Parquet file or a folder of them.",
+        "file:// or s3:// URIs; INPUT is a log file (Parquet, JSON Lines or CSV) or a folder "
+        "of them.",
     )
     score.add_argument("input", metavar="INPUT")
     score.add_argument("output", metavar="OUTPUT", help="the scored Parquet file to write")
@@ -108,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_run_demo)
     _add_airflow_parser(commands)
     add_benchmark_parser(commands)
+    add_compare_parser(commands)
     from ragas_ops.capture.openinference import add_import_parser
 
     add_import_parser(commands)
@@ -144,12 +149,19 @@ def _add_estimate_parser(commands: Any) -> None:
 
 def _run_score(options: argparse.Namespace) -> int:
     from ragas_ops.scoring.jobs import score_file
+    from ragas_ops.scoring.stop import EXIT_STOPPED, GracefulStop, ScoringStopped
 
     settings = settings_from_options(options)
     _check_key_or_local(settings)
-    outcome = asyncio.run(
-        score_file(options.input, options.output, settings, progress=not options.no_progress)
-    )
+    stop = GracefulStop()
+    job = score_file(options.input, options.output, settings, progress=not options.no_progress)
+    with stop.on_sigterm():  # Airflow's, a scheduler's or a user's stop: see scoring/stop.py
+        try:
+            outcome = asyncio.run(stop.run(job))
+        except ScoringStopped as stopped:
+            job.close()  # never started when the stop came first
+            print(f"ragas-ops: {stopped}", file=sys.stderr)
+            return EXIT_STOPPED
     print("\n".join(outcome.summary_lines()))
     return EXIT_OK
 
@@ -157,7 +169,9 @@ def _run_score(options: argparse.Namespace) -> int:
 def _check_key_or_local(settings: Settings) -> None:
     """Without an API key, say every way to score: the key, the local judge, an endpoint."""
     endpoint = settings.judge.endpoint
-    if settings.judge.kind != "openai" or endpoint.base_url is not None:
+    from ragas_ops.judge.factory import capabilities  # the judge's SDK: only when scoring
+
+    if not capabilities(settings.judge).endpoint or endpoint.base_url is not None:
         return
     if os.environ.get(endpoint.api_key_env):
         return
@@ -181,11 +195,12 @@ def _run_estimate(options: argparse.Namespace) -> int:
     if bool(options.input) == bool(from_lake):
         raise ValueError("give either INPUT or --day / --from and --to (the raw lake)")
     if options.input:
-        estimate = estimate_input(options.input, settings)
+        estimate_for = functools.partial(estimate_input, options.input)
     else:
         first, last = (options.day, options.day) if options.day else (options.first, options.last)
-        estimate = estimate_days(first, last, settings)
-    print("\n".join(estimate.lines()))
+        estimate_for = functools.partial(estimate_days, first, last)
+    estimate = estimate_for(settings)
+    print("\n".join(estimate.lines() + shadow_estimate_lines(settings, estimate_for)))
     if options.json:
         options.json.write_text(json.dumps(estimate.to_dict(), indent=2) + "\n")
     return EXIT_OK

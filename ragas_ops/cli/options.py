@@ -17,9 +17,11 @@ from ragas_ops.judge.spec import StructuredOutput
 from ragas_ops.metrics import registered_metrics
 
 SCORE, ESTIMATE, BENCHMARK = "score", "estimate", "benchmark"
+COMPARE = "compare-judges"
 BOTH = frozenset({SCORE, ESTIMATE})
-JUDGE_FLAG_COMMANDS = frozenset({SCORE, BENCHMARK})
-"""The commands that call a judge: `score` and the benchmarks against human labels."""
+JUDGE_FLAG_COMMANDS = frozenset({SCORE, BENCHMARK, COMPARE})
+"""The commands that call a judge: `score`, the benchmarks against human labels, and the
+comparison of the judge with a candidate."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,33 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         switch=True,
     ),
     SettingFlag("--raw-uri", "pipeline.raw_uri", "the raw lake", frozenset({ESTIMATE})),
+    SettingFlag("--warehouse-uri", "pipeline.warehouse_uri", "the warehouse", frozenset({COMPARE})),
+    SettingFlag(
+        "--candidate-model",
+        "judge.candidate_model",
+        "the candidate's chat model",
+        frozenset({COMPARE}),
+    ),
+    SettingFlag(
+        "--candidate-kind",
+        "judge.candidate_kind",
+        "the candidate's kind (default: --judge's)",
+        frozenset({COMPARE}),
+        choices=get_args(JudgeKind),
+    ),
+    SettingFlag(
+        "--candidate-base-url",
+        "judge.candidate_base_url",
+        "the candidate's endpoint (default: --base-url)",
+        frozenset({COMPARE}),
+    ),
+    SettingFlag(
+        "--candidate-sample",
+        "judge.candidate_sample",
+        "share of rows both judges score, by a hash of the row id",
+        frozenset({COMPARE}),
+        float,
+    ),
     SettingFlag("--batch-rows", "batch_rows", "rows scored together", type=int),
     SettingFlag(
         "--sample-fraction",

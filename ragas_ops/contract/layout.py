@@ -10,6 +10,9 @@
                                                                 (scored.parquet) and the files
                                                                 it is writing
     <warehouse_uri>/_batches/dt=YYYY-MM-DD/chunk-<n>-<hash>/    batch mode's record of a chunk
+    <warehouse_uri>/candidate_scored/dt=YYYY-MM-DD/candidate_scored.parquet   the shadow judge's
+                                                                rows, apart from the published
+    <warehouse_uri>/judge_comparison/dt=YYYY-MM-DD/judge_comparison.parquet   it against the judge
 
 A day's scored table is one file so that publishing it is one atomic replace, on a local disk
 (a rename) as on S3 (an object is replaced whole): readers never see a partial day, nor a day
@@ -34,6 +37,9 @@ _DAY_FOLDER = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 
 DAY_TABLES = ("scored", "daily_metrics", "label_queue")
 """The tables kept as one Parquet file a day, `<table>/dt=D/<table>.parquet`."""
+SHADOW_TABLES = ("candidate_scored", "judge_comparison")
+"""The shadow judge's day tables: one Parquet file a day in every table format (like the
+manifests), never read as the published scores."""
 LABELS_TABLE = "labels"
 """The human labels: append-only, one Parquet file per batch of labels,
 `labels/dt=D/labels-<batch>.parquet` (D is the labelled row's scored day)."""
@@ -78,8 +84,9 @@ def outside_day_folder(location: str) -> str:
 
 def table_file(table: str) -> str:
     """The file name of a day of `table` (one of `DAY_TABLES`)."""
-    if table not in DAY_TABLES:
-        raise ValueError(f"table must be one of {', '.join(DAY_TABLES)}, got {table!r}")
+    if table not in DAY_TABLES + SHADOW_TABLES:
+        known = ", ".join(DAY_TABLES + SHADOW_TABLES)
+        raise ValueError(f"table must be one of {known}, got {table!r}")
     return f"{table}.parquet"
 
 
@@ -253,3 +260,7 @@ class Lake:
 
     def chunk_file(self, day: str, run_id: str, index: int) -> Location:
         return self.staging(day, run_id).child(f"chunk-{index:05d}.parquet")
+
+    def candidate_chunk_file(self, day: str, run_id: str, index: int) -> Location:
+        """The shadow judge's rows of a chunk, until the publish merges them."""
+        return self.staging(day, run_id).child(f"candidate-chunk-{index:05d}.parquet")

@@ -23,6 +23,10 @@ class Status(StrEnum):
     did not answer the request and `on_batch_unanswered = "status"`)."""
     BUDGET_EXHAUSTED = "budget_exhausted"
     """The run's budget (`judge.budget_usd` / `judge.budget_tokens`) was spent before this row."""
+    UNSUPPORTED_LANGUAGE = "unsupported_language"
+    """The judge cannot read the row's language: the local judge's rules and its English
+    sentence model cover Latin-script text only (the reason names the script found). Score
+    such rows with an LLM judge; counted among the failures, so it shows in the aggregates."""
     NOT_SAMPLED = "not_sampled"
     """Left out by `pipeline.sample_fraction`: the same rows are left out on every rerun."""
 

@@ -236,6 +236,12 @@ class JudgeUnavailableError(JudgeRowError):
     status = Status.JUDGE_UNAVAILABLE
 
 
+class UnsupportedLanguageError(JudgeRowError):
+    """The judge cannot read the row's language or script (the local judge: non-Latin text)."""
+
+    status = Status.UNSUPPORTED_LANGUAGE
+
+
 class JudgeOutputError(JudgeRowError):
     """The reply did not parse into the prompt's output model, even after one repair attempt."""
 

@@ -6,6 +6,7 @@ import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from ragas_ops.config import ConfigError, JudgeSettings, Settings
@@ -18,6 +19,30 @@ from ragas_ops.secrets import Secret
 
 if TYPE_CHECKING:
     from ragas_ops.storage import S3Options
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a kind of judge can do, as the operator, the CLI and a run need to know: asked of
+    the judge's kind here, not tested as `kind == ...` where it is used."""
+
+    batch: bool
+    """It has a Batch API (`judge.mode = batch`)."""
+    endpoint: bool
+    """It asks a remote endpoint: it needs a key or a base URL, and its models have a
+    lifecycle the endpoint can be asked about."""
+
+
+CAPABILITIES: Mapping[str, Capabilities] = {
+    "openai": Capabilities(batch=True, endpoint=True),
+    "local": Capabilities(batch=False, endpoint=False),
+}
+
+
+def capabilities(settings: JudgeSettings) -> Capabilities:
+    """The capabilities of the judge the settings name."""
+    return CAPABILITIES[settings.kind]
+
 
 BATCH_POLL_ATTEMPTS = 3
 """A batch watcher's attempts per question (the SDK's own backoff between them): it asks again
@@ -90,6 +115,29 @@ def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
             caveats=(LOCAL_JUDGE_LIMITS,),
         )
     return JudgeIdentity(settings.kind, settings.endpoint.model, settings.endpoint.embedding_model)
+
+
+def shutdown_warnings(
+    settings: Settings, environ: Mapping[str, str] | None = None, today: date | None = None
+) -> list[str]:
+    """Once per run: a line for each of the judge's models that its endpoint says shuts down
+    within `judge.shutdown_warning_days`, with the date and the successor the price table
+    knows; none for a judge that asks no endpoint, or an endpoint that does not say."""
+    if not capabilities(settings.judge).endpoint:
+        return []
+    from ragas_ops.judge.openai.lifecycle import shutdown_notices
+
+    environ = os.environ if environ is None else environ
+    endpoint = settings.judge.endpoint
+    notices = shutdown_notices(
+        {"judge": endpoint.model, "embedding": endpoint.embedding_model},
+        endpoint.base_url,
+        Secret(environ.get(endpoint.api_key_env, "")),
+        settings.prices,
+        warning_days=settings.judge.model.shutdown_warning_days,
+        today=today or datetime.now(UTC).date(),
+    )
+    return [notice.line() for notice in notices]
 
 
 @dataclass(frozen=True)

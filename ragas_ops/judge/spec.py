@@ -52,7 +52,8 @@ def check_base_url(url: str, source: str = "judge.base_url") -> None:
 class EndpointSpec:
     """Which endpoint and models the judge asks, and how a request is made and retried."""
 
-    model: str = "gpt-4o-mini"
+    model: str = "gpt-5.4-mini"
+    """The judge's chat model: gpt-5.4-mini, still served next quarter (docs/judge.md)."""
     embedding_model: str = "text-embedding-3-small"
     base_url: str | None = setting(None, check=check_base_url)
     """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never
@@ -101,3 +102,39 @@ class BatchSpec:
     on_unanswered: OnBatchUnanswered = setting("sync", key="on_batch_unanswered")
     """Requests a batch did not answer (expired, failed, errors): `sync` sends them again in
     sync mode; `status` gives their rows `judge_unavailable` with the batch's reason."""
+
+
+CandidateKind = Literal["openai", "local"]
+
+
+@dataclass
+class CandidateSpec:
+    """A shadow judge (`[judge.candidate]`): a second model, or a second endpoint or kind,
+    that scores a deterministic sample of each day beside the judge of record. Its scores are
+    kept apart from the published ones (`candidate_scored/`), so that a change of judge is
+    measured on the same rows before it is made. Each key is `candidate_<name>` when flat
+    (`RAGAS_OPS_JUDGE_CANDIDATE_MODEL`); in the config file, `<name>` in `[judge.candidate]`."""
+
+    model: str | None = setting(None, key="candidate_model")
+    """The candidate's chat model; none with no `candidate_kind`: no shadow judge."""
+    kind: CandidateKind | None = setting(None, key="candidate_kind")
+    """`openai` or `local`; none: the judge of record's kind."""
+    sample: float = setting(0.05, key="candidate_sample", exclusive_minimum=0, maximum=1)
+    """Share of each day's rows the candidate scores, chosen by a hash of the row id (the rows
+    `sampling.is_sampled` picks at this share, among those the judge of record scores)."""
+    base_url: str | None = setting(None, key="candidate_base_url", check=check_base_url)
+    """The candidate's endpoint; none: the judge of record's (in Airflow, as its connection
+    gives it)."""
+    api_key_env: str | None = setting(None, key="candidate_api_key_env")
+    """The variable holding the candidate's key; none: the judge of record's key."""
+    embedding_model: str | None = setting(None, key="candidate_embedding_model")
+    """The candidate's embedding model; none: the judge of record's."""
+    rpm: int | None = positive(None, key="candidate_rpm")
+    """The candidate's requests per minute (providers limit each model apart); none: `rpm`."""
+    tpm: int | None = positive(None, key="candidate_tpm")
+    """The candidate's tokens per minute; none: `tpm`."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a shadow judge is configured."""
+        return self.model is not None or self.kind is not None

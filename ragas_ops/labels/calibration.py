@@ -132,11 +132,18 @@ def labelled_pairs(
 
 
 def calibration(
-    tables: DayTables, day: str, today: pa.Table, settings: Settings
+    tables: DayTables,
+    day: str,
+    today: pa.Table,
+    settings: Settings,
+    *,
+    pairs: list[dict[str, Any]] | None = None,
 ) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """The calibration columns of each (segment_column, segment_value, metric) of the day."""
+    """The calibration columns of each (segment_column, segment_value, metric) of the day
+    (`pairs`: the day's `labelled_pairs`, when already read)."""
     metrics, segments = settings.metrics.names, settings.pipeline.segments
-    pairs = labelled_pairs(tables, day, today, settings)
+    if pairs is None:
+        pairs = labelled_pairs(tables, day, today, settings)
     rows = _segment_texts(today, segments)
     groupings: list[tuple[str, str]] = [(ALL, ALL)]
     for column in segments:
@@ -188,12 +195,18 @@ def _columns(
 
 
 def with_calibration(
-    metrics_table: pa.Table, tables: DayTables, day: str, today: pa.Table, settings: Settings
+    metrics_table: pa.Table,
+    tables: DayTables,
+    day: str,
+    today: pa.Table,
+    settings: Settings,
+    *,
+    pairs: list[dict[str, Any]] | None = None,
 ) -> pa.Table:
     """The day's daily metrics with the calibration columns (`CALIBRATION_COLUMNS`)."""
     import pyarrow as pa
 
-    found = calibration(tables, day, today, settings)
+    found = calibration(tables, day, today, settings, pairs=pairs)
     keys = zip(
         metrics_table.column("segment_column").to_pylist(),
         metrics_table.column("segment_value").to_pylist(),

@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.labels.calibration import with_calibration
+from ragas_ops.labels.calibration import labelled_pairs, with_calibration
+from ragas_ops.labels.candidate import with_candidate_agreement
 from ragas_ops.labels.store import write_queue
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import day_spend, with_spend
@@ -31,6 +32,7 @@ def aggregate_day(
     published, and raises `Superseded` instead of writing when another run has published the
     day since; without, it reads the day's published table.
     """
+    from ragas_ops.pipeline.shadow import candidate_rows
     from ragas_ops.quality.daily_metrics import TOKEN_COLUMNS, daily_metrics
 
     metrics, segments = settings.metrics.names, settings.pipeline.segments
@@ -52,11 +54,37 @@ def aggregate_day(
     if published is not None:
         check_current(lake, day, published, run_id, settings)
     queued = write_queue(tables, day, scored, settings)
-    table = with_calibration(table, tables, day, scored, settings)
+    pairs = labelled_pairs(tables, day, scored, settings)
+    table = with_calibration(table, tables, day, scored, settings, pairs=pairs)
+    # the shadow judge's agreement with the same labels, beside the judge of record's
+    shadow = candidate_rows(lake, sorted({day} | {pair["dt"] for pair in pairs}), metrics)
+    table = with_candidate_agreement(table, day, pairs, shadow)
     publish_id = None if published is None else published["publish_id"]
     target = tables.write_daily_metrics(day, table, publish_id, run_id)
     regression = day_regression(lake, day, settings, table)
-    return {"daily_metrics": target, "regression": regression.to_dict(), "label_queue": queued}
+    result = {"daily_metrics": target, "regression": regression.to_dict(), "label_queue": queued}
+    comparison = judge_comparison(lake, day, settings, published, run_id)
+    if comparison is not None:
+        result["judge_comparison"] = comparison
+    return result
+
+
+def judge_comparison(
+    lake: Lake,
+    day: str,
+    settings: Settings,
+    published: dict[str, Any] | None = None,
+    run_id: str | None = None,
+) -> str | None:
+    """The day's shadow-judge comparison written beside its daily metrics (None: the day has
+    no candidate rows); never part of them."""
+    from ragas_ops.pipeline.shadow import candidate_columns, compare_day
+
+    if not lake.day_file("candidate_scored", day).exists():
+        return None
+    columns = candidate_columns(settings.metrics.names)
+    scored = day_tables(lake, settings).read_scored(day, published, run_id, columns=columns)
+    return compare_day(lake, day, settings, scored, run_id)
 
 
 def day_regression(lake: Lake, day: str, settings: Settings, today: pa.Table | None) -> Any:

@@ -24,6 +24,7 @@ import base64
 import json
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
@@ -333,13 +334,18 @@ def cut_chunks(files: list[InputFile], chunk_rows: int) -> list[Chunk]:
     return chunks
 
 
-def plan_result(day_plan: DayPlan, *, backfill: bool) -> dict[str, Any]:
+def plan_result(
+    day_plan: DayPlan, *, backfill: bool, model_warnings: Sequence[str] = ()
+) -> dict[str, Any]:
     """What the plan task hands on through XCom: the day, the plan's summary (for the
-    manifest), its chunks as plain dicts that carry the day and its rows (a chunk's share
+    manifest, with `model_warnings`: the judge's models that shut down soon, also in the
+    plan's log), its chunks as plain dicts that carry the day and its rows (a chunk's share
     of the judge's budget), and whether the run is a backfill (which pool scores it)."""
+    for warning in model_warnings:
+        log.warning("plan warning: %s", warning)
     return {
         "day": day_plan.day,
-        "summary": day_plan.summary(),
+        "summary": {**day_plan.summary(), "model_warnings": list(model_warnings)},
         "chunks": [
             {**chunk_to_dict(chunk), "day": day_plan.day, "day_rows": day_plan.rows}
             for chunk in day_plan.chunks

@@ -14,7 +14,12 @@ import pyarrow as pa
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import TIMESTAMP
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline.aggregate import aggregate_day, day_regression, metrics_history
+from ragas_ops.pipeline.aggregate import (
+    aggregate_day,
+    day_regression,
+    days_before,
+    metrics_history,
+)
 from ragas_ops.pipeline.input_health import ALL_FILES_REJECTED, FAILURE, input_alarm
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import read_manifest, replaced_publish, write_manifest
@@ -69,9 +74,10 @@ def report_day(
     manifest["repeated_ids"] = repeated_ids(scored, settings, rows_at)
     manifest["dated_elsewhere"] = dated_elsewhere(scored, day)
     manifest["replaced"] = replaced_publish(lake, day, manifest)
-    manifest["input_alarm"] = input_alarm(manifest["plan"], settings)
-    if manifest["input_alarm"] is not None:
-        log.warning("input alarm for %s: %s", day, manifest["input_alarm"]["message"])
+    alarm = input_alarm(manifest["plan"], settings)
+    if alarm is not None:  # recorded only when there is one: a sound day's manifest is as before
+        manifest["input_alarm"] = alarm
+        log.warning("input alarm for %s: %s", day, alarm["message"])
     report = build_report(
         day,
         history,
@@ -81,6 +87,12 @@ def report_day(
         manifest=manifest,
         rerun=rerun_change(tables, day, settings, published),
         columns=settings.columns,
+        comparison=day_comparison_rows(lake, day),
+        comparison_history=[
+            row
+            for earlier in [*days_before(day, REPORT_DAYS), day]
+            for row in day_comparison_rows(lake, earlier)
+        ],
         rows_at=rows_at,
     )
     if published is not None:
@@ -97,6 +109,14 @@ def report_day(
     if problems:
         raise RunProblem("; ".join(problems) + f" (report: {html.uri})")
     return manifest["report"]  # type: ignore[no-any-return]
+
+
+def day_comparison_rows(lake: Lake, day: str) -> list[dict[str, Any]]:
+    """The day's shadow-judge comparison, a row per metric (none without a shadow judge)."""
+    from ragas_ops.pipeline.shadow import read_comparison
+
+    table = read_comparison(lake, day)
+    return [] if table is None else table.to_pylist()
 
 
 def run_problems(manifest: dict[str, Any], verdict: str, settings: Settings) -> list[str]:

@@ -21,6 +21,7 @@ from ragas_ops.pipeline.chunks import chunk_output_schema, chunk_tables
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.scoring.run import MismatchMessage, score_into, scorer_for
 from ragas_ops.scoring.scorer import Scorer
+from ragas_ops.scoring.stop import GracefulStop
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,8 @@ async def score_chunk_into(
     )
 
 
-def run_score_chunk(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """`score_chunk` from synchronous code (an Airflow task)."""
-    return asyncio.run(score_chunk(*args, **kwargs))
+def run_score_chunk(*args: Any, stop: GracefulStop | None = None, **kwargs: Any) -> dict[str, Any]:
+    """`score_chunk` from synchronous code (an Airflow task); `stop.request()` (the task's
+    `on_kill`) stops it gracefully (`ScoringStopped`, see `scoring.stop`)."""
+    stop = stop or GracefulStop()
+    return asyncio.run(stop.run(score_chunk(*args, **kwargs)))

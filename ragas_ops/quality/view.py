@@ -35,6 +35,12 @@ import pyarrow.fs as pafs
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake, parse_day, report_of_path, report_path
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+    switch_offset,
+)
 from ragas_ops.quality.regression import (
     SKIPPED,
     Outcome,
@@ -43,6 +49,7 @@ from ragas_ops.quality.regression import (
     check_regression,
     scoring_changes,
 )
+from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
 from ragas_ops.quality.report.data import Example, worst_examples_of
 from ragas_ops.quality.report.html import EXAMPLE_CSS, example_html
 from ragas_ops.quality.rerun import (
@@ -53,7 +60,7 @@ from ragas_ops.quality.rerun import (
     rerun_sentence,
 )
 from ragas_ops.storage import Location, S3Options
-from ragas_ops.tables.format import DayTables, day_tables
+from ragas_ops.tables.format import DayTables, day_tables, read_parquet
 
 DEFAULT_DAYS = 14
 MAX_DAYS = 90
@@ -123,6 +130,8 @@ class DayRun:
     created_at: str
     input_alarm: dict[str, str] | None = None
     """The run's alarm of a broken input (`pipeline.input_health`): no quiet day."""
+    model_warnings: tuple[str, ...] = ()
+    """The judge's models its endpoint said shut down soon (the plan's `model_warnings`)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +162,10 @@ class QualityOverview:
     """The shown days on which a metric's judge or versions changed."""
     rerun: RerunChange | None = None
     """What the selected day's latest publish changed against its previous one (iceberg)."""
+    comparison: list[dict[str, Any]] = field(default_factory=list)
+    """The selected day's shadow-judge comparison, a row per metric (`judge_comparison`)."""
+    offsets: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(day, metric) of a switch of judge -> the offset the shadow judge measured before it."""
 
     def row(self, day: str, column: str, value: str, metric: str) -> dict[str, Any] | None:
         return self.rows.get((day, column, value, metric))
@@ -223,6 +236,7 @@ def load_overview(
     overview.changes = [
         change for change in scoring_changes(history, overview.metrics) if change.day in shown
     ]
+    overview.offsets = switch_offsets(lake, overview, history_days)
     if overview.selected is None:
         return overview
     segment_columns = list(dict.fromkeys(c for c, _ in overview.groupings if c != ALL))
@@ -235,11 +249,36 @@ def load_overview(
             segment_columns=segment_columns,
             count=worst,
         )
+    comparison = lake.day_file("judge_comparison", overview.selected)
+    if comparison.exists():
+        overview.comparison = read_parquet(comparison).to_pylist()
     columns = [f"{m}_{part}" for m in overview.metrics for part in ("score", "status")]
     rerun = tables.rerun(overview.selected, columns)
     if rerun is not None:
         overview.rerun = rerun_change(overview.selected, rerun, overview.metrics)
     return overview
+
+
+def switch_offsets(
+    lake: Lake, overview: QualityOverview, days: Sequence[str]
+) -> dict[tuple[str, str], str]:
+    """The offset the shadow judge measured before each shown switch of judge."""
+    judge_changes = [c for c in overview.changes if any("judge" in what for what in c.changes)]
+    if not judge_changes:
+        return {}
+    comparisons = [
+        row
+        for day in days
+        if (location := lake.day_file("judge_comparison", day)).exists()
+        for row in read_parquet(location).to_pylist()
+    ]
+    offsets = {}
+    for change in judge_changes:
+        row = overview.row(change.day, ALL, ALL, change.metric) or {}
+        offset = switch_offset(change.day, change.metric, row.get("judge"), comparisons)
+        if offset is not None:
+            offsets[(change.day, change.metric)] = offset
+    return offsets
 
 
 def tables_at(warehouse: Location, settings: Settings, s3: S3Options | None = None) -> DayTables:
@@ -270,6 +309,7 @@ def day_runs(lake: Lake, day: str) -> list[DayRun]:
                     str(manifest.get("day") or day),
                     str(manifest.get("created_at") or ""),
                     manifest.get("input_alarm") or None,
+                    tuple((manifest.get("plan") or {}).get("model_warnings") or ()),
                 )
             )
     return sorted(runs, key=lambda run: run.created_at, reverse=True)
@@ -322,6 +362,7 @@ def worst_examples(
 
 _STYLE = (
     EXAMPLE_CSS
+    + CALIBRATION_CSS
     + """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:20px 28px;
 color:#1f2933;background:#fff}
@@ -343,6 +384,7 @@ td.run{white-space:normal;max-width:290px;overflow-wrap:normal;font-size:12px}
 td.change{box-shadow:inset 3px 0 0 #8250df}
 .change-mark{color:#8250df;font-weight:700}
 .banner{border-radius:6px;padding:10px 14px;margin:10px 0}
+.scroll{overflow-x:auto;max-width:100%}
 .example{max-width:1100px}
 a{color:#0b5394}
 """
@@ -376,7 +418,8 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
         "</style></head><body>",
         "<h1>RAG quality</h1>",
         f"<div class='muted small'>warehouse {_esc(overview.warehouse_uri)}"
-        f" · last {len(overview.days)} day(s) with daily metrics</div>",
+        f" · last {len(overview.days)} day(s) with daily metrics"
+        f" · <a href='{_esc(base)}/label'>label rows</a> (blind human labels)</div>",
     ]
     if not overview.days:
         parts.append(
@@ -387,12 +430,27 @@ def render_page(overview: QualityOverview, base_path: str, *, days: int = DEFAUL
     parts.append(_selected_banner(overview))
     parts.append(_days_table(overview, base, days))
     parts.append(_trend_table(overview))
+    parts.append(_calibration(overview))
     if overview.selected:
         parts.append(_day_detail(overview, overview.selected))
+        parts.append(_comparison_html(overview))
         parts.append(_rerun_html(overview))
         parts.append(_examples_html(overview))
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _calibration(overview: QualityOverview) -> str:
+    """The people's scale up to the selected day (else the latest): its own section."""
+    last = overview.selected or overview.days[-1]
+    days = [day for day in overview.days if day <= last]
+    overall = {
+        metric: {
+            day: row for day in days if (row := overview.row(day, ALL, ALL, metric)) is not None
+        }
+        for metric in overview.metrics
+    }
+    return calibration_html(overview.metrics, days, overall)
 
 
 def _verdict_badge(verdict: str) -> str:
@@ -404,10 +462,11 @@ def _selected_banner(overview: QualityOverview) -> str:
         return ""
     verdict = overview.verdicts[overview.selected]
     report = verdict.report
-    return _alarm_banner(verdict.runs) + (
-        f"<div class='banner {_esc(report.verdict.value)}'>{_verdict_badge(report.verdict.value)}"
-        f" {_esc(report.summary)}</div>"
+    tone = report.verdict.value
+    verdict_banner = (
+        f"<div class='banner {_esc(tone)}'>{_verdict_badge(tone)} {_esc(report.summary)}</div>"
     )
+    return _alarm_banner(verdict.runs) + _shutdown_banner(verdict.runs) + verdict_banner
 
 
 def _latest_alarm(runs: Sequence[DayRun]) -> dict[str, str] | None:
@@ -423,6 +482,16 @@ def _alarm_banner(runs: Sequence[DayRun]) -> str:
     return (
         f"<div class='banner {tone} input-alarm'><span class='badge {tone}'>"
         f"{_esc(alarm.get('title', ''))}</span> {_esc(alarm.get('message', ''))}</div>"
+    )
+
+
+def _shutdown_banner(runs: Sequence[DayRun]) -> str:
+    """The latest run's word that a judge's model shuts down soon (docs/judge.md)."""
+    warnings = runs[0].model_warnings if runs else ()
+    return "".join(
+        f"<div class='banner warn model-shutdown'><span class='badge warn'>model shutting "
+        f"down</span> {_esc(warning)}</div>"
+        for warning in warnings
     )
 
 
@@ -475,9 +544,9 @@ def _days_table(overview: QualityOverview, base: str, days: int) -> str:
         "each day with the trailing days scored by the same judge, embedding model and metric "
         "and prompt versions (grey: not checked, hover for why; a purple edge: the judge or a "
         "version changed that day). Pick a day for its segments and worst examples.</div>"
-        "<table><tr><th class='l'>day</th><th class='l'>verdict</th><th>rows</th>"
-        f"{head}<th class='l'>judge</th><th class='l'>run</th><th class='l'>report</th></tr>"
-        f"{''.join(body)}</table>"
+        "<div class='scroll'><table><tr><th class='l'>day</th><th class='l'>verdict</th>"
+        f"<th>rows</th>{head}<th class='l'>judge</th><th class='l'>run</th>"
+        f"<th class='l'>report</th></tr>{''.join(body)}</table></div>"
     )
 
 
@@ -497,12 +566,21 @@ def _mean_cell(
         classes.append("skipped")
     notes = [finding.message] if finding is not None and classes else []
     changed = [c.sentence for c in overview.changes if c.day == day and c.metric == metric]
+    offset = overview.offsets.get((day, metric))
     if changed:
         classes.append("change")
-        notes = [*changed, *notes]
+        notes = [*changed, *([offset] if offset else []), *notes]
     title = f" title='{_esc(' · '.join(notes))}'" if notes else ""
     mark = "<span class='change-mark'>◆</span> " if changed else ""
-    return f"<td class='{' '.join(classes)}'{title}>{mark}{_num(row['mean'] if row else None)}</td>"
+    # the measured offset itself on the overall mean (the shadow judge compares all rows)
+    overall = row is not None and row.get("segment_column") == ALL
+    shadow = (
+        f"<br><span class='muted small'>shadow {_esc(offset.split(': ', 1)[1].split()[0])}</span>"
+        if changed and offset and overall
+        else ""
+    )
+    mean = _num(row["mean"] if row else None)
+    return f"<td class='{' '.join(classes)}'{title}>{mark}{mean}{shadow}</td>"
 
 
 def _runs_cell(runs: Sequence[DayRun]) -> str:
@@ -582,6 +660,23 @@ def _day_detail(overview: QualityOverview, day: str) -> str:
         + "<table><tr><th class='l'>segment</th><th class='l'>metric</th><th>rows</th>"
         "<th>scored</th><th>n/a</th><th>not sampled</th><th>failed</th><th>mean</th>"
         f"<th>95% CI</th><th>p10</th><th>median</th><th>p90</th></tr>{''.join(body)}</table>"
+    )
+
+
+def _comparison_html(overview: QualityOverview) -> str:
+    if not overview.comparison:
+        return ""
+    head = "".join(f"<th class='l'>{_esc(cell)}</th>" for cell in COMPARISON_HEADER)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td class='l'>{_esc(cell)}</td>" for cell in comparison_cells(row))
+        + "</tr>"
+        for row in overview.comparison
+    )
+    return (
+        f"<h2 id='shadow-judge'>{_esc(overview.selected)}: shadow judge</h2>"
+        f"<div class='muted small'>{_esc(comparison_sentence(overview.comparison))}</div>"
+        f"<table><tr>{head}</tr>{body}</table>"
     )
 
 

@@ -23,7 +23,7 @@ from ragas_ops.contract.inputs import (
 from ragas_ops.contract.outputs import output_column_names, output_schema
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.judge.factory import build_judge, judge_identity
+from ragas_ops.judge.factory import build_judge, judge_identity, shutdown_warnings
 from ragas_ops.scoring.run import configured_metrics, score_into, scorer_for
 from ragas_ops.scoring.scorer import RunSummary
 from ragas_ops.storage import (
@@ -54,6 +54,8 @@ class ScoreOutcome:
     """Files below the input that are not log file names: not read."""
     caveats: tuple[str, ...] = ()
     """What a reader of these scores must know of the judge (`JudgeIdentity.caveats`)."""
+    warnings: list[str] = field(default_factory=list)
+    """The judge's models that shut down soon (`judge.factory.shutdown_warnings`)."""
 
     def summary_lines(self) -> list[str]:
         rate = self.summary.rows / self.seconds if self.seconds else 0.0
@@ -104,6 +106,7 @@ class ScoreOutcome:
         if set(total.requests_by_tier) - {"default"}:
             lines.append(self._tiers_line())
         lines += self.caveats
+        lines += [f"warning: {warning}" for warning in self.warnings]
         return lines
 
     def _tiers_line(self) -> str:
@@ -214,6 +217,7 @@ async def score_file(
         )
     )
     remove_leftovers(target)  # the staging files of a killed earlier run of this output
+    warnings = shutdown_warnings(settings)  # once per run, before the first row is paid
     judge = judge or build_judge(settings)
     scorer = scorer_for(settings, judge, metrics)
     bar = tqdm(total=row_count, unit="row", disable=not progress, file=sys.stderr)
@@ -239,4 +243,5 @@ async def score_file(
         sample_fraction=settings.pipeline.sample_fraction,
         ignored=inputs.ignored,
         caveats=judge_identity(settings.judge).caveats,
+        warnings=warnings,
     )

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragas_ops.config import ConfigError, Settings, TableFormat, masked_catalog_uri
+from ragas_ops.contract.inputs import PARTITION_COLUMN
 from ragas_ops.contract.layout import DAY_TABLES, Lake, parse_day
 from ragas_ops.secrets import redact
 from ragas_ops.storage import ParquetOutput, S3Options, copy_into_place
@@ -313,6 +314,7 @@ class ParquetDayTables:
     def write_daily_metrics(
         self, day: str, table: pa.Table, publish_id: str | None, run_id: str | None
     ) -> str:
+        table = without_partition_column(table)
         if publish_id is not None:
             table = table.replace_schema_metadata({PUBLISH_ID_KEY: publish_id})
         target = self.lake.daily_metrics(day)
@@ -327,8 +329,8 @@ class ParquetDayTables:
 
     def read_daily_metrics(self, days: Sequence[str]) -> list[pa.Table]:
         return [
-            read_parquet(location)
-            for location in (self.lake.daily_metrics(day) for day in days)
+            with_partition_column(read_parquet(location), day)
+            for day, location in ((day, self.lake.daily_metrics(day)) for day in days)
             if location.exists()
         ]
 
@@ -359,14 +361,18 @@ class ParquetDayTables:
     def read_labels(self, days: Sequence[str]) -> list[pa.Table]:
         import pyarrow.parquet as pq
 
-        from ragas_ops.storage import listing
+        from ragas_ops.storage import PARQUET_SUFFIXES, listing
 
         found = []
         for day in days:
             folder = self.lake.labels_day(day)
             if not folder.exists():
                 continue
-            for path in listing(folder)[0]:  # staged files (dot-prefixed) are not yet labels
+            # staged files (dot-prefixed) are not yet labels; a log's JSON or CSV is no batch
+            batches = [
+                path for path in listing(folder)[0] if path.lower().endswith(PARQUET_SUFFIXES)
+            ]
+            for path in batches:
                 rows = pq.read_table(path, filesystem=folder.filesystem)
                 found.append(rows.append_column("dt", pa_strings([day] * rows.num_rows)))
         return found
@@ -384,6 +390,24 @@ class ParquetDayTables:
             "expire and no small files to compact; nothing to do"
         )
         return {"table_format": "parquet", "expired": {}, "compacted": {}}
+
+
+def without_partition_column(table: pa.Table) -> pa.Table:
+    """`table` without its `dt` column, for a file whose `dt=` folder names the day: a
+    hive-partitioned read (pandas, pyarrow datasets, polars, Spark, DuckDB) takes `dt` from the
+    folder, and a file that holds it too is an error to some (pandas' ArrowTypeError) and a
+    second type to others (polars' String beside the folder's Date)."""
+    if PARTITION_COLUMN not in table.column_names:
+        return table
+    return table.drop_columns([PARTITION_COLUMN])
+
+
+def with_partition_column(table: pa.Table, day: str) -> pa.Table:
+    """A day's file as the pipeline reads it: `dt` (text, `YYYY-MM-DD`) first, from its folder
+    (a file written before the folder alone carried it keeps its own)."""
+    if PARTITION_COLUMN in table.column_names:
+        return table
+    return table.add_column(0, PARTITION_COLUMN, pa_strings([parse_day(day)] * table.num_rows))
 
 
 def pa_strings(values: Sequence[str]) -> pa.Array:
@@ -588,12 +612,7 @@ class IcebergDayTables:
         return None if latest is None else latest.publish_id
 
     def read_daily_metrics(self, days: Sequence[str]) -> list[pa.Table]:
-        found = []
-        for day in days:
-            rows = self._guarded(lambda day=day: self.tables.read_day("daily_metrics", day))
-            if rows is not None:
-                found.append(rows)
-        return found
+        return self._read_days("daily_metrics", days)
 
     def metrics_days(self) -> list[str]:
         return list(self._guarded(lambda: self.tables.days("daily_metrics")))
@@ -611,9 +630,13 @@ class IcebergDayTables:
         return self._where("labels", day)
 
     def read_labels(self, days: Sequence[str]) -> list[pa.Table]:
+        return self._read_days("labels", days)
+
+    def _read_days(self, name: str, days: Sequence[str]) -> list[pa.Table]:
+        """The rows of each of `days` of table `name` that has any."""
         found = []
         for day in days:
-            rows = self._guarded(lambda day=day: self.tables.read_day("labels", day))
+            rows = self._guarded(lambda day=day: self.tables.read_day(name, day))
             if rows is not None:
                 found.append(rows)
         return found

@@ -335,13 +335,7 @@ class IcebergTables:
         table = self._load(name, missing_ok=True)
         if table is None:
             return None
-        selected: tuple[str, ...] = ("*",)
-        if columns is not None:
-            known = {field.name for field in table.schema().fields}
-            selected = tuple(c for c in dict.fromkeys(columns) if c in known) or (DAY_COLUMN,)
-        scan = table.scan(
-            row_filter=_on_day(day), snapshot_id=snapshot_id, selected_fields=selected
-        )
+        scan = _day_scan(table, day, snapshot_id, columns)
         rows = scan.to_arrow()
         return rows if rows.num_rows else None
 
@@ -361,13 +355,7 @@ class IcebergTables:
         table = self._load(name, missing_ok=True)
         if table is None:
             return None
-        selected: tuple[str, ...] = ("*",)
-        if columns is not None:
-            known = {field.name for field in table.schema().fields}
-            selected = tuple(c for c in dict.fromkeys(columns) if c in known) or (DAY_COLUMN,)
-        scan = table.scan(
-            row_filter=_on_day(day), snapshot_id=snapshot_id, selected_fields=selected
-        )
+        scan = _day_scan(table, day, snapshot_id, columns)
         projection = scan.projection()
 
         def reader(task: Any) -> Callable[[], Iterator[pa.RecordBatch]]:
@@ -463,6 +451,16 @@ class DayParts:
 
     schema: pa.Schema
     parts: Callable[[], Iterable[pa.Table]]
+
+
+def _day_scan(table: Any, day: str, snapshot_id: int | None, columns: Sequence[str] | None) -> Any:
+    """The scan of `day` (as of `snapshot_id`), in those of `columns` the table has (all when
+    None; the day column alone when it has none of them)."""
+    selected: tuple[str, ...] = ("*",)
+    if columns is not None:
+        known = {field.name for field in table.schema().fields}
+        selected = tuple(c for c in dict.fromkeys(columns) if c in known) or (DAY_COLUMN,)
+    return table.scan(row_filter=_on_day(day), snapshot_id=snapshot_id, selected_fields=selected)
 
 
 def _overwrite_by_parts(

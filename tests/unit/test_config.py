@@ -31,7 +31,7 @@ def _file(tmp_path: Path, text: str) -> Path:
 
 def test_defaults():
     settings = load_settings(environ={})
-    assert settings.judge.endpoint.model == "gpt-4o-mini"
+    assert settings.judge.endpoint.model == "gpt-5.4-mini"
     assert settings.judge.endpoint.embedding_model == "text-embedding-3-small"
     assert settings.judge.endpoint.base_url is None
     assert settings.judge.endpoint.api_key_env == "OPENAI_API_KEY"
@@ -350,6 +350,7 @@ JUDGE_KEYS = [
     "limit_parameter",
     "send_temperature",
     "reasoning_effort",
+    "shutdown_warning_days",
     "local_model",
     "local_backend",
     "model",
@@ -400,7 +401,9 @@ JUDGE_KEYS = [
 
 
 def test_the_judges_keys_are_the_flat_ones_of_before() -> None:
-    assert sorted(section_keys(JudgeSettings)) == sorted(JUDGE_KEYS)
+    # and the shadow judge's, new: `[judge.candidate]`, flat as `candidate_<name>`
+    keys = section_keys(JudgeSettings)
+    assert sorted(key for key in keys if not key.startswith("candidate_")) == sorted(JUDGE_KEYS)
 
 
 @pytest.mark.parametrize(
@@ -467,3 +470,21 @@ def test_max_chunks_above_airflows_mapping_limit_is_refused_when_read(
     assert (
         load_settings(environ={"RAGAS_OPS_PIPELINE_MAX_CHUNKS": "2000"}).pipeline.max_chunks == 2000
     )
+
+
+def test_every_unknown_key_of_a_file_is_named_at_once_with_what_it_is_close_to(
+    tmp_path: Path,
+) -> None:
+    text = "[judgee]\nmodel = 'x'\n[pipeline]\nsegmnets = ['app']\nchunk_rowz = 5\nzzz = 1\n"
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(_file(tmp_path, text), environ={})
+    assert "unknown section [judgee] (did you mean [judge]?)" in str(refused.value)
+    pipeline = "[pipeline]\nsegmnets = ['app']\nchunk_rowz = 5\nzzz = 1\n"
+    with pytest.raises(ConfigError) as refused:
+        load_settings(_file(tmp_path, pipeline), environ={})
+
+    said = str(refused.value)
+    assert "unknown setting 'segmnets' (did you mean 'segments'?)" in said
+    assert "unknown setting 'chunk_rowz' (did you mean 'chunk_rows'?)" in said
+    assert "unknown setting 'zzz'; known:" in said

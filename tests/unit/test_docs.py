@@ -17,6 +17,7 @@ from ragas_ops.config import Settings, load_settings, section_keys
 from ragas_ops.contract.outputs import METRIC_SUFFIXES, ROW_COLUMNS
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import DAILY_METRICS_SCHEMA
+from ragas_ops.quality.judge_comparison import JUDGE_COMPARISON_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -83,6 +84,8 @@ def test_the_configuration_example_loads(tmp_path: Path) -> None:
     assert settings.pipeline.segments == ("app", "model_version")
     assert settings.prices["gpt-4o-mini"].cached_input_per_million == 0.075
     assert settings.judge.limits.budget_usd == 20.0
+    assert settings.judge.candidate.model == "gpt-5-mini"
+    assert settings.judge.candidate.sample == 0.05
 
 
 def test_every_setting_is_documented() -> None:
@@ -170,6 +173,12 @@ def test_every_output_column_is_in_the_output_table() -> None:
 def test_every_daily_metrics_column_is_in_its_table() -> None:
     text = (DOCS / "tables.md").read_text().split("\n## The warehouse layout\n", 1)[1]
     assert [name for name in DAILY_METRICS_SCHEMA.names if f"`{name}`" not in text] == []
+
+
+def test_every_judge_comparison_column_is_in_its_table() -> None:
+    rows = table_rows((DOCS / "tables.md").read_text(), "### `judge_comparison`")
+    documented = [name.strip("` ") for row in rows for name in row[0].split(",")]
+    assert sorted(documented) == sorted(JUDGE_COMPARISON_SCHEMA.names)
 
 
 def test_every_relative_link_and_anchor_resolves() -> None:

@@ -63,3 +63,15 @@ def test_a_bad_base_url_is_refused_clearly_and_without_its_credentials(
     with pytest.raises(ConfigError, match=message) as raised:
         check_base_url(url)
     assert "sk-secret-123" not in str(raised.value)
+
+
+def test_what_a_judge_can_do_is_asked_of_its_kind_not_tested_where_it_is_used() -> None:
+    from typing import get_args
+
+    from ragas_ops.config import JudgeKind, JudgeSettings
+    from ragas_ops.judge.factory import CAPABILITIES, capabilities
+
+    assert set(CAPABILITIES) == set(get_args(JudgeKind))  # every kind has its capabilities
+    assert capabilities(JudgeSettings(kind="openai")) == CAPABILITIES["openai"]
+    local = capabilities(JudgeSettings(kind="local"))
+    assert (local.batch, local.endpoint) == (False, False)

@@ -754,3 +754,19 @@ def test_scene_setting_and_closing_descriptions_are_not_the_statement() -> None:
         "How many people was it designed to carry?"
     )
     assert "to do" not in question_for("The bridge opened to traffic.", "")
+
+
+def test_the_local_judge_names_the_scripts_it_cannot_read():
+    from ragas_ops.judge.local.scripts import strings_in, unreadable_scripts
+
+    assert unreadable_scripts(["北京是中国的首都。"]) == ["Han (Chinese characters)"]
+    assert unreadable_scripts(["東京は日本の首都です。"]) == [
+        "Han (Chinese characters)",
+        "Japanese kana",
+    ]
+    assert unreadable_scripts(["ما هي عاصمة مصر؟"]) == ["Arabic"]
+    assert unreadable_scripts(["भारत की राजधानी"]) == ["Devanagari"]
+    assert unreadable_scripts(["Zürich and Cairo (القاهرة) are cities of note"]) == []
+    assert unreadable_scripts(["", "1234"]) == []
+    data = {"question": "q", "contexts": ["a", ["b"]], "n": 3}
+    assert list(strings_in(data)) == ["q", "a", "b"]

@@ -122,7 +122,7 @@ def test_the_plan_hands_on_its_chunks_with_the_day_and_its_rows() -> None:
     result = plan_result(day_plan, backfill=True)
     assert result["day"] == DAY
     assert result["backfill"] is True
-    assert result["summary"] == day_plan.summary()
+    assert result["summary"] == {**day_plan.summary(), "model_warnings": []}
     assert [(chunk["day"], chunk["day_rows"]) for chunk in result["chunks"]] == [(DAY, 100)] * 2
     assert [chunk_from_dict(chunk) for chunk in result["chunks"]] == chunks
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date, timedelta
 from html import escape
 from html.parser import HTMLParser
 
@@ -14,8 +15,9 @@ from ragas_ops.contract.inputs import ColumnMapping
 from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.regression import check_regression
 from ragas_ops.quality.report import Report, build_report, sparkline
+from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import ReportData
-from ragas_ops.quality.report.html import HtmlReport, example_html
+from ragas_ops.quality.report.html import HtmlReport, example_html, manifest_scalars
 from ragas_ops.quality.view import EVIDENCE_ITEMS, DayVerdict, QualityOverview, render_page
 from tests.fixtures.scored_tables import METRICS, fake_history_days, fake_scored_day
 
@@ -171,7 +173,8 @@ def test_the_worst_examples_show_their_evidence(report: Report) -> None:
     faithfulness = report.html.split("Least faithful answers", 1)[1].split("<h3>", 1)[0]
     assert faithfulness.count('class="example"') == 3
     assert "Unsupported" in faithfulness
-    assert "id <code>2026-11-29-8-000000</code>" in faithfulness  # the hostile row: score 0
+    # the hostile row: score 0
+    assert "id <code><bdi>2026-11-29-8-000000</bdi></code>" in faithfulness
     relevance = report.html.split("Least relevant answers", 1)[1].split("<h3>", 1)[0]
     assert "Generated question" in relevance
     context = report.html.split("Least focused contexts", 1)[1]
@@ -207,8 +210,9 @@ def test_the_report_and_the_quality_page_show_an_example_with_one_renderer() -> 
             shown = example_html(metric, example, evidence_items=EVIDENCE_ITEMS)
             assert shown in quality_page
     shown = example_html("faithfulness", hostile, evidence_items=EVIDENCE_ITEMS)
-    assert "<dt>Unsupported</dt><dd>&lt;img src=&quot;http://evil.example/x.png&quot;" in shown
-    assert f"<dt>Question</dt><dd>Q {escape(ATTACK)}</dd>" in shown
+    unsupported = '<dt>Unsupported</dt><dd dir="auto">&lt;img src=&quot;http://evil.example/x.png'
+    assert unsupported in shown
+    assert f'<dt>Question</dt><dd dir="auto">Q {escape(ATTACK)}</dd>' in shown
     assert "id <code>" in shown
     assert "app=" in shown
     for page in (report_page, quality_page):
@@ -221,7 +225,7 @@ def test_the_report_and_the_quality_page_show_an_example_with_one_renderer() -> 
 def test_segment_table_cost_and_failures(report: Report) -> None:
     assert "<h2>By segment</h2>" in report.html
     for value in ("support-bot", "docs-search", "rag-v1", "rag-v2"):
-        assert f"<td>{value}</td>" in report.html
+        assert f"<td><bdi>{value}</bdi></td>" in report.html
     assert "Prompt tokens" in report.html
     assert "invalid_input" in report.html
     assert "manual__2026-11-30" in report.html  # the manifest's scalars
@@ -342,7 +346,7 @@ def test_worst_examples_are_distinct_interactions() -> None:
     )
     body = result.html[result.html.index("<h2>Examples to read</h2>") :]
     for section in body.split("<h3>")[1:]:
-        shown = re.findall(r"<dt>Question</dt><dd>([^<]*)", section)
+        shown = re.findall(r'<dt>Question</dt><dd dir="auto">([^<]*)', section)
         assert len(shown) == 5
         assert len(set(shown)) == 5, shown
     assert "other scored row(s), not listed again" in result.html
@@ -430,9 +434,73 @@ def test_worst_examples_read_the_logs_own_column_names() -> None:
     )
 
     body = result.html[result.html.index("<h2>Examples to read</h2>") :]
-    questions = re.findall(r"<dt>Question</dt><dd>([^<]*)", body)
-    answers = re.findall(r"<dt>Answer</dt><dd>([^<]*)", body)
+    questions = re.findall(r'<dt>Question</dt><dd dir="auto">([^<]*)', body)
+    answers = re.findall(r'<dt>Answer</dt><dd dir="auto">([^<]*)', body)
     assert questions
     assert all(questions), "every example shows its question"
     assert all(answers), "and its answer"
     assert set(questions) <= set(scored["query"].to_pylist())
+
+
+def test_the_run_facts_read_as_words_not_python_literals() -> None:
+    facts = dict(manifest_scalars({"no_traffic": False, "try_number": None, "rows": 12345}))
+
+    assert facts == {"no_traffic": "no", "try_number": "none", "rows": "12,345"}
+
+
+@pytest.mark.parametrize(
+    ("count", "labelled", "first"),
+    [(7, 7, "Nov 1"), (9, 2, "Nov 2"), (12, 3, "Nov 1"), (30, 5, "Nov 2")],
+)
+def test_a_trend_labels_its_days_whatever_its_length(count: int, labelled: int, first: str) -> None:
+    """A 7-day chart labelled only its last day: now every day of a short chart, every 7th
+    back from the last of a long one, and its first day when no label is near it."""
+    days = [(date(2026, 11, 1) + timedelta(days=n)).isoformat() for n in range(count)]
+    rows = {day: {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "rows_scored": 10} for day in days}
+
+    svg = trend_svg("faithfulness", days, rows)
+
+    labels = re.findall(r">(Nov \d+|Dec \d+)<", svg)
+    assert len(labels) == labelled, labels
+    assert labels[0] == first
+    assert labels[-1] == f"Nov {count}"
+
+
+MIXED_QUESTION = "What does «مرحبا بالعالم» mean in English, and who wrote it?"
+MIXED_ANSWER = "It means “hello, world” (مرحبا بالعالم): the first program, 1978."
+
+
+def with_mixed_directions(scored: pa.Table) -> pa.Table:
+    """Row 0: the least faithful answer, in English with Arabic inside, from an Arabic app."""
+    scored = with_attack(scored)
+    for name, value in (
+        ("question", MIXED_QUESTION),
+        ("answer", MIXED_ANSWER),
+        ("app", "مساعد-المتجر"),
+    ):
+        values = scored[name].to_pylist()
+        values[0] = value
+        index = scored.schema.get_field_index(name)
+        scored = scored.set_column(index, name, pa.array(values, pa.string()))
+    return scored
+
+
+def test_right_to_left_text_is_isolated_in_the_report_and_the_markdown() -> None:
+    scored = with_mixed_directions(fake_scored_day(DAY, 60, seed=1))
+    history = daily_metrics(DAY, scored, METRICS, SEGMENTS, bootstrap_samples=50)
+    report = build_report(
+        DAY, history, scored, check_regression(history, DAY), metrics=METRICS, worst_examples=3
+    )
+    assert f'<dd dir="auto">{escape(MIXED_QUESTION, quote=False)}</dd>' in report.html
+    assert "app=<bdi>مساعد-المتجر</bdi>" in report.html
+    assert "<td><bdi>مساعد-المتجر</bdi></td>" in report.html  # the segment table
+    assert "\u2068مساعد-المتجر\u2069" in report.markdown
+    assert "\u2068What does «مرحبا بالعالم» mean in English, and who wrote it?" in report.markdown
+    assert "\u2068rag-v" not in report.markdown  # left-to-right text is left as it is
+
+
+def test_a_model_shutting_down_is_among_the_runs_facts() -> None:
+    warning = "judge model gpt-5-mini shuts down on 2026-12-11 (in 6 days); ..."
+    plan = {"rows": 10, "files": ["a.parquet"], "model_warnings": [warning]}
+    assert ("model shutting down", warning) in manifest_scalars({"plan": plan})
+    assert not any(key == "model shutting down" for key, _ in manifest_scalars({"plan": {}}))

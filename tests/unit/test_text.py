@@ -139,3 +139,20 @@ def test_non_ascii_counts_one_token_per_character():
 def test_mixed_text_adds_both_estimates():
     # 8 ASCII characters -> 2 tokens, plus 2 CJK characters.
     assert estimate_tokens("abcdefgh東京") == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [
+        ("北京是中国的首都。上海是最大的城市！你知道吗？", 3),
+        ("東京は日本の首都です。大阪は大きい都市です｡京都は古い都です。", 3),
+        ("القاهرة هي عاصمة مصر. هل تعرف ذلك؟ نعم أعرف", 3),
+        ("لاہور ایک بڑا شہر ہے۔ کراچی سب سے بڑا ہے۔", 2),
+        ("दिल्ली भारत की राजधानी है। मुंबई सबसे बड़ा शहर है। क्या आप जानते हैं?", 3),
+        ("पहला श्लोक॥ दूसरा श्लोक॥", 2),
+        ("กรุงเทพเป็นเมืองหลวง ประเทศไทยมีสี่ภาค\nเชียงใหม่อยู่ทางเหนือ", 2),  # Thai: lines
+        ("It is 3.5 km long. Done", 2),
+    ],
+)
+def test_sentences_end_at_the_marks_of_the_major_scripts(text, count):
+    assert len(split_sentences(text)) == count

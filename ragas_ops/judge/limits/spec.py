@@ -19,7 +19,7 @@ class LimitsSpec:
     """What the judge may send and spend: the account's rates and a run's budget."""
 
     rpm: int | None = positive(500)
-    """Requests per minute this run may send (OpenAI tier 1 for gpt-4o-mini); None: no limit."""
+    """Requests per minute this run may send (OpenAI tier 1); None: no limit."""
     tpm: int | None = positive(200_000)
     """Tokens per minute this run may use; None: no limit."""
     max_concurrency: int = at_least_one(32)

@@ -52,6 +52,7 @@ from ragas_ops.judge.base import (
     JudgeFatalError,
     JudgeOutputError,
     JudgeRejectedError,
+    UnsupportedLanguageError,
     Usage,
 )
 from ragas_ops.judge.cache.base import JudgeCache
@@ -66,6 +67,7 @@ from ragas_ops.judge.local.onnx_embedder import (
 )
 from ragas_ops.judge.local.questions import question_parts, tokens, with_question_form
 from ragas_ops.judge.local.rules import rule_for
+from ragas_ops.judge.local.scripts import strings_in, unreadable_scripts
 from ragas_ops.judge.local.spec import DEFAULT_LOCAL_MODEL, LocalBackend, LocalSpec
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt, encode_data
 
@@ -379,6 +381,12 @@ class LocalJudge:
         answer = rule_for(prompt)
         if answer is None:
             raise JudgeRejectedError(f"the local judge has no rule for prompt {prompt.id}")
+        scripts = unreadable_scripts(strings_in(dict(data)))
+        if scripts:  # before the cache: an answer stored by an older version is no answer
+            raise UnsupportedLanguageError(
+                f"the local judge reads Latin-script text only, and this row is written in "
+                f"{' and '.join(scripts)}: score it with an LLM judge (--judge openai)"
+            )
         key = cache_key(
             kind="local",
             judge=self.description,

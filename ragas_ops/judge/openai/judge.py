@@ -62,6 +62,7 @@ from ragas_ops.judge.openai.request import Attempt, Request
 from ragas_ops.judge.openai.retry import RetryPolicy
 from ragas_ops.judge.openai.shape import shape_for
 from ragas_ops.judge.openai.transport import RETRIED_ERRORS, Transport, never_sent
+from ragas_ops.judge.stopping import STOP_GATE
 from ragas_ops.judge.tokens import (
     MAX_EMBEDDING_TOKENS_PER_REQUEST,
     REQUEST_OVERHEAD_TOKENS,
@@ -208,18 +209,20 @@ class OpenAIJudge:
         # every attempt, repair and top-up, also when it ends in an error.
         call = _Call(Usage(), CURRENT_ROW.get())
         texts: list[str] = []
-        try:
-            texts = await self._chat_n(prompt, messages, params, n, call=call)
-            outputs = [
-                await self._parse_or_repair(prompt, data, messages, params, text, call=call)
-                for text in texts
-            ]
-        except JudgeRowError as error:
-            if isinstance(error, _STORED_OUTCOMES) and texts:
-                await self._cache.aput(key, stored_failure(texts, error))
-            error.usage = call.spent
-            raise
-        await self._cache.aput(key, {"texts": [output.model_dump_json() for output in outputs]})
+        async with STOP_GATE.sending():  # a stop lets this land in the cache, or never sends
+            try:
+                texts = await self._chat_n(prompt, messages, params, n, call=call)
+                outputs = [
+                    await self._parse_or_repair(prompt, data, messages, params, text, call=call)
+                    for text in texts
+                ]
+            except JudgeRowError as error:
+                if isinstance(error, _STORED_OUTCOMES) and texts:
+                    await self._cache.aput(key, stored_failure(texts, error))
+                error.usage = call.spent
+                raise
+            answer = {"texts": [output.model_dump_json() for output in outputs]}
+            await self._cache.aput(key, answer)
         return Completion(outputs, call.spent)
 
     async def send_chat(
@@ -420,11 +423,12 @@ class OpenAIJudge:
         call = _Call(Usage(cache_hits=len(vectors)), CURRENT_ROW.get())
         try:
             for batch in self._embedding_batches(missing):
-                fresh = await self._embed_batch(batch, call)
-                vectors.update(fresh)
-                await self._cache.aput_vectors(
-                    {keys[text]: vector for text, vector in fresh.items()}
-                )
+                async with STOP_GATE.sending():
+                    fresh = await self._embed_batch(batch, call)
+                    vectors.update(fresh)
+                    await self._cache.aput_vectors(
+                        {keys[text]: vector for text, vector in fresh.items()}
+                    )
         except JudgeRowError as error:
             error.usage = call.spent
             raise

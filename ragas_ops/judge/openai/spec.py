@@ -85,6 +85,9 @@ class ModelSpec:
     send_temperature: SendTemperature = "auto"
     """Whether a prompt's temperature is sent: `no` for a model that takes only its default
     (1); `auto`: the profile's."""
+    shutdown_warning_days: int = setting(30, minimum=0)
+    """A run warns (score's output, the plan log, the manifest) when the endpoint says the
+    judge's or the embedding model shuts down within this many days."""
     reasoning_effort: str = setting("lowest", check=check_reasoning_effort)
     """The reasoning effort asked of a reasoning model: `lowest` (the lowest its profile
     lists: judging needs little thought, and effort costs tokens and time), `provider` (none

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import importlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,7 +30,10 @@ import openai
 from ragas_ops.judge.endpoint import effective_base_url
 from ragas_ops.judge.openai.replies import BadReplyError
 from ragas_ops.judge.spec import EndpointSpec
+from ragas_ops.judge.stopping import STOP_GATE
 from ragas_ops.secrets import Secret
+
+log = logging.getLogger(__name__)
 
 RETRIED_ERRORS = (openai.APIStatusError, openai.APIConnectionError, BadReplyError)
 """What an attempt may end in and still be worth another (timeouts are connection errors;
@@ -122,6 +126,7 @@ class Transport:
 
     async def _post(self, path: str, body: dict[str, Any], options: Mapping[str, Any]) -> RawReply:
         """`options`: this attempt's `service_tier` (sent in the body) and `timeout`."""
+        await STOP_GATE.before_send()  # a graceful stop sends nothing more (judge/stopping)
         if options.get("service_tier") is not None:
             body = {**body, "service_tier": options["service_tier"]}
         url = self._base + path
@@ -138,6 +143,8 @@ class Transport:
                 status, headers = response.status, response.headers
         except (aiohttp.ClientError, TimeoutError) as error:
             raise _connection_error(error, url) from error
+        if log.isEnabledFor(logging.DEBUG):  # what the gateway answered, as the SDK's DEBUG line
+            log.debug('HTTP Response: POST %s "%d" %s', url, status, dict(headers))
         if status >= 400:
             raise _status_error(url, status, headers, content)
         return RawReply(headers, headers.get("content-type", ""), content)

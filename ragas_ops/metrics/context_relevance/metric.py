@@ -4,8 +4,11 @@ The paper's method: the judge extracts, verbatim, the sentences of the context n
 the question, or says "Insufficient Information". CR = extracted sentences / sentences in c(q).
 
 How sentences are counted (`ragas_ops.text.split_sentences`): a sentence ends at `.`, `!` or
-`?` followed by whitespace, at `。！？`, or at a line break; fragments with no letter or digit
-are not sentences. The denominator counts every retrieved context, so a passage retrieved twice
+`?` followed by whitespace, at `。！？｡` (CJK), `؟` and `۔` (Arabic script), `।` and `॥`
+(Devanagari), or at a line break; fragments with no letter or digit are not sentences. Thai
+marks no sentence end: a Thai context counts one sentence per line. (Version 1 ended no
+sentence at the Arabic or Devanagari marks: a Hindi context of three sentences counted one.)
+The denominator counts every retrieved context, so a passage retrieved twice
 counts twice: duplication is redundancy, which this metric penalises. The numerator counts
 distinct context sentences matched by the extraction: an extracted sentence is split by the
 same rule, and each piece is matched to a context sentence exactly (case and whitespace aside)
@@ -105,7 +108,7 @@ EXTRACT_PROMPT = Prompt(
 
 class ContextRelevance(Metric):
     name = "context_relevance"
-    version = 1
+    version = 2  # 2: sentences also end at ؟ ۔ । ॥ ｡ (issue 41): a changed denominator
     requires = (QUESTION, CONTEXTS)
     prompts = (EXTRACT_PROMPT,)
     title = "Context relevance"

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ragas_ops.contract.inputs import ColumnMapping
+from ragas_ops.quality.judge_comparison import switch_offset
 from ragas_ops.quality.regression import RegressionReport
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
@@ -53,6 +54,8 @@ def build_report(
     worst_examples: int = 5,
     rerun: RerunChange | None = None,
     columns: ColumnMapping = DEFAULT_COLUMNS,
+    comparison: Sequence[Mapping[str, Any]] = (),
+    comparison_history: Sequence[Mapping[str, Any]] = (),
     rows_at: RowsAt | None = None,
 ) -> Report:
     """Build the report of `day`.
@@ -63,7 +66,11 @@ def build_report(
     are listed at the end; `rerun`, what this publish changed against the day's previous one
     (a section after the verdict); `columns`, the logs' names of the question, contexts and
     answer (the scored rows keep them). With `rows_at` (the day's rows by position),
-    `scored` needs only the `ranked_columns`: the rows shown are read alone.
+    `scored` needs only the `ranked_columns`: the rows shown are read alone. `comparison`: the
+    day's shadow-judge comparison (`quality.judge_comparison`, a row per metric; a section
+    after the cards); `comparison_history`, the comparisons of the charted days: a switch of
+    judge on the charts is marked with the offset the shadow judge measured before it
+    (`switch_offset`).
     """
     if regression.day != day:
         raise ValueError(f"the regression check is for {regression.day}, not {day}")
@@ -77,10 +84,23 @@ def build_report(
         columns=columns,
         rows_at=rows_at,
     )
+    offsets = {
+        (change.day, metric): offset
+        for metric, changes in (data.changes or {}).items()
+        for change in changes
+        if (
+            offset := switch_offset(
+                change.day,
+                metric,
+                (data.overall[metric].get(change.day) or {}).get("judge"),
+                comparison_history,
+            )
+        )
+    }
     return Report(
         day=day,
-        html=HtmlReport(data, manifest or {}, rerun).render(),
-        markdown=MarkdownReport(data, manifest or {}, rerun).render(),
+        html=HtmlReport(data, manifest or {}, rerun, comparison, offsets).render(),
+        markdown=MarkdownReport(data, manifest or {}, rerun, comparison, offsets).render(),
     )
 
 

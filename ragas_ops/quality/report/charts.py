@@ -21,11 +21,14 @@ def trend_svg(
     rows: Mapping[str, Mapping[str, Any]],
     baseline: float | None = None,
     changes: Sequence[ScoringChange] = (),
+    *,
+    offsets: Mapping[str, str] | None = None,
 ) -> str:
     """A line chart of the daily means on a 0..1 scale with their CI band; a day without a
     mean breaks the line rather than being drawn as 0. A day on which the judge or a version
     changed is marked with a vertical line (its sentence in a tooltip): scores on either side
-    of it are not comparable."""
+    of it are not comparable; a switch of judge the shadow judge measured beforehand
+    (`offsets`: day -> the phrase) carries that offset in its label and tooltip."""
     plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
     step = plot_w / max(len(days) - 1, 1)
 
@@ -46,7 +49,7 @@ def trend_svg(
             f'<line x1="{_LEFT}" x2="{_W - _RIGHT}" y1="{y(baseline):.1f}" '
             f'y2="{y(baseline):.1f}" stroke="#8c959f" stroke-dasharray="4 4" />'
         )
-    parts.extend(_change_marks(days, changes, x, y))
+    parts.extend(_change_marks(days, changes, x, y, offsets or {}))
     for run in _runs(days, rows):
         parts.append(_band(run, rows, days, x, y))
         points = " ".join(f"{x(i):.1f},{y(rows[days[i]]['mean']):.1f}" for i in run)
@@ -75,10 +78,14 @@ def trend_svg(
 
 
 def _change_marks(
-    days: Sequence[str], changes: Sequence[ScoringChange], x: Any, y: Any
+    days: Sequence[str],
+    changes: Sequence[ScoringChange],
+    x: Any,
+    y: Any,
+    offsets: Mapping[str, str],
 ) -> list[str]:
     """A dashed purple line before each day scored differently from the one before, labelled
-    with what changed."""
+    with what changed (and the offset the shadow judge measured, when it did)."""
     index_of = {day: index for index, day in enumerate(days)}
     step = (x(1) - x(0)) if len(days) > 1 else 0.0
     marks = []
@@ -87,19 +94,27 @@ def _change_marks(
             continue
         at = x(index_of[change.day]) - step / 2
         what = "judge" if any("judge" in c for c in change.changes) else "version"
+        offset = offsets.get(change.day)
+        sentence = change.sentence if offset is None else f"{change.sentence}; {offset}"
+        shown = f"{what} changed" if offset is None else f"judge changed, shadow {_offset(offset)}"
         # Near the right edge the label goes left of the line, so that it is not cut off.
         left = at > _LEFT + (_W - _LEFT - _RIGHT) / 2
         label = (
             f'<text x="{at - 3 if left else at + 3:.1f}" y="{y(1.0) + 11:.1f}" '
             f'text-anchor="{"end" if left else "start"}" font-size="10" fill="#8250df">'
-            f"{what} changed</text>"
+            f"{escape(shown)}</text>"
         )
         marks.append(
-            f'<g><title>{escape(change.sentence)}</title><line x1="{at:.1f}" x2="{at:.1f}" '
+            f'<g><title>{escape(sentence)}</title><line x1="{at:.1f}" x2="{at:.1f}" '
             f'y1="{y(1.0):.1f}" y2="{y(0.0):.1f}" stroke="#8250df" stroke-width="1.5" '
             f'stroke-dasharray="3 3" />{label}</g>'
         )
     return marks
+
+
+def _offset(phrase: str) -> str:
+    """The measured offset alone (`+0.012`), from `judge_comparison.switch_offset`'s phrase."""
+    return phrase.split(": ", 1)[1].split(" ", 1)[0]
 
 
 def _legend(baseline: float | None) -> str:
@@ -133,13 +148,18 @@ def _axes(days: Sequence[str], x: Any, y: Any) -> list[str]:
             f'fill="#59636e">{tick:.2f}</text>'
         )
     last = len(days) - 1
+    # Every day of a short chart (534 px hold 8 labels of "Nov 21"), else every 7th back from
+    # the last; the first day too when no label is near it (a 7-day chart labelled its last).
+    step = 1 if len(days) <= 8 else 7
     for index, day in enumerate(days):
-        if (last - index) % 7 == 0:
+        labelled = (last - index) % step == 0 or (index == 0 and last % step >= step / 2)
+        if labelled:
+            anchor = "end" if index == last else "start" if index == 0 else "middle"
             parts.append(
                 f'<line x1="{x(index):.1f}" x2="{x(index):.1f}" y1="{y(0.0):.1f}" '
                 f'y2="{y(0.0) + 4:.1f}" stroke="#8c959f" />'
                 f'<text x="{x(index):.1f}" y="{_H - _BOTTOM + 18}" '
-                f'text-anchor="{"end" if index == last else "middle"}" '
+                f'text-anchor="{anchor}" '
                 f'font-size="11" fill="#59636e">{escape(short_date(day))}</text>'
             )
     return parts

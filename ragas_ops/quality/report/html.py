@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragas_ops.contract.layout import EMPTY_DAY_FOLDER, NO_DAY_FOLDER, no_folder_sentence
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+)
 from ragas_ops.quality.regression import Outcome, RegressionFinding, RegressionReport
+from ragas_ops.quality.report.calibration import CALIBRATION_CSS, calibration_html
 from ragas_ops.quality.report.charts import trend_svg
 from ragas_ops.quality.report.data import (
     VERDICT_ITEMS,
@@ -31,6 +37,13 @@ from ragas_ops.quality.report.data import (
 from ragas_ops.quality.rerun import RERUN_HEADER, RerunChange, rerun_cells, rerun_sentence
 
 # --- HTML ---------------------------------------------------------------------------------------
+
+
+def isolated(text: str) -> str:
+    """Logged text, escaped and isolated from the text around it (`<bdi>`): an Arabic or Hebrew
+    value inside an English line keeps its own direction without reordering its neighbours."""
+    return f"<bdi>{escape(text)}</bdi>"
+
 
 EXAMPLE_CSS = """
 .example { border: 1px solid var(--line, #d1d9e0); border-radius: 8px; margin: 10px 0;
@@ -53,12 +66,12 @@ def example_html(metric: str, example: Example, *, evidence_items: int | None = 
     question, answer and what explains its low score (`example_fields`: the metric's
     `explain` of its evidence, the first `evidence_items` of it, and its reason). The report
     and the quality page both show examples with this (styled by `EXAMPLE_CSS`)."""
-    tags = [f"id <code>{escape(example.row_id)}</code>"] if example.row_id else []
-    tags.extend(f"{escape(column)}={escape(value)}" for column, value in example.segments)
+    tags = [f"id <code>{isolated(example.row_id)}</code>"] if example.row_id else []
+    tags.extend(f"{escape(column)}={isolated(value)}" for column, value in example.segments)
     if example.repeats:
         tags.append(escape(repeats_note(example)))
     items = "".join(
-        f"<dt>{escape(label)}</dt><dd>{escape(text)}"
+        f'<dt>{escape(label)}</dt><dd dir="auto">{escape(text)}'
         + (f'<span class="why">{escape(note)}</span>' if note else "")
         + "</dd>"
         for label, text, note in example_fields(metric, example, evidence_items=evidence_items)
@@ -121,6 +134,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; fo
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
     + EXAMPLE_CSS
+    + CALIBRATION_CSS
 )
 
 
@@ -129,6 +143,9 @@ class HtmlReport:
     data: ReportData
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
+    comparison: Sequence[Mapping[str, Any]] = ()
+    offsets: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(day, metric) of a switch of judge -> the offset the shadow judge measured before."""
 
     def render(self) -> str:
         data = self.data
@@ -143,10 +160,12 @@ class HtmlReport:
             self._verdict(),
             self._rerun(),
             self._cards(),
-            "<h2>Trends over the last 30 days</h2>",
+            self._comparison(),
+            f"<h2>Trends over the last {len(self.chart_days())} day(s)</h2>",
             '<div class="charts">',
             *(self._chart(metric) for metric in data.metrics),
             "</div>",
+            calibration_html(data.metrics, self.chart_days(), data.overall),
             self._segments(),
             '<div class="two"><div>',
             "<h2>Cost and tokens</h2>",
@@ -237,8 +256,14 @@ class HtmlReport:
         checked = finding is not None and finding in self.data.regression.checked
         baseline = finding.baseline if finding and checked else None
         changes = (self.data.changes or {}).get(metric, [])
+        offsets = {day: text for (day, name), text in self.offsets.items() if name == metric}
         svg = trend_svg(
-            metric_title(metric), self.chart_days(), self.data.overall[metric], baseline, changes
+            metric_title(metric),
+            self.chart_days(),
+            self.data.overall[metric],
+            baseline,
+            changes,
+            offsets=offsets,
         )
         return f'<div class="card chart"><h3>{escape(metric_title(metric))}</h3>{svg}</div>'
 
@@ -257,7 +282,7 @@ class HtmlReport:
             label = "all rows" if column == ALL else column
             shown = "" if column == ALL else value
             body.append(
-                f"<tr{group}><td>{escape(label)}</td><td>{escape(shown)}</td>"
+                f"<tr{group}><td>{isolated(label)}</td><td>{isolated(shown)}</td>"
                 f'<td class="num">{any_row["rows"]:,}</td>{cells}</tr>'
             )
         if not body:
@@ -350,6 +375,20 @@ class HtmlReport:
         return (
             '<h2 id="rerun">What this rerun changed</h2>'
             f'<div class="sub">{escape(rerun_sentence(self.rerun))}</div>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+    def _comparison(self) -> str:
+        if not self.comparison:
+            return ""
+        head = "".join(f"<th>{escape(cell)}</th>" for cell in COMPARISON_HEADER)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in comparison_cells(row)) + "</tr>"
+            for row in self.comparison
+        )
+        return (
+            '<h2 id="shadow-judge">Shadow judge</h2>'
+            f'<div class="sub">{escape(comparison_sentence(self.comparison))}</div>'
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
 
@@ -481,11 +520,24 @@ def input_rows_sentence(plan: Mapping[str, Any]) -> str:
     return held
 
 
+def fact_text(value: str | float | bool | None) -> str:
+    """A manifest's value as a reader of the report reads it: `yes`/`no`, `none`, a count
+    with separators, never Python's `True`, `None` or `1234567`."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
 def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run's facts: the manifest's top-level values, then what was read, rejected and
-    published (a rejected input file is listed with its reason: someone has to look)."""
+    published (a rejected input file is listed with its reason: someone has to look), and a
+    judge's model that shuts down soon (the plan's `model_warnings`)."""
     facts = [
-        (str(key), str(value))
+        (str(key), fact_text(value))
         for key, value in manifest.items()
         if isinstance(value, str | int | float | bool) or value is None
     ]
@@ -500,6 +552,7 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             (f"ignored file {path}", "not read: not a log file name (.parquet, .jsonl, .csv...)")
             for path in plan.get("ignored_files", [])
         ]
+        facts += [("model shutting down", warning) for warning in plan.get("model_warnings", [])]
     replaced = manifest.get("replaced")
     if replaced:
         facts.append(("replaced", replaced_sentence(replaced)))

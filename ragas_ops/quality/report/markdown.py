@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
+from ragas_ops.quality.judge_comparison import (
+    COMPARISON_HEADER,
+    comparison_cells,
+    comparison_sentence,
+)
 from ragas_ops.quality.regression import Outcome
+from ragas_ops.quality.report.calibration import calibration_markdown
 from ragas_ops.quality.report.data import (
     TREND_DAYS,
     ReportData,
@@ -39,8 +46,15 @@ _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def _md(text: str) -> str:
-    """Logged text made inert in Markdown: HTML escaped, Markdown syntax escaped, one line."""
-    return html.escape(" ".join(text.split()), quote=False).translate(_MD_SPECIAL)
+    """Logged text made inert in Markdown: HTML escaped, Markdown syntax escaped, one line;
+    right-to-left text isolated between Unicode's FIRST STRONG ISOLATE and POP DIRECTIONAL
+    ISOLATE, which Markdown keeps (it has no `<bdi>`), so it does not reorder its line."""
+    inert = html.escape(" ".join(text.split()), quote=False).translate(_MD_SPECIAL)
+    return f"\u2068{inert}\u2069" if _RIGHT_TO_LEFT.search(inert) else inert
+
+
+# Hebrew, Arabic, Syriac, Thaana, NKo and the other right-to-left blocks, and their forms.
+_RIGHT_TO_LEFT = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 
 
 def sparkline(values: Sequence[float | None]) -> str:
@@ -63,6 +77,8 @@ class MarkdownReport:
     data: ReportData
     manifest: Mapping[str, Any]
     rerun: RerunChange | None = None
+    comparison: Sequence[Mapping[str, Any]] = ()
+    offsets: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def render(self) -> str:
         data = self.data
@@ -80,6 +96,8 @@ class MarkdownReport:
         lines += self._verdict()
         lines += self._rerun()
         lines += self._metrics()
+        lines += self._comparison()
+        lines += calibration_markdown(data.metrics, data.days, data.overall)
         lines += self._segments()
         lines += self._cost()
         lines += self._failures()
@@ -95,6 +113,7 @@ class MarkdownReport:
             lines.append("")
         changes = [
             f"- {_md(metric_title(metric))}: {_md(change.sentence)}"
+            + (f"; {_md(offset)}" if (offset := self.offsets.get((change.day, metric))) else "")
             for metric, found in (self.data.changes or {}).items()
             for change in found
         ]
@@ -111,6 +130,18 @@ class MarkdownReport:
         lines += [
             "| " + " | ".join(_md(cell) for cell in cells) + " |"
             for cells in rerun_cells(self.rerun)
+        ]
+        return [*lines, ""]
+
+    def _comparison(self) -> list[str]:
+        if not self.comparison:
+            return []
+        lines = ["## Shadow judge", "", _md(comparison_sentence(self.comparison)), ""]
+        lines.append("| " + " | ".join(COMPARISON_HEADER) + " |")
+        lines.append("|---|" + "---:|" * (len(COMPARISON_HEADER) - 1))
+        lines += [
+            "| " + " | ".join(_md(cell) for cell in comparison_cells(row)) + " |"
+            for row in self.comparison
         ]
         return [*lines, ""]
 

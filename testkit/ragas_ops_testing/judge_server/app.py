@@ -108,6 +108,11 @@ class App:
         snapshot["batches"] = self._batch_api.stats()
         return snapshot
 
+    def request_log(self) -> list[dict[str, Any]]:
+        """The requests kept (`request_log`), oldest first."""
+        with self._lock:
+            return list(self._request_log)
+
     def reset_stats(self) -> None:
         with self._lock:
             in_flight = self._stats.in_flight  # requests being served still finish and count
@@ -128,11 +133,10 @@ class App:
             self.reset_stats()
             return Reply(200, {"reset": True})
         if route == "/requests" and method == "GET":
-            with self._lock:
-                return Reply(200, {"requests": list(self._request_log)})
+            return Reply(200, {"requests": self.request_log()})
+        if method == "GET" and route.startswith(_MODEL_PREFIX):
+            return self._look_up_model(route[len(_MODEL_PREFIX) :], authorization)
         endpoint = _ENDPOINTS.get((method, route)) or api_of(route)
-        if endpoint is None and method == "GET" and route.startswith(_MODEL_PREFIX):
-            endpoint = "model"
         self._begin(endpoint or "other")
         started_at = time.time()
         reply: Reply | None = None
@@ -177,8 +181,6 @@ class App:
             return denied
         if endpoint == "models":
             return Reply(200, models_payload())
-        if endpoint == "model":
-            return model_payload(what.split(" ", 1)[1][len(_MODEL_PREFIX) :], settings)
         try:
             job = self._job(endpoint, body, settings)
             reply = self._run(job, settings)
@@ -189,6 +191,14 @@ class App:
         if reply is not None:
             reply.headers.update(self._ratelimit_headers())
         return reply
+
+    def _look_up_model(self, name: str, authorization: str | None) -> Reply:
+        """`GET /v1/models/{id}`: a lookup, free and unlimited; counted in `model_lookups`,
+        not in `requests` (what the judge is asked)."""
+        settings = self.settings()
+        with self._lock:
+            self._stats.model_lookups[name] += 1
+        return check_auth(settings.api_key, authorization) or model_payload(name, settings)
 
     def _refused(self, refusal: ModelRefusal) -> Reply:
         """What the model refuses, as OpenAI says it (`param` names the parameter)."""

@@ -44,6 +44,7 @@ class Stats:
     completion_tokens: int = 0  # reasoning tokens included, as OpenAI reports and bills them
     reasoning_tokens: int = 0
     refused_by_param: Counter[str] = field(default_factory=Counter)  # a model's 400s/404s
+    model_lookups: Counter[str] = field(default_factory=Counter)  # GET /v1/models/{id}, by id
     limiter_tokens: int = 0  # what the tokens bucket was charged (reservations included)
     hung_prompt_tokens: int = 0  # of chat replies sent after a hang: billed, the client may be gone
     hung_completion_tokens: int = 0

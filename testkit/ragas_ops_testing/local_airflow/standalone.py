@@ -568,8 +568,8 @@ def print_ready(
     say(f"airflow commands: source {standalone.path(ENV_FILE)}")
     if len(days) == 1:
         conf = json.dumps({"day": days[0]})
-        say(f"to score {days[0]}: source {standalone.path(ENV_FILE)} && ")
-        say(f"  airflow dags trigger {DAG_ID} -c '{conf}'")
+        say(f"to score {days[0]}:")
+        say(f"  source {standalone.path(ENV_FILE)} && airflow dags trigger {DAG_ID} -c '{conf}'")
     if len(days) > 1:
         say(f"lake days: {days[0]} to {days[-1]}; to score them all (the quality page then shows")
         say("  the last day's regression against the days before it):")

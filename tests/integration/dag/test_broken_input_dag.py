@@ -1,5 +1,6 @@
 """Broken input is loud, not a quiet day (issue 40), over the real DAG (`dag.test()`): a raw
-location with no day folder at all, and a day whose every file was rejected, each fail the
+location with no day folder at all, a day whose every file was rejected, and a fourth night
+without traffic (pipeline.max_quiet_days 3), each fail the
 run after the day is published and reported, with the alarm in the manifest, the report's
 headline (HTML and Markdown) and on the quality page."""
 
@@ -35,21 +36,27 @@ def headline(report: str, before: str) -> str:
     [
         ({}, "NO LOGS AT ALL", "holds no day folder (dt=YYYY-MM-DD) at all"),
         (
-            {"app.jsonl": "this is not JSON\n", "export.csv": "question,answer\nq,a\n"},
+            {
+                f"dt={DAY}/app.jsonl": "this is not JSON\n",
+                f"dt={DAY}/export.csv": "question,answer\nq,a\n",
+            },
             "EVERY INPUT FILE REJECTED",
             f"every input file of {DAY} was rejected (2), so no row was scored",
         ),
+        (
+            {"dt=2026-11-24/app.jsonl": ""},  # the writer's last day; none since
+            "NO TRAFFIC FOR DAYS",
+            f"no traffic for 4 days in a row up to {DAY}",
+        ),
     ],
-    ids=["no-day-folder-at-all", "every-file-rejected"],
+    ids=["no-day-folder-at-all", "every-file-rejected", "quiet-for-days"],
 )
 def test_broken_input_fails_the_run_and_heads_report_and_quality_page(
     lake: Path, files: dict[str, str], title: str, said: str
 ) -> None:
-    if files:
-        folder = lake / "raw" / f"dt={DAY}"
-        folder.mkdir(parents=True)
-        for name, text in files.items():
-            (folder / name).write_text(text, encoding="utf-8")
+    for name, text in files.items():
+        (lake / "raw" / name).parent.mkdir(parents=True, exist_ok=True)
+        (lake / "raw" / name).write_text(text, encoding="utf-8")
 
     run = run_dag()
 

@@ -360,6 +360,7 @@ def test_the_nightly_dag_publishes_iceberg_tables_on_s3_over_http(
 
 def test_a_day_without_traffic_publishes_an_empty_iceberg_day(iceberg_lake: Path) -> None:
     empty_day = "2026-11-20"
+    (iceberg_lake / "raw" / "dt=2026-11-19").mkdir()  # a lake of days (none at all is broken input)
 
     assert state(run_dag(empty_day)) == "success"
 

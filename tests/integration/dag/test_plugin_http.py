@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +23,8 @@ import pytest
 from ragas_ops_testing.judge_process import free_port
 
 from ragas_ops.config import Settings
+from ragas_ops.quality.view import tables_at
+from ragas_ops.storage import locate
 from tests.integration.dag.test_plugin_quality_view import LAST, local_warehouse  # noqa: F401 (a fixture)
 
 PROJECT = Path(__file__).resolve().parents[3]
@@ -216,3 +219,100 @@ def test_the_view_is_in_airflow_s_navigation(api_server: ApiServer) -> None:
     assert view["href"] == "/rag-quality/"
     assert view["destination"] == "nav"
     assert plugin["fastapi_apps"][0]["url_prefix"] == "/rag-quality"
+
+
+def _label_form(server: ApiServer, day: str) -> tuple[httpx.Response, str, str]:
+    """The labelling page as the browser gets it (Airflow's `_token` cookie): the answer, the
+    form's CSRF token and the CSRF cookie."""
+    answer = httpx.get(
+        f"{server.url}/rag-quality/label?day={day}", cookies={"_token": server.token}, timeout=30
+    )
+    assert answer.status_code == 200, answer.text
+    token = re.search(r"name='csrf' value='([^']+)'", answer.text)
+    row = re.search(r"name='row_id' value='([^']+)'", answer.text)
+    assert token is not None
+    assert row is not None
+    return answer, token.group(1), row.group(1)
+
+
+def test_the_labelling_page_is_blind_and_saves_as_the_logged_in_user(
+    api_server: ApiServer,
+    local_warehouse: tuple[Settings, Path],  # noqa: F811
+) -> None:
+    settings, warehouse = local_warehouse
+    day = LAST
+    page, csrf, row_id = _label_form(api_server, day)
+    assert "form-action 'self'" in page.headers["content-security-policy"]
+    assert page.cookies.get("ragas_ops_csrf") == csrf
+    assert "20 row(s) left" in page.text  # labels.per_day of the day's 24 rows
+    assert "Every claim of the answer supported" not in page.text
+    assert "Is every claim of the answer supported by the contexts?" in page.text
+    for hidden in ("_score", "evidence", "verdict", "statements"):
+        assert hidden not in page.text  # blind: no judge output on the page
+    assert "data-key='1'" in page.text  # the shortcuts: 1-9 for the levels, S, K
+    assert "data-key='k'" in page.text
+    nonce = re.search(r"script-src 'nonce-([^']+)'", page.headers["content-security-policy"])
+    assert nonce is not None
+    assert page.text.count("<script") == 1
+    assert f"<script nonce='{nonce.group(1)}'>" in page.text
+
+    cookies = {"_token": api_server.token, "ragas_ops_csrf": csrf}
+    form = {"csrf": csrf, "day": day, "row_id": row_id, "after": "0", "m_faithfulness": "0.5"}
+    form["m_context_relevance"] = "1"
+    saved = httpx.post(
+        f"{api_server.url}/rag-quality/label", data=form, cookies=cookies, timeout=30
+    )
+    assert saved.status_code == 303, saved.text
+    assert saved.headers["location"] == f"/rag-quality/label?day={day}&after=0&saved=2"
+
+    tables = tables_at(locate(str(warehouse)), settings)
+    labels = [row for table in tables.read_labels([day]) for row in table.to_pylist()]
+    assert sorted((row["metric"], row["label"]) for row in labels) == [
+        ("context_relevance", 1.0),
+        ("faithfulness", 0.5),
+    ]
+    assert {(row["row_id"], row["labeller"], row["page_version"]) for row in labels} == {
+        (row_id, "admin", "page/1")
+    }
+    # the row still lacks answer relevance, so it is shown again, with that metric alone
+    again, _, next_row = _label_form(api_server, day)
+    assert next_row == row_id
+    assert "m_faithfulness" not in again.text
+    assert "m_answer_relevance" in again.text
+    # a duplicate is refused with its reason, and nothing is written
+    repeated = httpx.post(
+        f"{api_server.url}/rag-quality/label", data=form, cookies=cookies, timeout=30
+    )
+    assert repeated.status_code == 400
+    assert "a duplicate" in repeated.text
+    assert sum(table.num_rows for table in tables.read_labels([day])) == 2
+
+
+@pytest.mark.parametrize("attack", ["no_cookie", "wrong_token", "other_site"])
+def test_a_forged_labelling_form_is_refused(api_server: ApiServer, attack: str) -> None:
+    _, csrf, row_id = _label_form(api_server, LAST)
+    cookies = {"_token": api_server.token, "ragas_ops_csrf": csrf}
+    headers = {}
+    form = {"csrf": csrf, "day": LAST, "row_id": row_id, "m_answer_relevance": "1"}
+    if attack == "no_cookie":
+        del cookies["ragas_ops_csrf"]
+    elif attack == "wrong_token":
+        form["csrf"] = "x" * 43
+    else:
+        headers["Origin"] = "https://evil.example"
+    answer = httpx.post(
+        f"{api_server.url}/rag-quality/label",
+        data=form,
+        cookies=cookies,
+        headers=headers,
+        timeout=30,
+    )
+    assert answer.status_code == 403
+
+
+def test_a_user_who_is_not_logged_in_cannot_label(api_server: ApiServer) -> None:
+    status, body = raw_get(api_server, f"/rag-quality/label?day={LAST}")
+    assert status == 401
+    assert b"<form" not in body
+    answer = httpx.post(f"{api_server.url}/rag-quality/label", data={"day": LAST}, timeout=30)
+    assert answer.status_code == 401

@@ -127,7 +127,9 @@ def test_the_page_shows_the_latest_days_verdicts_reports_and_worst_examples(
 
     page = render_page(overview, "/rag-quality", days=5)
 
-    assert "<dt>Unsupported</dt><dd>" in page, "the least faithful answer's unsupported statements"
+    assert '<dt>Unsupported</dt><dd dir="auto">' in page, (
+        "the least faithful answer's unsupported statements"
+    )
 
     assert "Regression on 2026-11-28" in page
     assert "<th class='l'>judge</th>" in page

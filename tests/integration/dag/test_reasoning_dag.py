@@ -6,7 +6,10 @@ scoring task at once, without Airflow's retries."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +17,26 @@ import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
+from ragas_ops.config import settings_from_environment
 from ragas_ops.pricing import DEFAULT_PRICES
+from ragas_ops.quality.view import load_overview, render_page
 from ragas_ops.samples import sample_interactions
+from ragas_ops.storage import locate
 from tests.integration.dag import test_pipeline_dag as dag_tests
-from tests.integration.dag.test_pipeline_dag import DAY, run_dag, state, warehouse, write_logs
+from tests.integration.dag.test_pipeline_dag import (
+    DAY,
+    manifest_of,
+    run_dag,
+    state,
+    warehouse,
+    write_logs,
+)
 from tests.support import TEST_KEY
 
 # The DAG tests' fixtures: Airflow's database, and a local lake scored by the judge server.
 airflow_database = dag_tests.airflow_database
 lake = dag_tests.lake
+plan_log = dag_tests.plan_log
 
 MODEL = "gpt-5-mini"
 EMBEDDING_MODEL = "text-embedding-3-small"
@@ -109,3 +123,29 @@ def test_a_misconfigured_run_fails_its_scoring_task_without_retries(
     assert "every request was refused the same way" in logs
     assert "check judge.service_tier" in logs
     assert TEST_KEY not in logs
+
+
+def test_a_model_shutting_down_in_20_days_is_in_the_plan_log_and_the_manifest(
+    lake: Path, judge_server: JudgeServer, plan_log: list[logging.LogRecord]
+) -> None:
+    ends = (datetime.now(UTC) + timedelta(days=20)).date().isoformat()
+    judge_server.update(shutdown_dates={MODEL: ends})
+    write_logs(lake, DAY, sample_interactions(10, seed=9, day=DAY))
+
+    assert state(run_dag()) == "success"
+
+    said = f"judge model {MODEL} shuts down on {ends} (in 20 days)"
+    [warning] = manifest_of(lake, DAY)["plan"]["model_warnings"]
+    assert warning.startswith(said)
+    assert "the price table's successor is gpt-5.4-mini" in warning
+    logged = [record.getMessage() for record in plan_log if record.levelno == logging.WARNING]
+    assert f"plan warning: {warning}" in logged
+    assert judge_server.stats()["model_lookups"] == {MODEL: 1, EMBEDDING_MODEL: 1}
+    report = warehouse(lake, "reports", f"dt={DAY}", "report.html").read_text()
+    assert escape(warning) in report
+    overview = load_overview(
+        locate(str(warehouse(lake))), settings_from_environment(), days=3, worst=0
+    )
+    page = render_page(overview, "/rag-quality", days=3)
+    assert "model-shutdown" in page
+    assert escape(said) in page

@@ -45,6 +45,11 @@ NOT_RUNNABLE = "not runnable here:"
 ICEBERG_DEMO = "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT=iceberg make demo"
 DEMO_DAYS, DEMO_ROWS = 7, 20
 DEMO_COMMAND = [sys.executable, "-m", "ragas_ops.cli", "demo"]
+
+# The first test to use the `lakes` fixture pays for two demo builds (a minute each on a quiet
+# machine, three on a busy one): more than the suite's default of 180 s per test. Every
+# example's command has its own subprocess timeout as well.
+pytestmark = pytest.mark.timeout(900)
 FENCE = re.compile(r"^(?P<indent> *)```(?P<language>[\w-]*)\s*$")
 
 

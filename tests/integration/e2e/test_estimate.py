@@ -54,7 +54,9 @@ def test_a_backfill_range_is_estimated_day_by_day_and_in_total(
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert "no judge was called and nothing was spent" in out
-    assert "judge gpt-4o-mini: $0.15 per 1M input tokens, $0.6 per 1M output tokens" in out
+    assert "judge gpt-5.4-mini: $0.75 per 1M input tokens, $4.5 per 1M output tokens" in out
+    assert "reasoning: profile gpt-5.1, effort none: about" not in out  # none spends none
+    assert "reasoning: none (profile gpt-5.1)" in out
     assert "embeddings text-embedding-3-small: $0.02 per 1M input tokens" in out
     assert [line.split()[0] for line in lines if line[:4] in ("2026", "tota")] == [
         "2026-11-26",
@@ -86,8 +88,8 @@ def test_a_backfill_range_is_estimated_day_by_day_and_in_total(
     assert 0 < batch < sync
     embeddings = total["embedding_tokens"] * 0.02 / 1e6
     assert batch - embeddings == pytest.approx((sync - embeddings) / 2), "chat at half price"
-    assert estimate["judge_model"] == "gpt-4o-mini"
-    assert estimate["judge_price_per_million_tokens"]["input"] == 0.15
+    assert estimate["judge_model"] == "gpt-5.4-mini"
+    assert estimate["judge_price_per_million_tokens"]["input"] == 0.75
     assert estimate["assumptions"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -204,3 +205,87 @@ def test_the_estimate_of_a_reasoning_model_is_within_15_percent_of_its_run(
     shown = "minimal" if effort == "lowest" else effort
     [line] = [line for line in estimated.lines() if line.startswith("reasoning:")]
     assert line.startswith(f"reasoning: profile gpt-5, effort {shown}: about ")
+
+
+def test_a_model_shutting_down_in_20_days_is_warned_of_in_the_score_output(
+    start_judge_server: Callable[..., JudgeServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    ends = (datetime.now(UTC) + timedelta(days=20)).date().isoformat()
+    server = start_judge_server(shutdown_dates={"gpt-4o-mini": ends})
+    code, _ = score(server, tmp_path, "gpt-4o-mini")
+    out = capsys.readouterr().out
+    assert code == EXIT_OK
+    [line] = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert f"judge model gpt-4o-mini shuts down on {ends} (in 20 days)" in line
+    assert "the price table's successor is gpt-5.4-mini" in line
+    assert server.stats()["model_lookups"] == {"gpt-4o-mini": 1, "test-embedding": 1}
+
+    server.update(shutdown_dates={})  # 2027-01-14, 40 days ahead: past the 30 days
+    code, _ = score(server, tmp_path, "gpt-4o-mini", name="later")
+    assert code == EXIT_OK
+    assert "warning: " not in capsys.readouterr().out
+
+
+def test_an_endpoint_that_cannot_say_gives_no_warning_and_no_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragas_ops.config import Settings
+    from ragas_ops.judge.factory import shutdown_warnings
+
+    settings = Settings()
+    settings.judge.endpoint.base_url = "http://127.0.0.1:9/v1"  # nothing listens on port 9
+    assert shutdown_warnings(settings, {"OPENAI_API_KEY": TEST_KEY}) == []
+
+
+@pytest.mark.parametrize(
+    ("strategy", "ignore_n"), [("list", False), ("sample", False), ("sample", True)]
+)
+def test_answer_relevance_keeps_its_questions_on_a_model_taking_only_temperature_1(
+    start_judge_server: Callable[..., JudgeServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    strategy: str,
+    ignore_n: bool,
+) -> None:
+    """One request asking for n questions (the default), n choices at the model's own
+    temperature, or n requests (an endpoint without `n`): no temperature sent, every row's
+    n questions come back (docs/judge.md has what each costs)."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    server = start_judge_server(ignore_n=ignore_n, request_log=True)
+    code, target = score(
+        server, tmp_path, "gpt-5-mini", "--metrics", "answer_relevance",
+        "--question-strategy", strategy,
+    )  # fmt: skip
+    assert code == EXIT_OK
+    table = pq.read_table(target)
+    statuses = set(table.column("answer_relevance_status").to_pylist())
+    assert statuses <= {"ok", "invalid_input"}
+    assert server.stats()["refused_by_param"] == {}
+    bodies = [
+        json.loads(entry["body"]) for entry in server.requests() if entry["endpoint"] == "chat"
+    ]
+    assert not any("temperature" in body for body in bodies)
+    evidence = [
+        json.loads(text) for text in table.column("answer_relevance_evidence").to_pylist() if text
+    ]
+    assert evidence
+    assert all(len(item["questions"]) == 3 for item in evidence)
+
+
+def test_a_retired_model_stops_the_run_at_once_naming_the_model(
+    judge_server: JudgeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    code, _ = score(judge_server, tmp_path, "gpt-4.5-preview")
+    err = capsys.readouterr().err
+    assert code == EXIT_JUDGE
+    assert "does not know this model or path (HTTP 404)" in err
+    assert "gpt-4.5-preview" in err
+    assert judge_server.stats()["requests_by_endpoint"]["chat"] <= 3

@@ -139,11 +139,14 @@ def test_a_batch_file_holds_one_model() -> None:
 # -- end to end over HTTP --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("model", ["test-judge", "gpt-5-mini"])
 def test_batch_mode_scores_every_row_once_through_chained_batches_at_half_the_price(
-    start_judge_server: Any, tmp_path: Path
+    start_judge_server: Any, tmp_path: Path, model: str
 ) -> None:
+    """Also on a reasoning model, whose batch lines are fitted as its sync requests are."""
     server = start_judge_server(batch_seconds=0.05)
-    settings = batch_settings(server, tmp_path / "batch")
+    settings = batch_settings(server, tmp_path / "batch", model=model)
+    settings.prices[model] = TEST_PRICE
     logs = write_day(settings)
 
     scored, results = score_day(settings)
@@ -152,6 +155,7 @@ def test_batch_mode_scores_every_row_once_through_chained_batches_at_half_the_pr
     assert all_statuses(scored) <= SCORED_OR_DEFINED
     stats = server.stats()
     assert stats["requests_by_endpoint"]["chat"] == 0, "no chat request outside the batches"
+    assert stats["refused_by_param"] == {}, "every batch line fits the model"
     assert stats["batches"]["completed"] == stats["batches"]["created"] >= 4
     assert all(result["rounds"] == 2 for result in results), "statements, then verdicts"
     batch_cost = sum(scored.column("cost_usd").to_pylist())
@@ -163,8 +167,8 @@ def test_batch_mode_scores_every_row_once_through_chained_batches_at_half_the_pr
     assert {tier for requests, tier in tiers if requests} == {"batch"}
 
     # The same rows in sync mode, with a cache of their own, cost twice as much.
-    sync_settings = settings_for(server, tmp_path / "sync")
-    sync_settings.prices["test-judge"] = TEST_PRICE
+    sync_settings = settings_for(server, tmp_path / "sync", model=model)
+    sync_settings.prices[model] = TEST_PRICE
     sync_settings.prices["test-embedding"] = TEST_PRICE
     sync_settings.pipeline.warehouse_uri = str(tmp_path / "sync-warehouse")
     sync_settings.pipeline.raw_uri = settings.pipeline.raw_uri

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ragas_ops.judge.openai.chat_request import (
     output_tokens_for,
 )
 from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.shape import shape_for
 from ragas_ops.metrics.answer_relevance import QUESTION_SAMPLE_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.secrets import Secret
@@ -39,6 +41,7 @@ def test_max_tokens_scales_with_the_input_and_stays_under_the_prompts_maximum() 
     assert output_tokens_for(STATEMENTS_PROMPT, huge) == STATEMENTS_PROMPT.max_output_tokens
 
 
+@pytest.mark.parametrize("model", ["test-judge", "gpt-5-mini"])
 @pytest.mark.parametrize(
     ("prompt", "data", "n"),
     [(STATEMENTS_PROMPT, SHORT, 1), (QUESTION_SAMPLE_PROMPT, {"answer": "It opened in 1932."}, 3)],
@@ -49,12 +52,17 @@ def test_the_client_counts_a_request_as_the_server_does(
     prompt: object,
     data: dict[str, str],
     n: int,
+    model: str,
 ) -> None:
+    """A reasoning model's `max_completion_tokens` holds its reasoning too: the TPM bucket
+    counts it at admission, as the provider does."""
     server = start_judge_server(tpm=1_000_000)
-    settings = settings_for(server, tmp_path, tpm=1_000_000)
+    settings = settings_for(server, tmp_path, tpm=1_000_000, model=model)
     judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    shape = shape_for(settings.judge, Counter())
     messages = chat_messages(settings.judge.endpoint, prompt, data)  # type: ignore[arg-type]
-    params = chat_params(settings.judge.endpoint, prompt, n, data)  # type: ignore[arg-type]
+    params = chat_params(settings.judge.endpoint, prompt, n, data, shape)  # type: ignore[arg-type]
+    assert shape.reasoning_allowance() == (0 if model == "test-judge" else 24)
 
     async def ask() -> None:
         try:
@@ -90,3 +98,39 @@ def test_a_reply_cut_at_its_budget_is_asked_again_with_room_and_never_scored_as_
     assert judge.events["length_retry"] == 1
     assert judge.events["repair"] == 0
     assert server.stats()["requests"] == 2
+
+
+def test_a_reply_whose_reasoning_ate_its_budget_is_asked_again_with_room_and_learnt(
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+) -> None:
+    """A model no profile names, told to send max_completion_tokens, no temperature and no
+    effort (the server's medium): the judge does not know it reasons, so the first reply's
+    reasoning eats its budget (length, no content); it is asked again with room, and the
+    next request holds room at once."""
+    server = start_judge_server(model_aliases={"acme-reasoner": "gpt-5-mini"})
+    settings = settings_for(
+        server,
+        tmp_path,
+        model="acme-reasoner",
+        limit_parameter="max_completion_tokens",
+        send_temperature="no",
+        reasoning_effort="provider",
+    )
+    judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    rows = [SHORT, {**SHORT, "answer": "The bridge opened in 1933. It is long."}]
+
+    async def ask() -> list[list[str]]:
+        try:
+            return [
+                (await judge.complete(STATEMENTS_PROMPT, row)).outputs[0].statements for row in rows
+            ]
+        finally:
+            await judge.aclose()
+
+    assert all(asyncio.run(ask()))
+    assert judge.events["reasoning_cut_retry"] == 1
+    assert judge.events["repair"] == 0
+    stats = server.stats()
+    assert stats["requests_by_endpoint"]["chat"] == 3  # the cut one, its retry, the second row
+    assert stats["refused_by_param"] == {}
+    assert judge.total.reasoning_tokens == stats["reasoning_tokens"]

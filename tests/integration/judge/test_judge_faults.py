@@ -22,6 +22,8 @@ from tests.support import settings_for
 
 ROW = {"question": "When did the bridge open?", "answer": "The bridge opened in 1932. It is long."}
 ATTEMPTS = 3
+MODELS = ("test-judge", "gpt-5-mini")
+"""A classic model, and a reasoning one the test judge plays as strictly as OpenAI."""
 
 
 def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> OpenAIJudge:
@@ -110,12 +112,13 @@ def test_a_hang_past_the_timeout_is_retried(
     assert raised.value.usage.requests == ATTEMPTS == server.stats()["requests"]
 
 
+@pytest.mark.parametrize("model", MODELS)
 def test_a_fault_that_passes_leaves_a_good_answer_and_every_attempt_counted(
-    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path, model: str
 ) -> None:
     # Half the replies are gateway pages (seeded): the judge answers on a later attempt.
     server = start_judge_server(rate_html=0.5, seed=3)
-    judge = judge_for(server, tmp_path, max_attempts=8)
+    judge = judge_for(server, tmp_path, max_attempts=8, model=model)
 
     async def several() -> list[Any]:
         try:
@@ -135,6 +138,8 @@ def test_a_fault_that_passes_leaves_a_good_answer_and_every_attempt_counted(
     assert row_usage.requests == judge.total.requests == stats["requests_by_endpoint"]["chat"]
     assert row_usage.prompt_tokens == judge.total.prompt_tokens == stats["prompt_tokens"]
     assert row_usage.completion_tokens == stats["completion_tokens"]
+    assert row_usage.reasoning_tokens == stats["reasoning_tokens"]
+    assert (stats["reasoning_tokens"] > 0) == (model != "test-judge")
 
 
 def test_a_failed_repair_keeps_the_first_replys_cost_on_the_row(
@@ -215,11 +220,12 @@ def test_429s_use_no_attempt_until_the_patience_runs_out(
     assert raised.value.usage.requests == received
 
 
+@pytest.mark.parametrize("model", MODELS)
 def test_a_steady_share_of_429s_costs_no_row_with_a_single_attempt(
-    start_judge_server: Callable[..., JudgeServer], tmp_path: Path
+    start_judge_server: Callable[..., JudgeServer], tmp_path: Path, model: str
 ) -> None:
     server = start_judge_server(rate_429=0.5, retry_after_seconds=0.01, seed=3)
-    judge = judge_for(server, tmp_path, max_attempts=1)
+    judge = judge_for(server, tmp_path, max_attempts=1, model=model)
 
     async def many() -> list[Any]:
         try:

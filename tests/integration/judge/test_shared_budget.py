@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.judge.openai.judge import OpenAIJudge
@@ -103,13 +104,17 @@ def assert_rows_scored(targets: list[Path]) -> None:
                 assert row[f"{metric}_status"] != "judge_unavailable", row[f"{metric}_reason"]
 
 
+@pytest.mark.parametrize("model", ["test-judge", "gpt-5-mini"])
 def test_a_judge_told_too_much_backs_off_on_429s_and_answers_every_request(
-    start_judge_server, tmp_path
+    start_judge_server, tmp_path, model
 ):
     """One process believing it has 10x the account's rate: AIMD and Retry-After bring it
-    down to what the server allows, and no request runs out of attempts."""
+    down to what the server allows, and no request runs out of attempts (a reasoning model
+    too)."""
     server = start_judge_server(rpm=300, burst_seconds=1.0, latency_ms=20)
-    settings = settings_for(server, tmp_path, rpm=3000, shared_budget="none", max_attempts=8)
+    settings = settings_for(
+        server, tmp_path, rpm=3000, shared_budget="none", max_attempts=8, model=model
+    )
     rows = [
         {"question": f"When did bridge {i} open?", "answer": f"Bridge {i} opened in {1900 + i}."}
         for i in range(40)

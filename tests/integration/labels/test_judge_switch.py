@@ -11,6 +11,7 @@ aggregated again with its labels, as a cleared aggregate task would.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -19,21 +20,19 @@ from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.labels.store import Candidate, check_candidates, queue_rows, write_labels
 from ragas_ops.pipeline.aggregate import aggregate_day
-from ragas_ops.samples import TOPICS, sample_interactions
+from ragas_ops.pipeline.report import report_day
+from ragas_ops.quality.view import load_overview, render_page
+from ragas_ops.samples import sample_interactions
+from ragas_ops.storage import locate
 from ragas_ops.tables.format import day_tables
+from tests.integration.labels.people import label_the_queue, people_label
 from tests.pipeline_steps import run_day
 from tests.support import settings_for
 
 DAYS = [f"2026-10-{day:02d}" for day in range(1, 11)]
 SWITCH = 5  # DAYS[5:] are judged by the lenient judge
 ROWS, UNFAITHFUL = 60, 0.3
-
-
-def people_label(answer: str) -> str:
-    """What a person says of an answer's faithfulness: an invented fact makes it 0."""
-    return "0" if any(topic.unfaithful_answer in answer for topic in TOPICS) else "1"
 
 
 def human_truth(logs: pa.Table, scored: pa.Table) -> float:
@@ -47,10 +46,13 @@ def human_truth(logs: pa.Table, scored: pa.Table) -> float:
     return sum(labels) / len(labels)
 
 
+Switched = tuple[list[dict[str, Any]], list[float], Settings, Path]
+"""The overall faithfulness rows of the days, the days' people's means, the settings, the
+warehouse folder."""
+
+
 @pytest.fixture(scope="module")
-def switched_lake(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[list[dict[str, Any]], list[float]]:
+def switched_lake(tmp_path_factory: pytest.TempPathFactory) -> Switched:
     root = tmp_path_factory.mktemp("switch")
     server = JudgeServer().start()
     truths = []
@@ -66,23 +68,10 @@ def switched_lake(
             settings.judge.endpoint.model = "test-judge" if index < SWITCH else "test-judge-lenient"
             logs = sample_interactions(ROWS, seed=100 + index, day=day, unfaithful_share=UNFAITHFUL)
             run_day(lake, day, settings, logs, report=False)
-            answers = {row["id"]: row["answer"] for row in logs.to_pylist()}
-            candidates = [
-                Candidate(
-                    number,
-                    day,
-                    row["row_id"],
-                    "faithfulness",
-                    people_label(answers[row["row_id"]]),
-                    "people",
-                )
-                for number, row in enumerate(queue_rows(tables, day, settings), 1)
-            ]
-            checked = check_candidates(tables, candidates, settings.metrics.names)
-            assert checked.refused == []
-            write_labels(tables, checked, "test/1")
+            label_the_queue(tables, day, settings, logs)
             aggregate_day(lake, day, settings)
             truths.append(human_truth(logs, tables.read_scored(day)))
+        report_day(lake, DAYS[-1], f"scheduled__{DAYS[-1]}T00:00:00+00:00", settings)
     finally:
         server.stop()
     overall = [
@@ -93,13 +82,13 @@ def switched_lake(
         )
         for day in DAYS
     ]
-    return overall, truths
+    return overall, truths, settings, root / "warehouse"
 
 
 def test_the_raw_series_jumps_at_the_switch_and_the_corrected_one_does_not(
-    switched_lake: tuple[list[dict[str, Any]], list[float]],
+    switched_lake: Switched,
 ) -> None:
-    days, truths = switched_lake
+    days, truths, _, _ = switched_lake
     assert [day["labels_status"] for day in days] == ["ok"] * len(DAYS)
     before, after = days[:SWITCH], days[SWITCH:]
 
@@ -122,3 +111,22 @@ def test_the_raw_series_jumps_at_the_switch_and_the_corrected_one_does_not(
     assert after[0]["labels"] < before[-1]["labels"]
     # the lenient judge ranks rows worse than the strict one: agreement drops at the switch
     assert average(after, "agreement_mad") > average(before, "agreement_mad")
+
+
+def test_the_report_and_the_quality_page_show_the_peoples_scale(switched_lake: Switched) -> None:
+    days, _, settings, warehouse = switched_lake
+    last = days[-1]
+    sentence = (
+        f"{last['corrected_mean']:.3f} (95% CI {last['corrected_ci_low']:.3f}–"
+        f"{last['corrected_ci_high']:.3f}), calibrated against {last['labels']:,} labels"
+    )
+    markdown = (warehouse / "reports" / f"dt={DAYS[-1]}" / "report.md").read_text()
+    assert "## On the people's scale" in markdown
+    assert f"| Faithfulness | 1.000 | {sentence} |" in markdown
+    report = (warehouse / "reports" / f"dt={DAYS[-1]}" / "report.html").read_text()
+    assert "On the people&#x27;s scale" in report or "On the people's scale" in report
+    assert sentence in report
+    assert report.count("<polyline") >= 2  # the trends, and the judge and corrected series
+    page = render_page(load_overview(locate(str(warehouse)), settings, days=10), "/rag-quality")
+    assert sentence in page
+    assert "judge-human agreement" in page

@@ -1,0 +1,118 @@
+"""A model's shutdown seen coming: once per run, the endpoint is asked about the judge's models
+(`GET /v1/models/{model}`: OpenAI's `shutdown_date`, and a `Sunset` header where a provider
+sends one, RFC 8594), and a model that shuts down within `judge.shutdown_warning_days` is
+named with its date and the successor the price table knows. An endpoint that does not
+answer this, or answers without a date, gives no warning and no failure."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import openai
+
+from ragas_ops.judge.endpoint import effective_base_url
+from ragas_ops.pricing import Price, successor_of
+from ragas_ops.secrets import Secret
+
+log = logging.getLogger(__name__)
+
+LOOKUP_TIMEOUT_SECONDS = 5.0
+"""A model's lookup is a courtesy: it never holds a run up for long."""
+
+
+@dataclass(frozen=True)
+class ShutdownNotice:
+    """A model of the judge that shuts down soon."""
+
+    role: str
+    """`judge` or `embedding`."""
+    model: str
+    shutdown_date: date
+    days_left: int
+    successor: str | None
+
+    def line(self) -> str:
+        when = (
+            f"shut down on {self.shutdown_date.isoformat()} ({-self.days_left} days ago)"
+            if self.days_left < 0
+            else f"shuts down on {self.shutdown_date.isoformat()} (in {self.days_left} days)"
+        )
+        then = (
+            f"the price table's successor is {self.successor}"
+            if self.successor
+            else "the price table names no successor"
+        )
+        return (
+            f"{self.role} model {self.model} {when}; {then}: see docs/judge.md#moving-to-another-"
+            "model (a shadow judge shows what the change does to the scores)"
+        )
+
+
+def shutdown_notices(
+    models: Mapping[str, str],
+    base_url: str | None,
+    api_key: Secret,
+    prices: Mapping[str, Price],
+    *,
+    warning_days: int,
+    today: date,
+) -> list[ShutdownNotice]:
+    """The models (by role) that shut down within `warning_days` of `today`, as the endpoint
+    says; none when it says nothing or cannot be asked."""
+    notices = []
+    with openai.OpenAI(
+        api_key=api_key.reveal() or "no-key",
+        base_url=effective_base_url(base_url),
+        timeout=LOOKUP_TIMEOUT_SECONDS,
+        max_retries=0,
+    ) as client:
+        for role, model in dict.fromkeys(models.items()):
+            ends = _shutdown_date(client, model)
+            if ends is None:
+                continue
+            days_left = (ends - today).days
+            if days_left <= warning_days:
+                notices.append(
+                    ShutdownNotice(role, model, ends, days_left, successor_of(model, prices))
+                )
+    return notices
+
+
+def _shutdown_date(client: openai.OpenAI, model: str) -> date | None:
+    try:
+        raw = client.models.with_raw_response.retrieve(model)
+        body: Any = raw.http_response.json()
+    except (openai.OpenAIError, ValueError) as error:  # no answer, 404, not JSON: no warning
+        log.debug("model %s: no lifecycle information (%s)", model, type(error).__name__)
+        return None
+    said = body.get("shutdown_date") if isinstance(body, dict) else None
+    return _as_date(said) or _sunset(raw.headers.get("sunset"))
+
+
+def _as_date(value: Any) -> date | None:
+    """A `shutdown_date` as OpenAI gives it: an ISO date, or seconds since the epoch."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC).date()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value[:10])
+        except ValueError:
+            return None
+    return None
+
+
+def _sunset(header: str | None) -> date | None:
+    """RFC 8594's `Sunset: <HTTP-date>`."""
+    if not header:
+        return None
+    try:
+        return parsedate_to_datetime(header).date()
+    except (TypeError, ValueError):
+        return None
