@@ -27,7 +27,7 @@ from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
 from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
-from ragas_ops.judge.spec import BatchSpec, CandidateSpec, EndpointSpec
+from ragas_ops.judge.spec import BatchSpec, CandidateSpec, EndpointSpec, check_judge_kind
 from ragas_ops.labels.spec import LabelsSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
 from ragas_ops.settings_fields import ConfigError as ConfigError  # noqa: PLC0414 (re-exported)
@@ -37,7 +37,6 @@ from ragas_ops.settings_fields import at_least_one, fraction, positive, setting_
 # Airflow parses them.
 
 DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
-JudgeKind = Literal["openai", "local"]
 TableFormat = Literal["parquet", "iceberg"]
 log = logging.getLogger(__name__)
 
@@ -50,8 +49,9 @@ class JudgeSettings:
     its part. The config file's `[judge]` table, the `RAGAS_OPS_JUDGE_*` variables and the
     flags name the specs' settings flat (`rpm`, `cache_path`): each spec field declares its key."""
 
-    kind: JudgeKind = "openai"
-    """`openai`: an OpenAI-compatible LLM; `local`: the local judge (no network; `[local]`)."""
+    kind: str = field(default="openai", metadata={"check": check_judge_kind})
+    """`openai`: an OpenAI-compatible LLM; `local`: the local judge (no network; `[local]`);
+    or the name a provider package registers (`judge.providers.register_provider`)."""
     endpoint: EndpointSpec = field(default_factory=EndpointSpec)
     """Where requests go and how they are made and retried (`judge/spec.py`)."""
     limits: LimitsSpec = field(default_factory=LimitsSpec)

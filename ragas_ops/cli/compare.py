@@ -72,9 +72,9 @@ def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
         )
         tally = estimate_input(input_uri, sampled).total
         rows = f"{tally.rows_sampled:,} of {tally.rows:,} rows"
-        if not capabilities(judged.judge).endpoint:  # the local judge: no API request
+        if not capabilities(judged.judge).endpoint:  # e.g. the local judge: no API request
             cost: float | None = 0.0
-            line = f"the local judge: {rows}, no API request, {_usd(cost)}"
+            line = f"the {judged.judge.kind} judge: {rows}, no API request, {_usd(cost)}"
         else:
             prices = Prices.of(judged)
             cost = prices.cost(tally, batch=False)
@@ -106,7 +106,8 @@ def shadow_estimate_lines(settings: Settings, estimate_for: Callable[[Settings],
     tally = estimate_for(shadow).total
     rows = f"{tally.rows_sampled:,} rows ({share:g} by row id)"
     if not capabilities(shadow.judge).endpoint:
-        return ["", f"shadow judge ([judge.candidate]): the local judge on {rows}, no API request"]
+        kind = shadow.judge.kind
+        return ["", f"shadow judge ([judge.candidate]): the {kind} judge on {rows}, no API request"]
     prices = Prices.of(shadow)
     tokens = tally.prompt_tokens + tally.completion_tokens
     return [

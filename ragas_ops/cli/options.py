@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from ragas_ops.config import ConfigError, JudgeKind, Settings, apply_mapping, load_settings
+from ragas_ops.config import ConfigError, Settings, apply_mapping, load_settings
 from ragas_ops.judge.openai.spec import ServiceTier
 from ragas_ops.judge.spec import StructuredOutput
 from ragas_ops.metrics import registered_metrics
@@ -48,7 +48,10 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         "--metrics", "metrics.names", "comma-separated, e.g. faithfulness,answer_relevance"
     ),
     SettingFlag(
-        "--judge", "judge.kind", "judge kind", JUDGE_FLAG_COMMANDS, choices=get_args(JudgeKind)
+        "--judge",
+        "judge.kind",
+        "judge kind: openai, local or a registered provider's",
+        JUDGE_FLAG_COMMANDS,
     ),
     SettingFlag(
         "--model",
@@ -161,7 +164,6 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
         "judge.candidate_kind",
         "the candidate's kind (default: --judge's)",
         frozenset({COMPARE}),
-        choices=get_args(JudgeKind),
     ),
     SettingFlag(
         "--candidate-base-url",

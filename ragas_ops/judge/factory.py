@@ -5,15 +5,21 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from ragas_ops.config import ConfigError, JudgeSettings, Settings
 from ragas_ops.judge.base import Judge, JudgeFatalError, JudgeIdentity
 from ragas_ops.judge.batch import BatchMode
-from ragas_ops.judge.cache import open_cache
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.local.provider import LOCAL
+from ragas_ops.judge.openai.provider import OPENAI
+from ragas_ops.judge.providers import (
+    Capabilities as Capabilities,  # noqa: PLC0414 (re-exported: callers ask the factory)
+)
+from ragas_ops.judge.providers import (
+    ReasoningEstimate as ReasoningEstimate,  # noqa: PLC0414 (re-exported)
+)
+from ragas_ops.judge.providers import provider_for, register_provider, registered_providers
 from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.secrets import Secret
 
@@ -21,27 +27,18 @@ if TYPE_CHECKING:
     from ragas_ops.storage import S3Options
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    """What a kind of judge can do, as the operator, the CLI and a run need to know: asked of
-    the judge's kind here, not tested as `kind == ...` where it is used."""
-
-    batch: bool
-    """It has a Batch API (`judge.mode = batch`)."""
-    endpoint: bool
-    """It asks a remote endpoint: it needs a key or a base URL, and its models have a
-    lifecycle the endpoint can be asked about."""
-
+register_provider(OPENAI)
+register_provider(LOCAL)
 
 CAPABILITIES: Mapping[str, Capabilities] = {
-    "openai": Capabilities(batch=True, endpoint=True),
-    "local": Capabilities(batch=False, endpoint=False),
+    name: provider.capabilities for name, provider in registered_providers().items()
 }
+"""The built-in kinds' capabilities (a registered provider's: `capabilities`)."""
 
 
 def capabilities(settings: JudgeSettings) -> Capabilities:
     """The capabilities of the judge the settings name."""
-    return CAPABILITIES[settings.kind]
+    return provider_for(settings.kind).capabilities
 
 
 BATCH_POLL_ATTEMPTS = 3
@@ -59,20 +56,8 @@ def build_judge(
             "judge.mode = batch runs in the Airflow pipeline, which waits for the batches "
             "without holding a worker; here, set judge.mode = sync (RAGAS_OPS_JUDGE_MODE=sync)"
         )
-    if settings.judge.kind == "local":
-        from ragas_ops.judge.local.judge import LocalJudge  # heavy: only when asked for
-
-        return LocalJudge(settings.judge.local, cache=open_cache(settings.judge.cache, s3))
     environ = os.environ if environ is None else environ
-    endpoint = settings.judge.endpoint
-    key = Secret(environ.get(endpoint.api_key_env, ""))
-    if not key and endpoint.base_url is None:
-        raise JudgeFatalError(
-            f"no API key: set ${endpoint.api_key_env}, or point --base-url at an "
-            "OpenAI-compatible endpoint (for a local test double: `ragas-ops test-judge`)"
-        )
-    cache = open_cache(settings.judge.cache, s3)
-    return OpenAIJudge(settings.judge, key, settings.prices, cache=cache)
+    return provider_for(settings.judge.kind).build(settings, environ, s3)
 
 
 def batch_mode(
@@ -100,21 +85,7 @@ def batch_watcher(base_url: str | None, api_key: Secret) -> BatchMode:
 def judge_identity(settings: JudgeSettings) -> JudgeIdentity:
     """Who the judge the settings describe is, as its results should record it, and what a
     reader of its scores must know; without building it (no model is loaded)."""
-    if settings.kind == "local":
-        from ragas_ops.judge.local.judge import LOCAL_JUDGE_VERSION, local_model_name
-        from ragas_ops.judge.local.limits import LOCAL_JUDGE_LIMITS
-
-        # The local judge answers both kinds of call with its one model; the OpenAI model
-        # names in the settings then play no part and would mislead.
-        local = f"local:{local_model_name(settings.local.model, settings.local.backend)}"
-        return JudgeIdentity(
-            kind="local",
-            chat_model=local,
-            embedding_model=local,
-            rules_version=f"local-rules/v{LOCAL_JUDGE_VERSION}",
-            caveats=(LOCAL_JUDGE_LIMITS,),
-        )
-    return JudgeIdentity(settings.kind, settings.endpoint.model, settings.endpoint.embedding_model)
+    return provider_for(settings.kind).identity(settings)
 
 
 def shutdown_warnings(
@@ -140,31 +111,13 @@ def shutdown_warnings(
     return [notice.line() for notice in notices]
 
 
-@dataclass(frozen=True)
-class ReasoningEstimate:
-    """What a judge's reply is expected to spend reasoning (`ragas-ops estimate`)."""
-
-    profile: str
-    effort: str | None
-    """The effort asked (None: none sent, the provider's default)."""
-    tokens_per_reply: int
-
-
 def reasoning_estimate(settings: JudgeSettings) -> ReasoningEstimate:
     """The model's profile, the effort the settings ask of it and the reasoning tokens a
-    reply typically takes at it (0 for a model that does not reason, or the local judge)."""
-    from ragas_ops.judge.openai.profiles import PROVIDER_DEFAULT_EFFORT, profile_for
-    from ragas_ops.judge.openai.shape import resolve_effort
-
-    if settings.kind == "local":
-        return ReasoningEstimate("local", None, 0)
-    model = settings.endpoint.model
-    profile = profile_for(model, settings.model.profile)
-    effort = resolve_effort(profile, model, settings.model.reasoning_effort)
-    if not profile.reasoning and effort is None:
-        return ReasoningEstimate(profile.name, None, 0)
-    tokens = profile.reasoning_tokens.get(effort or PROVIDER_DEFAULT_EFFORT, 0)
-    return ReasoningEstimate(profile.name, effort, tokens)
+    reply typically takes at it (0 for a judge that does not reason, such as the local one)."""
+    provider = provider_for(settings.kind)
+    if provider.reasoning is None:
+        return ReasoningEstimate(provider.name, None, 0)
+    return provider.reasoning(settings)
 
 
 def local_judge_installed() -> bool:

@@ -14,6 +14,18 @@ StructuredOutput = Literal["json_schema", "json_object", "none"]
 JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
 
+JUDGE_KINDS: set[str] = {"openai", "local"}
+"""The judge kinds `judge.kind` may name: the built-in providers, and each one a package
+registers (`judge.providers.register_provider`). Names only, so that settings are checked while
+a DAG file is parsed without importing any provider."""
+
+
+def check_judge_kind(kind: str, source: str = "judge.kind") -> None:
+    """Refuse a kind no provider registers, naming the ones known."""
+    if kind not in JUDGE_KINDS:
+        known = ", ".join(sorted(JUDGE_KINDS))
+        raise ConfigError(f"{source}: unknown judge kind {kind!r}; the known kinds: {known}")
+
 
 def check_base_url(url: str, source: str = "judge.base_url") -> None:
     """Refuse a base URL that is not http(s)://host[:port][/path] (a query string or fragment
@@ -104,9 +116,6 @@ class BatchSpec:
     sync mode; `status` gives their rows `judge_unavailable` with the batch's reason."""
 
 
-CandidateKind = Literal["openai", "local"]
-
-
 @dataclass
 class CandidateSpec:
     """A shadow judge (`[judge.candidate]`): a second model, or a second endpoint or kind,
@@ -117,8 +126,9 @@ class CandidateSpec:
 
     model: str | None = setting(None, key="candidate_model")
     """The candidate's chat model; none with no `candidate_kind`: no shadow judge."""
-    kind: CandidateKind | None = setting(None, key="candidate_kind")
-    """`openai` or `local`; none: the judge of record's kind."""
+    kind: str | None = setting(None, key="candidate_kind", check=check_judge_kind)
+    """A judge kind (`judge.kind`: `openai`, `local` or a registered provider's); none: the
+    judge of record's kind."""
     sample: float = setting(0.05, key="candidate_sample", exclusive_minimum=0, maximum=1)
     """Share of each day's rows the candidate scores, chosen by a hash of the row id (the rows
     `sampling.is_sampled` picks at this share, among those the judge of record scores)."""

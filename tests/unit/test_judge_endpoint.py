@@ -66,12 +66,30 @@ def test_a_bad_base_url_is_refused_clearly_and_without_its_credentials(
 
 
 def test_what_a_judge_can_do_is_asked_of_its_kind_not_tested_where_it_is_used() -> None:
-    from typing import get_args
-
-    from ragas_ops.config import JudgeKind, JudgeSettings
+    from ragas_ops.config import JudgeSettings
     from ragas_ops.judge.factory import CAPABILITIES, capabilities
+    from ragas_ops.judge.providers import registered_providers
+    from ragas_ops.judge.spec import JUDGE_KINDS
 
-    assert set(CAPABILITIES) == set(get_args(JudgeKind))  # every kind has its capabilities
+    assert set(CAPABILITIES) == {"openai", "local"}
+    assert set(registered_providers()) == JUDGE_KINDS  # every kind has its provider
     assert capabilities(JudgeSettings(kind="openai")) == CAPABILITIES["openai"]
     local = capabilities(JudgeSettings(kind="local"))
     assert (local.batch, local.endpoint) == (False, False)
+
+
+def test_an_unknown_judge_kind_is_refused_naming_the_known_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragas_ops.config import ConfigError, JudgeSettings, load_settings
+    from ragas_ops.judge.factory import capabilities
+
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_KIND", "anthropic")
+    with pytest.raises(ConfigError, match="unknown judge kind 'anthropic'; the known kinds: "):
+        load_settings(None)
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_KIND", "local")
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_KIND", "gemini")
+    with pytest.raises(ConfigError, match="unknown judge kind 'gemini'; the known kinds: local, "):
+        load_settings(None)
+    with pytest.raises(ConfigError, match=r"judge\.kind: unknown judge kind 'bedrock'"):
+        capabilities(JudgeSettings(kind="bedrock"))  # set in code, past the settings' check
