@@ -81,9 +81,11 @@ class ScoreChunkOperator(BaseOperator):
         called from its SIGTERM handler): send nothing more, let the answers in flight land in
         the cache for a few seconds, discard the chunk's file (`scoring.stop`). A batch-mode
         task is deferred or collecting: its batches keep running and a retry re-attaches."""
-        from ragas_ops.scoring.stop import stop_running_scoring
+        from ragas_ops.scoring.stop import TASK_GRACE_SECONDS, stop_running_scoring
 
-        stop_running_scoring()  # this process's run: `self` may be a copy of the one executing
+        # this process's run (`self` may be a copy of the one executing), done before Airflow's
+        # SIGKILL
+        stop_running_scoring(TASK_GRACE_SECONDS)
 
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         """Back from the trigger: collect the finished batches and go on."""

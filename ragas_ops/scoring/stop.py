@@ -21,8 +21,8 @@ from ragas_ops.judge.stopping import STOP_GATE, StopCounts
 T = TypeVar("T")
 
 GRACE_SECONDS = 5.0
-"""How long answers in flight may take to land once a stop is asked for (Airflow's default
-`task_instance_kill_grace`... is longer; a provider's answer usually takes a few seconds)."""
+"""How long answers in flight may take to land once a stop is asked for (a provider's answer
+usually takes a few seconds); a scoring task has less, `TASK_GRACE_SECONDS`."""
 EXIT_STOPPED = 128 + signal.SIGTERM
 """The exit code of a process stopped by SIGTERM (143): what shells and Airflow expect."""
 
@@ -107,12 +107,21 @@ class GracefulStop:
 _RUNNING: GracefulStop | None = None
 
 
-def stop_running_scoring() -> bool:
+TASK_GRACE_SECONDS = 3.0
+"""The grace of a scoring task's `on_kill`: Airflow 3.3's task supervisor, told by the API server
+that the task must stop (marked failed, cleared), sends SIGTERM and SIGKILL 5 s later
+(`ActivitySubprocess.kill`'s `escalation_delay`): the drain and the removal of the chunk's
+temporary file must be done before then."""
+
+
+def stop_running_scoring(grace_seconds: float | None = None) -> bool:
     """Ask the scoring run of this process, if one runs, to stop gracefully (an operator's
-    `on_kill`: Airflow may call it on another copy of the operator than the one executing);
-    whether one was running."""
+    `on_kill`: Airflow may call it on another copy of the operator than the one executing),
+    with `grace_seconds` instead of the run's own if given; whether one was running."""
     running = _RUNNING
     if running is None:
         return False
+    if grace_seconds is not None:
+        running.grace_seconds = min(running.grace_seconds, grace_seconds)
     running.request()
     return True

@@ -22,8 +22,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_process import server_stats
+from ragas_ops_testing.judge_server import JudgeServer
 from ragas_ops_testing.local_airflow.demo import demo_days
 from ragas_ops_testing.local_airflow.standalone import (
     ENV_FILE,
@@ -38,10 +40,14 @@ from ragas_ops_testing.local_airflow.standalone import (
     PASSWORDS_FILE,
     SIGNING_KEY_FILE,
     STATE_FILE,
+    TEST_JUDGE_BUDGET,
     AirflowApi,
     admin_password,
     running_groups,
 )
+
+from tests.integration.e2e.test_graceful_stop import asked, mid_run, wait_for
+from tests.support import TEST_KEY
 
 PROJECT = Path(__file__).resolve().parents[3]
 DAG_ID = "ragas_ops_nightly"
@@ -137,15 +143,23 @@ def log_tail(home: Path) -> str:
 
 @pytest.fixture
 def airflow(tmp_path: Path) -> Iterator[Running]:
-    home = tmp_path / "airflow"
     environment = {
         **clean_environment(),
         **consumers_bundle(tmp_path / "consumers", tmp_path / "extracts"),
     }
+    with airflow_up(tmp_path / "airflow", environment, "test", DAYS, ROWS) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def airflow_up(
+    home: Path, environment: dict[str, str], judge: str, days: int, rows: int
+) -> Iterator[Running]:
+    """`ragas-ops airflow up` in `home`; everything it started is stopped on the way out."""
     try:
         up = ragas_ops(
-            *("airflow", "up", "--home", str(home), "--port", "0", "--judge", "test"),
-            *("--days", str(DAYS), "--rows", str(ROWS), "--timeout", str(UP_TIMEOUT)),
+            *("airflow", "up", "--home", str(home), "--port", "0", "--judge", judge),
+            *("--days", str(days), "--rows", str(rows), "--timeout", str(UP_TIMEOUT)),
             environment=environment,
             timeout=UP_TIMEOUT + 60,
         )
@@ -323,3 +337,105 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
     stats = server_stats(airflow.state["test_judge_url"])
     assert stats["requests_by_endpoint"]["chat"] > 0, "scored by the test judge, over HTTP"
     assert stats["rate_limited"] == 0
+
+
+def supervisor_terminated_at(home: Path) -> float:
+    """When Airflow's task supervisor, told by the API server that the task should no longer
+    run (HTTP 409 to its heartbeat), sent it SIGTERM: the time of its log line."""
+    said = "Server indicated the task shouldn't be running anymore"
+    [line] = [
+        line
+        for line in (home / LOG_FILE).read_text().splitlines()
+        if said in line and "[supervisor]" in line
+    ]
+    stamp = line.split("|", 1)[1].split()[0]
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def process_ended(pid: int) -> bool:
+    """Gone, or a zombie its supervisor has not reaped yet."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(UP_TIMEOUT + 2 * RUNS_TIMEOUT + 120)
+def test_a_scoring_task_set_to_failed_stops_gracefully_and_its_clear_pays_only_the_rest(
+    tmp_path: Path, start_judge_server: Callable[..., JudgeServer]
+) -> None:
+    """Issue 41 under the real scheduler: the REST API (as the UI's "mark failed") sets a running
+    score_chunk to failed; the task's supervisor learns it at its next heartbeat (HTTP 409),
+    SIGTERMs the task, whose `on_kill` stops sending and lets the answers in flight land in the
+    cache. Then a clear of the task (as the UI's "clear") runs it again."""
+    server = start_judge_server(latency_ms=1200, request_log=True)
+    environment = {
+        **clean_environment(),
+        "OPENAI_API_KEY": TEST_KEY,
+        "RAGAS_OPS_JUDGE_BASE_URL": server.base_url,
+        "RAGAS_OPS_JUDGE_MODEL": "test-judge",
+        "RAGAS_OPS_JUDGE_EMBEDDING_MODEL": "test-embedding",
+        **TEST_JUDGE_BUDGET,
+    }
+    with airflow_up(tmp_path / "airflow", environment, "openai", 1, 40) as airflow:
+        wait_for(lambda: mid_run(server.stats()), RUNS_TIMEOUT)  # the scheduled run, mid-chunk
+        [run] = airflow.api.call(f"dags/{DAG_ID}/dagRuns")["dag_runs"]
+        instance = f"dags/{DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances/score_chunk/0"
+        pid = airflow.api.call(instance)["pid"]
+        assert pid
+        assert not process_ended(pid)
+        stopped_at = time.time()
+        airflow.api.call(instance, method="PATCH", body={"new_state": "failed"})
+        wait_for(lambda: process_ended(pid), 30)
+        took = time.time() - stopped_at
+        first = server.requests()
+        lake = airflow.home / "lake"
+        left = [
+            p for p in lake.rglob("*") if p.name.endswith(".tmp") or p.name.startswith("chunk-")
+        ]
+
+        # the run fails (downstream upstream_failed); a clear before that raced the scheduler's
+        # own update of those rows and stopped it (StaleDataError, Airflow 3.3.2 on SQLite)
+        [failed] = runs_when_done(airflow.api, count=1)
+        server.update(latency_ms=0)
+        cleared_at = time.time()
+        airflow.api.call(
+            f"dags/{DAG_ID}/clearTaskInstances",
+            method="POST",
+            body={
+                "dry_run": False,
+                "dag_run_id": run["dag_run_id"],
+                "task_ids": ["score_chunk"],
+                "include_downstream": True,
+                "only_failed": False,
+            },
+        )
+        [rerun] = runs_when_done(airflow.api, count=1)
+        rerun_tasks = task_states(airflow.api, rerun["dag_run_id"])
+        task_log = "\n".join(
+            path.read_text(errors="replace")
+            for path in (airflow.home / "logs").rglob("*")
+            if "task_id=score_chunk" in str(path) and path.is_file()
+        )
+
+    assert took < 10, took
+    assert left == []
+    assert "stopped on request: the judge was asked nothing more" in task_log
+    # the supervisor SIGTERMs the task at its next heartbeat after the PATCH: from then on, the
+    # judge is asked nothing more, and every answer it gave (those in flight too) is kept
+    sigterm_at = supervisor_terminated_at(airflow.home)
+    assert stopped_at < sigterm_at < stopped_at + took
+    assert not [e for e in first if e["started_at"] > sigterm_at + 0.5]
+    answered_before = [e for e in first if e["status"] == 200]
+    assert [e for e in answered_before if e["ended_at"] <= stopped_at]
+    assert failed["state"] == "failed"
+    assert rerun["state"] == "success", rerun_tasks
+    assert rerun_tasks["score_chunk"] == ["success"]
+    again = set(asked([e for e in server.requests() if e["started_at"] >= cleared_at]))
+    assert again, "the rerun scored the rest over HTTP"
+    assert [request for request in asked(answered_before) if request in again] == []
+    day = demo_days(1)[0]
+    scored = pq.read_table(lake / "warehouse" / "scored" / f"dt={day}" / "scored.parquet")
+    assert scored.num_rows == 40
