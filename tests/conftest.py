@@ -25,6 +25,9 @@ XDIST_GROUPS = {
     "tests/integration/e2e/test_superset_dashboard.py": "superset",  # its lakes and Superset
     "tests/integration/labels/test_labels_cli.py": "labels_cli",  # its two warehouses
     "tests/integration/e2e/test_tables_every_reader.py": "every_reader",  # its two warehouses
+    # each test runs a whole Airflow (scheduler, api-server, dag-processor, triggerer): two at
+    # once on two cores missed the first's deadlines
+    "tests/integration/dag/test_standalone_scheduler.py": "standalone_scheduler",
 }
 
 
