@@ -23,13 +23,20 @@ from tests.support import TEST_KEY
 
 
 def run_day(
-    lake: Lake, day: str, settings: Settings, logs: pa.Table, *, report: bool = True
+    lake: Lake,
+    day: str,
+    settings: Settings,
+    logs: pa.Table,
+    *,
+    report: bool = True,
+    row_group_size: int | None = None,
 ) -> None:
-    """Write `logs` as the day's raw partition and run the day through every step."""
+    """Write `logs` as the day's raw partition (in row groups of `row_group_size` rows, else
+    pyarrow's default) and run the day through every step."""
     os.environ.setdefault("OPENAI_API_KEY", TEST_KEY)
     target = lake.raw_day(day).child("part-0.parquet")
     target.filesystem.create_dir(lake.raw_day(day).path, recursive=True)
-    pq.write_table(logs, target.path, filesystem=target.filesystem)
+    pq.write_table(logs, target.path, filesystem=target.filesystem, row_group_size=row_group_size)
     run_id = f"scheduled__{day}T00:00:00+00:00"
     plan = plan_day(lake, day, settings)
     # each chunk's shadow-judge sample too, when `[judge.candidate]` is set (as the DAG does)

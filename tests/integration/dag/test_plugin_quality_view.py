@@ -3,7 +3,6 @@ wrote (local and on S3 over HTTP), and the rule that a path from a request stays
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import tempfile
@@ -16,12 +15,7 @@ from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
-from ragas_ops.pipeline.aggregate import aggregate_day
-from ragas_ops.pipeline.manifest import manifest_base, run_totals, write_manifest
-from ragas_ops.pipeline.plan import plan_day
-from ragas_ops.pipeline.publish import publish_day
-from ragas_ops.pipeline.report import report_day
-from ragas_ops.pipeline.score import score_chunk
+from ragas_ops.pipeline.manifest import manifest_base, write_manifest
 from ragas_ops.quality.daily_metrics import daily_metrics
 from ragas_ops.quality.view import (
     UnsafePath,
@@ -33,6 +27,7 @@ from ragas_ops.quality.view import (
 from ragas_ops.samples import sample_interactions
 from ragas_ops.storage import locate
 from tests.fixtures.scored_tables import METRICS, fake_scored_day
+from tests.pipeline_steps import run_day
 from tests.support import TEST_KEY, settings_for
 
 DAYS = [f"2026-11-{day:02d}" for day in range(23, 29)]
@@ -59,34 +54,7 @@ def build_warehouse(settings: Settings, days: list[str] = DAYS, rows: int = 24) 
         table = sample_interactions(
             rows, seed=index, day=day, unfaithful_share=0.6 if day == days[-1] else 0.05
         )
-        target = lake.raw_day(day).child("part-0.parquet")
-        target.filesystem.create_dir(lake.raw_day(day).path, recursive=True)
-        pq.write_table(table, target.path, filesystem=target.filesystem, row_group_size=16)
-        run_id = f"scheduled__{day}T00:00:00+00:00"
-        plan = plan_day(lake, day, settings)
-        results = [
-            asyncio.run(score_chunk(lake, day, run_id, chunk=chunk, settings=settings))
-            for chunk in plan.chunks
-        ]
-        summary = plan.summary()
-        published = publish_day(
-            lake,
-            day,
-            run_id,
-            planned_rows=summary["rows"],
-            chunk_count=summary["chunks"],
-            settings=settings,
-        )
-        manifest = {
-            **manifest_base(day, run_id, settings),
-            "plan": summary,
-            "scoring": run_totals(results),
-            "published": published,
-            "no_traffic": False,
-        }
-        write_manifest(lake, day, run_id, manifest)
-        aggregate_day(lake, day, settings)
-        report_day(lake, day, run_id, settings)
+        run_day(lake, day, settings, table, row_group_size=16)
     return lake
 
 
