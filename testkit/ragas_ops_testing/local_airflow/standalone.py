@@ -168,8 +168,13 @@ class OwnLogs:
         return str(Path(self.raw.removeprefix("file://")).expanduser().resolve())
 
 
-DEMO_PIPELINE = {"RAGAS_OPS_PIPELINE_SEGMENTS": "app,model_version"}
-"""The demo lake's segment columns."""
+DEMO_PIPELINE = {
+    "RAGAS_OPS_PIPELINE_SEGMENTS": "app,model_version",
+    # a demo day is a few dozen rows: chunks of 100 map it to a few tasks, as a big day maps
+    "RAGAS_OPS_PIPELINE_CHUNK_ROWS": "100",
+}
+"""The demo lake's segment columns and chunks (your own logs keep your config's or the
+defaults)."""
 
 
 def pipeline_environment(standalone: Standalone, own: OwnLogs) -> dict[str, str]:
@@ -240,7 +245,6 @@ def airflow_environment(
         # Airflow's own default is 24 bytes, and PyJWT warned of it ten times a start.
         "AIRFLOW__API_AUTH__JWT_SECRET_CMD": f"cat {shlex.quote(str(home / SIGNING_KEY_FILE))}",
         **pipeline_environment(standalone, own or OwnLogs()),
-        "RAGAS_OPS_PIPELINE_CHUNK_ROWS": "100",
         "RAGAS_OPS_PIPELINE_IS_PAUSED_UPON_CREATION": "False",
         "RAGAS_OPS_JUDGE_CACHE_PATH": str(home / "cache" / "judge.sqlite"),
         **judge,
