@@ -299,6 +299,7 @@ def planning(work: Path, rows: int, files: int, chunk_rows: int) -> None:
             "RAGAS_OPS_PIPELINE_RAW_URI": str(lake / "raw"),
             "RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(lake / "warehouse"),
             "RAGAS_OPS_PIPELINE_CHUNK_ROWS": str(chunk_rows),
+            "RAGAS_OPS_PIPELINE_SEGMENTS": "",  # the synthetic rows have no segment columns
         }
         environment.pop("RAGAS_OPS_CONFIG", None)
         print(f"   input with {label}: {mb(size)} on disk")

@@ -239,11 +239,20 @@ class RequestShape:
     async def first_answer(self) -> AsyncIterator[None]:
         """Until a chat request was answered, a model it does not know is asked one request
         at a time: a parameter it refuses is then refused once, not by every request in
-        flight."""
+        flight. The requests that queued behind the first go all at once when it is
+        answered (each passes the lock without holding it: a queue that kept it would ask
+        the whole run one request at a time)."""
         if self._answered or not self._one_at_a_time:
             yield
             return
         if self._first is None:
             self._first = asyncio.Lock()
-        async with self._first:
+        await self._first.acquire()
+        if self._answered:  # answered while this one waited
+            self._first.release()
             yield
+            return
+        try:
+            yield
+        finally:
+            self._first.release()
