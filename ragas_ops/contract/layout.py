@@ -4,7 +4,11 @@
     <warehouse_uri>/scored/dt=YYYY-MM-DD/scored.parquet        one file per day, replaced whole
     <warehouse_uri>/daily_metrics/dt=YYYY-MM-DD/daily_metrics.parquet
     <warehouse_uri>/reports/dt=YYYY-MM-DD/report.html, report.md
-    <warehouse_uri>/runs/dt=YYYY-MM-DD/<run>.<publish>.json     one manifest per run and publish
+    <warehouse_uri>/runs/dt=YYYY-MM-DD/<run>.<publish>.parquet  the `runs` table: one row per run
+                                                                and publish
+    <warehouse_uri>/runs/dt=YYYY-MM-DD/_<run>.<publish>.json    its manifest whole (a leading
+                                                                underscore: readers of the
+                                                                folder skip it, like _SUCCESS)
     <warehouse_uri>/_staging/dt=YYYY-MM-DD/run=<run>/           a run in progress: its chunk
                                                                 files, the table it published
                                                                 (scored.parquet) and the files
@@ -45,6 +49,9 @@ LABELS_TABLE = "labels"
 `labels/dt=D/labels-<batch>.parquet` (D is the labelled row's scored day)."""
 _BATCH = re.compile(r"[0-9a-f]{32}")
 REPORT_EXTENSIONS = ("html", "md")
+MANIFEST_PREFIX = "_"
+"""A manifest's name begins with it: pandas, pyarrow datasets, polars and Spark read the `runs`
+folder as the Parquet rows beside and skip these files, as they skip `_SUCCESS`."""
 
 
 def parse_day(value: object) -> str:
@@ -142,6 +149,10 @@ def partition_days(folder: Location, *, missing_ok: bool = True) -> list[str]:
     return sorted(days)
 
 
+def _run_publish(run_id: str, publish_id: str) -> str:
+    return f"{run_folder_name(run_id)}.{run_folder_name(publish_id)}"
+
+
 def run_folder_name(run_id: str) -> str:
     """An Airflow run id as a safe path segment (run ids hold ':' and '+')."""
     return _UNSAFE.sub("_", run_id).strip("._") or "run"
@@ -232,12 +243,40 @@ class Lake:
 
     def manifest(self, day: str, run_id: str, publish_id: str) -> Location:
         """The manifest of one publish of a run: never overwritten by another run or try."""
-        name = f"{run_folder_name(run_id)}.{run_folder_name(publish_id)}.json"
+        name = f"{MANIFEST_PREFIX}{_run_publish(run_id, publish_id)}.json"
         return self.manifests(day).child(name)
 
+    def legacy_manifest(self, day: str, run_id: str, publish_id: str) -> Location:
+        """Where a manifest written before the `runs` table had Parquet rows is: no leading
+        underscore (`migrate_manifests` renames it)."""
+        return self.manifests(day).child(f"{_run_publish(run_id, publish_id)}.json")
+
+    def run_row(self, day: str, run_id: str, publish_id: str) -> Location:
+        """The Parquet format's `runs` table row of one publish of a run (the manifest's
+        `tables.format.runs_row`)."""
+        return self.manifests(day).child(f"{_run_publish(run_id, publish_id)}.parquet")
+
     def manifests(self, day: str) -> Location:
-        """The folder of the day's manifests."""
+        """The folder of the day's manifests and `runs` rows."""
         return self.warehouse.child("runs", day_folder(day))
+
+    def manifest_files(self, day: str) -> list[Location]:
+        """The day's manifests, by name: `_<run>.<publish>.json`, and a legacy
+        `<run>.<publish>.json` only where no underscored one of the same name is (a manifest
+        is read once). Dot-prefixed names are writes in progress; a missing folder has none."""
+        import pyarrow.fs as pafs
+
+        folder = self.manifests(day)
+        selector = pafs.FileSelector(folder.path, allow_not_found=True)
+        names = {
+            entry.base_name
+            for entry in folder.filesystem.get_file_info(selector)
+            if entry.type == pafs.FileType.File
+            and entry.base_name.endswith(".json")
+            and not entry.base_name.startswith(".")
+        }
+        legacy = {name for name in names if f"{MANIFEST_PREFIX}{name}" in names}
+        return [folder.child(name) for name in sorted(names - legacy)]
 
     def staging_day(self, day: str) -> Location:
         """The staging folders of every run of the day."""

@@ -1,5 +1,6 @@
-"""The run manifest (`runs/dt=D/<run>.<publish>.json`): what a run read, scored, paid and
-wrote, and the day's spend over every run's manifest."""
+"""The run manifest (`runs/dt=D/_<run>.<publish>.json`): what a run read, scored, paid and
+wrote, and the day's spend over every run's manifest. Each is also its run's row of the `runs`
+table (`tables.format.runs_row`): a Parquet file beside it, or a row of the Iceberg table."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.layout import Lake, run_folder_name
+from ragas_ops.contract.layout import MANIFEST_PREFIX, Lake, run_folder_name
 from ragas_ops.judge.base import Usage
 from ragas_ops.scoring.scorer import package_version
-from ragas_ops.tables.format import day_tables
+from ragas_ops.tables.format import ParquetDayTables, day_tables
 
 
 def write_manifest(
@@ -27,13 +27,13 @@ def write_manifest(
     settings: Settings | None = None,
 ) -> str:
     """Write the manifest of a run's publish (rewritten only by the same run's report: another
-    run, or another try of the publish, gets a file of its own); returns its URI. With
-    `settings` naming the iceberg format, it is also the run's row of the `runs` table."""
+    run, or another try of the publish, gets a file of its own) and its row of the `runs`
+    table, in the table format `settings` name (Parquet without them); returns its URI."""
     target = lake.manifest(day, run_id, _publish_id_of(manifest))
     text = json.dumps(manifest, indent=2, sort_keys=True, default=str)
     target.write_text(text, staging=lake.scratch(day, run_id, target.name))
-    if settings is not None:
-        day_tables(lake, settings).record_run(day, manifest)
+    tables = ParquetDayTables(lake) if settings is None else day_tables(lake, settings)
+    tables.record_run(day, manifest)
     return target.uri
 
 
@@ -47,19 +47,39 @@ def read_manifest(
     """The manifest of the run's publish `publish_id`, else of the run's latest publish."""
     if publish_id is None:
         prefix = f"{run_folder_name(run_id)}."
-        folder = lake.manifests(day)
-        names = sorted(
-            entry.base_name
-            for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path))
-            if entry.base_name.startswith(prefix) and entry.base_name.endswith(".json")
-        )
-        if not names:
-            raise FileNotFoundError(f"no manifest of run {run_id} under {folder.uri}")
-        location = folder.child(names[-1])
+        found = [
+            location
+            for location in lake.manifest_files(day)
+            if location.name.removeprefix(MANIFEST_PREFIX).startswith(prefix)
+        ]
+        if not found:
+            raise FileNotFoundError(f"no manifest of run {run_id} under {lake.manifests(day).uri}")
+        location = max(found, key=lambda found: found.name.removeprefix(MANIFEST_PREFIX))
     else:
         location = lake.manifest(day, run_id, publish_id)
+        if not location.exists():
+            location = lake.legacy_manifest(day, run_id, publish_id)
     loaded: dict[str, Any] = json.loads(location.read_text())
     return loaded
+
+
+def migrate_manifests(lake: Lake) -> list[str]:
+    """Bring a Parquet warehouse written before the `runs` table had Parquet rows up to date:
+    each legacy manifest (`runs/dt=D/<run>.<publish>.json`, which pandas, pyarrow and polars
+    fail on as not Parquet) gets its row (`<run>.<publish>.parquet`) and is renamed
+    `_<run>.<publish>.json`. Returns the manifests moved; running it again moves none."""
+    moved = []
+    tables = ParquetDayTables(lake)
+    for day in lake.table_days("runs"):
+        for location in lake.manifest_files(day):
+            if location.name.startswith(MANIFEST_PREFIX):
+                continue
+            manifest = json.loads(location.read_text())
+            tables.record_run(day, manifest)
+            target = location.parent().child(f"{MANIFEST_PREFIX}{location.name}")
+            location.filesystem.move(location.path, target.path)
+            moved.append(target.uri)
+    return moved
 
 
 def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -97,25 +117,23 @@ def day_spend(lake: Lake, day: str, publish_id: str | None) -> dict[str, Any]:
     `publish_id`), every run's together (each chunk attempt counted once, however many
     manifests list it), and the other runs' (the difference). A cost is None when a price was
     unknown, never a partial sum."""
-    folder = lake.manifests(day)
     spent: dict[str, float | None] = {}
     runs: set[str] = set()
     this_run: float | None = 0.0
     this_attempts: set[str] = set()
-    if folder.exists():
-        for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path)):
-            if not entry.base_name.endswith(".json") or entry.base_name.startswith("."):
-                continue
-            manifest = json.loads(folder.child(entry.base_name).read_text())
-            runs.add(str(manifest.get("run_id")))
-            scoring = manifest.get("scoring") or {}
-            by_attempt = scoring.get("spend_by_attempt") or {
-                entry.base_name: (scoring.get("usage") or {}).get("cost_usd", 0.0)
-            }
-            spent.update(by_attempt)
-            if (manifest.get("published") or {}).get("publish_id") == publish_id:
-                this_run = (scoring.get("usage") or {}).get("cost_usd", 0.0)
-                this_attempts = set(by_attempt)
+    for location in lake.manifest_files(day):
+        manifest = json.loads(location.read_text())
+        runs.add(str(manifest.get("run_id")))
+        scoring = manifest.get("scoring") or {}
+        by_attempt = scoring.get("spend_by_attempt") or {
+            location.name.removeprefix(MANIFEST_PREFIX): (scoring.get("usage") or {}).get(
+                "cost_usd", 0.0
+            )
+        }
+        spent.update(by_attempt)
+        if (manifest.get("published") or {}).get("publish_id") == publish_id:
+            this_run = (scoring.get("usage") or {}).get("cost_usd", 0.0)
+            this_attempts = set(by_attempt)
     values = list(spent.values())
     total = None if None in values else float(sum(v for v in values if v is not None))
     # The other runs' own attempts: known when each of theirs is, whatever this run's is.
@@ -188,14 +206,11 @@ def replaced_publish(lake: Lake, day: str, manifest: dict[str, Any]) -> dict[str
     its run and rows, the input files added, removed or changed (by size), and the rows each
     metric scored `ok` before and after. None on the day's first publish."""
     current = manifest.get("published") or {}
-    folder = lake.manifests(day)
-    if not current.get("published_at") or not folder.exists():
+    if not current.get("published_at"):
         return None
     previous: dict[str, Any] | None = None
-    for entry in folder.filesystem.get_file_info(pafs.FileSelector(folder.path)):
-        if not entry.base_name.endswith(".json") or entry.base_name.startswith("."):
-            continue
-        other = json.loads(folder.child(entry.base_name).read_text())
+    for location in lake.manifest_files(day):
+        other = json.loads(location.read_text())
         when = (other.get("published") or {}).get("published_at")
         if not when or when >= current["published_at"]:
             continue  # unpublished, this publish, or a later one

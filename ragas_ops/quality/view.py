@@ -291,15 +291,10 @@ def tables_at(warehouse: Location, settings: Settings, s3: S3Options | None = No
 def day_runs(lake: Lake, day: str) -> list[DayRun]:
     """The runs whose manifests are in the day's `runs` folder, latest first (a manifest that
     cannot be read is skipped: the page shows what it can)."""
-    folder = lake.manifests(day)
-    selector = pafs.FileSelector(folder.path, allow_not_found=True)
     runs = []
-    for entry in folder.filesystem.get_file_info(selector):
-        if entry.type != pafs.FileType.File or not entry.base_name.endswith(".json"):
-            continue
+    for location in lake.manifest_files(day):
         try:
-            with folder.filesystem.open_input_stream(entry.path) as stream:
-                manifest = json.loads(stream.read())
+            manifest = json.loads(location.read_text())
         except (OSError, ValueError):
             continue
         if isinstance(manifest, dict) and manifest.get("run_id"):

@@ -13,7 +13,9 @@ quality page ask of the warehouse, a day at a time; `day_tables` picks the imple
   rerun changed.
 
 Run manifests stay JSON files under `runs/dt=<day>/` in both formats (they hold nested detail:
-the plan, rejected files, batches); with `iceberg` each is also one row of the `runs` table.
+the plan, rejected files, batches), named `_<run>.<publish>.json` so that readers of the folder
+skip them; each is also one row of the `runs` table (`runs_row`), the same columns in both
+formats: a Parquet file beside it (`<run>.<publish>.parquet`), or a row of the Iceberg table.
 """
 
 from __future__ import annotations
@@ -378,7 +380,17 @@ class ParquetDayTables:
         return found
 
     def record_run(self, day: str, manifest: Mapping[str, Any]) -> None:
-        """Nothing to add: the manifest's JSON file is the Parquet layout's record."""
+        """The run's row as a file of its own, `runs/dt=D/<run>.<publish>.parquet` (beside
+        its manifest; `dt` from the folder, as in every table), staged and moved in whole: a
+        rewrite (the report completing the manifest) replaces it."""
+        row = runs_row(manifest)
+        target = self.lake.run_row(day, row["run_id"], row["publish_id"])
+        table = runs_table([row])
+        output = ParquetOutput(
+            target, table.schema, staging=self.lake.scratch(day, row["run_id"], target.name)
+        )
+        output.write(table)
+        output.commit()
 
     def rerun(self, day: str, columns: Sequence[str], snapshot: int | None = None) -> Rerun | None:
         """None: a republished Parquet day replaces its file, nothing of it is kept."""
@@ -459,8 +471,6 @@ def _parquet_key(location: Any, key: str) -> str | None:
     return None if value is None else value.decode()
 
 
-# -- iceberg -------------------------------------------------------------------------------------
-
 RUNS_SCHEMA_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"),
     ("publish_id", "string"),
@@ -481,6 +491,9 @@ RUNS_SCHEMA_COLUMNS: tuple[tuple[str, str], ...] = (
     ("manifest", "string"),
 )
 """The `runs` table's columns (and `dt`): one row per publish of a run, its manifest whole."""
+
+
+# -- iceberg -------------------------------------------------------------------------------------
 
 
 class IcebergDayTables:

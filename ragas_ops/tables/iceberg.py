@@ -225,6 +225,7 @@ class IcebergTables:
     def _table_for(self, name: str, schema: pa.Schema) -> Any:
         """Table `name`, created partitioned by day, its schema widened to hold `schema`'s
         columns (schema evolution: a new metric's columns are added, old days read as null)."""
+        import pyarrow as pa
         from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
 
         identifier = f"{NAMESPACE}.{_checked(name)}"
@@ -239,9 +240,9 @@ class IcebergTables:
         known = {field.name for field in table.schema().fields}
         missing = [name for name in schema.names if name not in known]
         if missing:
-            try:
+            try:  # only the new columns: a `dt` kept as text stays text
                 with table.update_schema() as update:
-                    update.union_by_name(schema)
+                    update.union_by_name(pa.schema([schema.field(name) for name in missing]))
             except CommitFailedException:
                 pass  # another writer evolved it at the same time; the next attempt sees it
             table = self.catalog.load_table(identifier)
@@ -337,7 +338,7 @@ class IcebergTables:
             return None
         scan = _day_scan(table, day, snapshot_id, columns)
         rows = scan.to_arrow()
-        return rows if rows.num_rows else None
+        return day_as_text(rows) if rows.num_rows else None
 
     def day_files(
         self,
@@ -553,7 +554,7 @@ def _checked(name: str) -> str:
 
 
 def _with_day(rows: pa.Table, day: str) -> pa.Table:
-    """`rows` with the partition column set to `day` (replacing one the rows carry)."""
+    """`rows` with the partition column set to `day`, a date (replacing one the rows carry)."""
     import pyarrow as pa
 
     rows = rows.replace_schema_metadata(None)
@@ -565,10 +566,24 @@ def _with_day(rows: pa.Table, day: str) -> pa.Table:
         elif pa.types.is_timestamp(field.type) and field.type.unit == "ns":
             target = pa.timestamp("us", tz=field.type.tz)
             rows = rows.set_column(index, field.name, rows.column(index).cast(target, safe=False))
-    days = pa.array([day] * rows.num_rows, pa.string())
+    # A date, as the Parquet layout's folders give `dt` to every reader; a table created
+    # when `dt` was text keeps it so (`_as_table_schema` casts to the table's type).
+    days = pa.array([day] * rows.num_rows, pa.string()).cast(pa.date32())
     if DAY_COLUMN in rows.schema.names:  # the daily metrics carry it: kept in its place
         return rows.set_column(rows.schema.get_field_index(DAY_COLUMN), DAY_COLUMN, days)
     return rows.append_column(DAY_COLUMN, days)
+
+
+def day_as_text(rows: pa.Table) -> pa.Table:
+    """`rows` with `dt` as the rest of the package reads a day, `YYYY-MM-DD` text (as
+    `tables.format.with_partition_column` gives the Parquet layout's), whether the table
+    stores it as a date (since tables had one `dt` type) or as text (tables created before)."""
+    import pyarrow as pa
+
+    if DAY_COLUMN not in rows.schema.names:
+        return rows
+    index = rows.schema.get_field_index(DAY_COLUMN)
+    return rows.set_column(index, DAY_COLUMN, rows.column(index).cast(pa.string()))
 
 
 def iter_days(first: str, last: str) -> Iterator[str]:

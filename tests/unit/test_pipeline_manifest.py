@@ -233,3 +233,97 @@ def test_every_file_rejected_is_a_warning_under_on_bad_input_warn() -> None:
 
     assert alarm is not None
     assert (alarm["kind"], alarm["severity"]) == ("all_files_rejected", "warning")
+
+
+def legacy_warehouse(tmp_path: Any) -> Any:
+    """A Parquet warehouse written before the `runs` table had Parquet rows: one manifest of
+    run `old` under its un-prefixed name, and one of run `new` written since."""
+    import json
+
+    from ragas_ops.contract.layout import Lake
+    from ragas_ops.pipeline.manifest import write_manifest
+
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    old = {
+        "run_id": "old",
+        "day": DAY,
+        "created_at": "2026-03-04T01:00:00+00:00",
+        "published": {"publish_id": "p-old", "published_at": "2026-03-04T01:00:00+00:00"},
+        "plan": {**plan(3), "rows": 3},
+        "scoring": {"usage": {"cost_usd": 0.5}, "spend_by_attempt": {"a-old": 0.5}},
+    }
+    lake.legacy_manifest(DAY, "old", "p-old").write_text(json.dumps(old))
+    new = {
+        **old,
+        "run_id": "new",
+        "created_at": "2026-03-04T02:00:00+00:00",
+        "published": {"publish_id": "p-new", "published_at": "2026-03-04T02:00:00+00:00"},
+        "scoring": {"usage": {"cost_usd": 0.25}, "spend_by_attempt": {"a-new": 0.25}},
+    }
+    write_manifest(lake, DAY, "new", new)
+    return lake
+
+
+def test_a_legacy_manifest_is_read_beside_the_new_ones(tmp_path: Any) -> None:
+    from ragas_ops.pipeline.manifest import read_manifest, replaced_publish
+    from ragas_ops.quality.view import day_runs
+
+    lake = legacy_warehouse(tmp_path)
+    new = read_manifest(lake, DAY, "new", "p-new")
+
+    assert read_manifest(lake, DAY, "old", "p-old")["run_id"] == "old"
+    assert read_manifest(lake, DAY, "old")["run_id"] == "old"
+    assert day_spend(lake, DAY, "p-new")["day_spend_usd"] == 0.75
+    assert day_spend(lake, DAY, "p-new")["day_runs"] == 2
+    assert (replaced_publish(lake, DAY, new) or {})["run_id"] == "old"
+    assert [run.run_id for run in day_runs(lake, DAY)] == ["new", "old"]
+
+
+def test_migrate_manifests_gives_every_legacy_manifest_its_row_once(tmp_path: Any) -> None:
+    import pyarrow.dataset as ds
+
+    from ragas_ops.pipeline.manifest import migrate_manifests
+
+    lake = legacy_warehouse(tmp_path)
+    folder = tmp_path / "warehouse" / "runs" / f"dt={DAY}"
+    with pytest.raises(pa.ArrowInvalid, match=r"old\.p-old\.json"):
+        ds.dataset(str(tmp_path / "warehouse" / "runs"), partitioning="hive").to_table()
+
+    moved = migrate_manifests(lake)
+
+    assert [uri.rsplit("/", 1)[-1] for uri in moved] == ["_old.p-old.json"]
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "_new.p-new.json",
+        "_old.p-old.json",
+        "new.p-new.parquet",
+        "old.p-old.parquet",
+    ]
+    rows = ds.dataset(str(tmp_path / "warehouse" / "runs"), partitioning="hive").to_table()
+    assert sorted(rows.column("run_id").to_pylist()) == ["new", "old"]
+    assert day_spend(lake, DAY, "p-new")["day_spend_usd"] == 0.75, "each manifest read once"
+    assert migrate_manifests(lake) == []
+
+
+def test_a_manifest_rewritten_by_the_report_replaces_its_row(tmp_path: Any) -> None:
+    import pyarrow.dataset as ds
+
+    from ragas_ops.contract.layout import Lake
+    from ragas_ops.pipeline.manifest import write_manifest
+
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    manifest = {"run_id": "r", "published": {"publish_id": "p"}, "plan": plan(2)}
+    write_manifest(lake, DAY, "r", manifest)
+    write_manifest(lake, DAY, "r", {**manifest, "report": {"html": "reports/x.html"}})
+
+    rows = ds.dataset(str(tmp_path / "warehouse" / "runs"), partitioning="hive").to_table()
+    assert rows.num_rows == 1
+    assert rows.column("report").to_pylist() == ["reports/x.html"]
+    assert sorted(path.name for path in (tmp_path / "warehouse" / "runs").rglob("*")) == [
+        "_r.p.json",
+        f"dt={DAY}",
+        "r.p.parquet",
+    ]

@@ -166,9 +166,14 @@ def day_verdict(lake: Lake, day: str, run_id: str) -> str:
     """The verdict the run stored in its manifest, with its headline: a run's state says only
     that the pipeline worked, not whether the day's scores held."""
     folder = Path(lake.manifests(day).path)  # the demo's lake is a local folder
-    # One manifest per publish of the run (`<run>.<publish id>.json`); the newest has the verdict.
+    # One manifest per publish of the run (`_<run>.<publish id>.json`, without the underscore
+    # before the `runs` table had Parquet rows); the newest has the verdict.
     manifests = sorted(
-        folder.glob(f"{run_folder_name(run_id)}.*.json"), key=lambda path: path.stat().st_mtime
+        [
+            *folder.glob(f"{run_folder_name(run_id)}.*.json"),
+            *folder.glob(f"_{run_folder_name(run_id)}.*.json"),
+        ],
+        key=lambda path: path.stat().st_mtime,
     )
     try:
         regression = json.loads(manifests[-1].read_text()).get("regression") or {}

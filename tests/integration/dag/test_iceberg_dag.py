@@ -6,6 +6,7 @@ between two days, a same-day race between two publishers, and the weekly mainten
 from __future__ import annotations
 
 import threading
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -190,8 +191,8 @@ def test_a_metric_added_between_two_days_widens_the_tables(
         "scored",
         "SELECT dt, count(context_relevance_score) FROM t GROUP BY dt ORDER BY dt",
     )
-    assert counts[0] == (earlier, 0)
-    assert counts[1][0] == later
+    assert counts[0] == (date.fromisoformat(earlier), 0)
+    assert counts[1][0] == date.fromisoformat(later)
     assert counts[1][1] > 0
 
 

@@ -1,16 +1,22 @@
 """Every table of a two-day warehouse, in both table formats, read by the tools analysts use
 (issue 40): DuckDB, pandas, polars and pyarrow datasets, and Spark where pyspark and a JDK are
-installed. Each gets every published row, and `dt` has one type in every table it reads.
+installed. Each gets every published row of `scored`, `daily_metrics` and `runs`, and `dt` is
+a date in every table of both formats.
 
 The Parquet layout keeps `dt` in the folder names only (`scored/dt=D/scored.parquet`): a
 hive-partitioned read takes it from there, so no file holds a second `dt` (pandas refused the
 daily metrics with an ArrowTypeError, polars read them as a String beside the scored table's
-Date). The Iceberg tables are read through their catalog (pyiceberg, DuckDB's iceberg_scan).
+Date). Its `runs` table is one Parquet file per run's publish, beside the manifests
+(`_<run>.<publish>.json`, skipped by every reader of the folder). pyarrow and pandas infer a
+hive folder's `dt` as text: they are given the partitioning that makes it a date, the call
+docs/bi.md recommends. The Iceberg tables are read through their catalog (pyiceberg,
+DuckDB's iceberg_scan).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,8 +110,15 @@ def parquet_path(root: Path, table: str) -> str:
 
 
 def parquet_glob(root: Path, table: str) -> str:
-    suffix = "*.json" if table == "runs" else f"{table}.parquet"
-    return str(root / table / "dt=*" / suffix)
+    return str(root / table / "dt=*" / "*.parquet")
+
+
+def dt_as_date() -> Any:
+    """The hive partitioning that reads `dt=YYYY-MM-DD` as a date (pyarrow infers text)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    return ds.partitioning(pa.schema([("dt", pa.date32())]), flavor="hive")
 
 
 def duckdb_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
@@ -120,8 +133,6 @@ def duckdb_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
         if iceberg:
             metadata = iceberg_tables(root).metadata_location(table)
             source = f"iceberg_scan('{metadata}')"
-        elif table == "runs":
-            source = f"read_json('{parquet_glob(root, table)}', hive_partitioning = true)"
         else:
             source = f"read_parquet('{parquet_glob(root, table)}', hive_partitioning = true)"
         rows = connection.execute(f"SELECT count(*) FROM {source}").fetchone()
@@ -151,10 +162,8 @@ def pandas_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
     for table in TABLES:
         if settings.warehouse.table_format == "iceberg":
             frame = iceberg_table(root, table).scan().to_pandas()
-        elif table == "runs":
-            continue  # JSON manifests: DuckDB, polars-free readers below
         else:
-            frame = pd.read_parquet(parquet_path(root, table))
+            frame = pd.read_parquet(parquet_path(root, table), partitioning=dt_as_date())
         read[table] = (len(frame), str(frame["dt"].dtype))
     return read
 
@@ -165,8 +174,6 @@ def polars_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
     for table in TABLES:
         if settings.warehouse.table_format == "iceberg":
             frame = iceberg_table(root, table).scan().to_polars()
-        elif table == "runs":
-            continue
         else:
             frame = polars.scan_parquet(
                 str(root / table / "**" / "*.parquet"), hive_partitioning=True
@@ -184,9 +191,7 @@ def pyarrow_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
             rows = iceberg_table(root, table).scan().to_arrow()
             read[table] = (rows.num_rows, str(rows.schema.field("dt").type))
             continue
-        if table == "runs":
-            continue
-        dataset = ds.dataset(parquet_path(root, table), format="parquet", partitioning="hive")
+        dataset = ds.dataset(parquet_path(root, table), format="parquet", partitioning=dt_as_date())
         read[table] = (dataset.count_rows(), str(dataset.schema.field("dt").type))
     return read
 
@@ -199,17 +204,42 @@ READERS = {
 }
 
 
+DT_TYPE = {"duckdb": "DATE", "pandas": "object", "polars": "Date", "pyarrow": "date32[day]"}
+"""The type of `dt` each reader gives, in every table of both formats (pandas keeps dates as
+Python `datetime.date` objects)."""
+
+
 @pytest.mark.parametrize("reader", list(READERS))
-def test_every_table_reads_whole_with_one_dt_type(warehouse: Warehouse, reader: str) -> None:
+def test_every_table_reads_whole_with_dt_a_date(warehouse: Warehouse, reader: str) -> None:
     root, settings, expected = warehouse
 
     read = READERS[reader](root, settings)
 
-    assert read, "a reader that read nothing proves nothing"
+    assert set(read) == set(TABLES), f"{reader} read {sorted(read)}"
     for table, (rows, _kind) in read.items():
         assert rows == expected[table] > 0, (reader, table)
     kinds = {table: kind for table, (_rows, kind) in read.items()}
-    assert len(set(kinds.values())) == 1, f"{reader} reads dt as {kinds}"
+    assert kinds == dict.fromkeys(TABLES, DT_TYPE[reader]), f"{reader} reads dt as {kinds}"
+
+
+def test_runs_has_the_same_columns_in_both_formats(warehouse: Warehouse) -> None:
+    """One SQL serves both formats' `runs` table: the Parquet files hold the Iceberg table's
+    columns (`dt` from the folder), each run's manifest whole in `manifest`."""
+    import pyarrow.dataset as ds
+
+    from ragas_ops.tables.format import RUNS_SCHEMA_COLUMNS
+
+    root, settings, _expected = warehouse
+    if settings.warehouse.table_format == "iceberg":
+        rows = iceberg_table(root, "runs").scan().to_arrow()
+    else:
+        rows = ds.dataset(parquet_path(root, "runs"), partitioning=dt_as_date()).to_table()
+
+    assert sorted(rows.column_names) == sorted([*dict(RUNS_SCHEMA_COLUMNS), "dt"])
+    assert sorted(str(day) for day in rows.column("dt").to_pylist()) == sorted(DAYS)
+    manifests = [json.loads(text) for text in rows.column("manifest").to_pylist()]
+    assert sorted(manifest["day"] for manifest in manifests) == sorted(DAYS)
+    assert rows.column("rows_in").to_pylist() == [DAYS[manifest["day"]] for manifest in manifests]
 
 
 def spark_missing() -> str | None:
@@ -220,7 +250,7 @@ def spark_missing() -> str | None:
     return None
 
 
-def test_spark_reads_the_parquet_tables_with_one_dt_type(warehouse: Warehouse) -> None:
+def test_spark_reads_the_parquet_tables_with_dt_a_date(warehouse: Warehouse) -> None:
     root, settings, expected = warehouse
     if settings.warehouse.table_format == "iceberg":
         pytest.skip("Spark reads Iceberg through the iceberg-spark-runtime jar: not on PyPI")
@@ -239,10 +269,7 @@ def test_spark_reads_the_parquet_tables_with_one_dt_type(warehouse: Warehouse) -
     try:
         kinds = {}
         for table in TABLES:
-            if table == "runs":
-                frame = spark.read.option("multiLine", True).json(parquet_path(root, table))
-            else:
-                frame = spark.read.parquet(parquet_path(root, table))
+            frame = spark.read.parquet(parquet_path(root, table))  # `_` manifests skipped
             assert frame.count() == expected[table], table
             kinds[table] = frame.schema["dt"].dataType.simpleString()
     finally:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +232,42 @@ def test_a_writer_killed_mid_publish_leaves_the_table_readable_at_its_last_snaps
     assert day.num_rows == (1 if runs == {"old"} else 2_000_000)
 
 
+def test_a_table_created_with_dt_as_text_keeps_it_and_new_tables_store_a_date(
+    tmp_path: Path,
+) -> None:
+    """Tables created before `dt` was a date keep their text column: a publish writes the day
+    as text into them, and the package reads `dt` as text from both kinds."""
+    from pyiceberg.types import DateType, StringType
+
+    from ragas_ops.tables.iceberg import NAMESPACE
+
+    tables = IcebergTables(str(tmp_path / "warehouse"), create=True)
+    schema = rows("old", 1).schema.append(pa.field("dt", pa.string()))
+    old = tables.catalog.create_table((NAMESPACE, "scored"), schema=schema)
+    with old.update_spec() as spec:
+        spec.add_identity("dt")
+
+    tables.publish_day("scored", "2026-11-01", rows("first", 3), run_id="first")
+    tables.publish_day("scored", "2026-11-01", rows("again", 2, extra=True), run_id="again")
+    tables.publish_day("daily_metrics", "2026-11-01", rows("first", 1), run_id="first")
+
+    def dt_type(name: str) -> object:
+        return tables.catalog.load_table((NAMESPACE, name)).schema().find_field("dt").field_type
+
+    assert dt_type("scored") == StringType()
+    assert dt_type("daily_metrics") == DateType()
+    for name, count in (("scored", 2), ("daily_metrics", 1)):
+        read = tables.read_day(name, "2026-11-01")
+        assert read is not None
+        assert read.column("dt").to_pylist() == ["2026-11-01"] * count, name
+        assert read.schema.field("dt").type == pa.string(), name
+        assert tables.days(name) == ["2026-11-01"]
+    assert [version.run_id for version in tables.day_versions("scored", "2026-11-01")] == [
+        "first",
+        "again",
+    ]
+
+
 def test_duckdb_reads_the_table_through_its_extension(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
     from ragas_ops.quality.bi import connect, load_extension_sql
@@ -248,7 +284,7 @@ def test_duckdb_reads_the_table_through_its_extension(tmp_path: Path) -> None:
         [tables.metadata_location("scored")],
     ).fetchall()
 
-    assert counts == [("2026-11-01", 3), ("2026-11-02", 4)]
+    assert counts == [(date(2026, 11, 1), 3), (date(2026, 11, 2), 4)], "dt a DATE"
 
 
 def test_on_s3_through_moto(start_s3: Callable[[], str], tmp_path: Path) -> None:
