@@ -175,6 +175,14 @@ def test_every_daily_metrics_column_is_in_its_table() -> None:
     assert [name for name in DAILY_METRICS_SCHEMA.names if f"`{name}`" not in text] == []
 
 
+def test_every_runs_column_is_in_its_paragraph() -> None:
+    from ragas_ops.tables.format import RUNS_SCHEMA_COLUMNS
+
+    text = (DOCS / "tables.md").read_text().split("**`runs/dt=D/<run>.<publish>.parquet`**", 1)[1]
+    paragraph = text.split("\n\n", 1)[0]
+    assert [name for name, _ in RUNS_SCHEMA_COLUMNS if f"`{name}`" not in paragraph] == []
+
+
 def test_every_judge_comparison_column_is_in_its_table() -> None:
     rows = table_rows((DOCS / "tables.md").read_text(), "### `judge_comparison`")
     documented = [name.strip("` ") for row in rows for name in row[0].split(",")]
