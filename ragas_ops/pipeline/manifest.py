@@ -16,7 +16,7 @@ from ragas_ops.config import Settings
 from ragas_ops.contract.layout import MANIFEST_PREFIX, Lake, run_folder_name
 from ragas_ops.judge.base import Usage
 from ragas_ops.scoring.scorer import package_version
-from ragas_ops.tables.format import ParquetDayTables, day_tables
+from ragas_ops.tables.format import ParquetDayTables, day_tables, runs_row
 
 
 def write_manifest(
@@ -75,7 +75,11 @@ def migrate_manifests(lake: Lake) -> list[str]:
             if location.name.startswith(MANIFEST_PREFIX):
                 continue
             manifest = json.loads(location.read_text())
-            tables.record_run(day, manifest)
+            row = runs_row(manifest)
+            if row["finished_at"] is not None:  # the report's rewrite was the file's last
+                modified = location.filesystem.get_file_info(location.path).mtime
+                row["finished_at"] = modified.astimezone(UTC).isoformat(timespec="seconds")
+            tables.write_run_row(day, row)
             target = location.parent().child(f"{MANIFEST_PREFIX}{location.name}")
             location.filesystem.move(location.path, target.path)
             moved.append(target.uri)

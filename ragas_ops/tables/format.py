@@ -383,7 +383,10 @@ class ParquetDayTables:
         """The run's row as a file of its own, `runs/dt=D/<run>.<publish>.parquet` (beside
         its manifest; `dt` from the folder, as in every table), staged and moved in whole: a
         rewrite (the report completing the manifest) replaces it."""
-        row = runs_row(manifest)
+        self.write_run_row(day, runs_row(manifest))
+
+    def write_run_row(self, day: str, row: Mapping[str, Any]) -> None:
+        """Write one row of `runs` (a `runs_row`) as its file."""
         target = self.lake.run_row(day, row["run_id"], row["publish_id"])
         table = runs_table([row])
         output = ParquetOutput(

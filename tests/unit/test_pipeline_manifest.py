@@ -3,6 +3,7 @@ built in `pipeline.manifest` and `pipeline.plan`, so that the DAG file only wire
 
 from __future__ import annotations
 
+import os
 from datetime import UTC
 from typing import Any
 
@@ -254,7 +255,9 @@ def legacy_warehouse(tmp_path: Any) -> Any:
         "plan": {**plan(3), "rows": 3},
         "scoring": {"usage": {"cost_usd": 0.5}, "spend_by_attempt": {"a-old": 0.5}},
     }
-    lake.legacy_manifest(DAY, "old", "p-old").write_text(json.dumps(old))
+    legacy = lake.legacy_manifest(DAY, "old", "p-old")
+    legacy.write_text(json.dumps({**old, "report": {"html": "reports/old.html"}}))
+    os.utime(legacy.path, (1_772_600_000, 1_772_600_000))  # its report's rewrite, 2026-03-04
     new = {
         **old,
         "run_id": "new",
@@ -302,6 +305,8 @@ def test_migrate_manifests_gives_every_legacy_manifest_its_row_once(tmp_path: An
     ]
     rows = ds.dataset(str(tmp_path / "warehouse" / "runs"), partitioning="hive").to_table()
     assert sorted(rows.column("run_id").to_pylist()) == ["new", "old"]
+    finished = {row["run_id"]: row["finished_at"] for row in rows.to_pylist()}
+    assert finished == {"new": None, "old": "2026-03-04T04:53:20+00:00"}, "not the migration's"
     assert day_spend(lake, DAY, "p-new")["day_spend_usd"] == 0.75, "each manifest read once"
     assert migrate_manifests(lake) == []
 
