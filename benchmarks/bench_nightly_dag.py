@@ -53,7 +53,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 DAG_ID = "ragas_ops_nightly"
 TASK_TITLE = re.compile(r"^airflow worker -- ([0-9a-f-]{36})")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-PAGE = 1000
+PAGE = 100
 
 
 @dataclass
@@ -160,8 +160,14 @@ def instant(text: str) -> datetime:
 
 
 def task_instances(api: AirflowApi, run_id: str) -> list[dict[str, Any]]:
-    path = f"dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit={PAGE}"
-    return list(api.call(path)["task_instances"])
+    """Every task instance of the run (the REST API gives at most 100 a page)."""
+    path = f"dags/{DAG_ID}/dagRuns/{run_id}/taskInstances"
+    found: list[dict[str, Any]] = []
+    while True:
+        page = api.call(f"{path}?limit={PAGE}&offset={len(found)}")["task_instances"]
+        found.extend(page)
+        if len(page) < PAGE:
+            return found
 
 
 def manifest(warehouse: Path, day: str) -> dict[str, Any]:
@@ -189,11 +195,17 @@ def report(
     wall = (instant(run["end_date"]) - instant(run["start_date"])).total_seconds()
     rows, distinct = ids
     scoring = written.get("scoring") or {}
-    counted = (scoring.get("usage") or {}).get("requests")
+    usage = scoring.get("usage") or {}
+    counted = (usage.get("requests"), usage.get("embedding_requests"))
+    by_endpoint = served.get("requests_by_endpoint") or {}
     answered = served.get("requests")
     print(f"run {run['dag_run_id']}: {run['state']} in {wall:,.0f} s ({rows / wall:,.1f} rows/s)")
     print(f"rows published {rows:,}, distinct ids {distinct:,}; chunks {written['plan']['chunks']}")
-    print(f"judge requests: answered by the server {answered:,}, counted by the tasks {counted}")
+    print(
+        f"judge requests answered by the server {answered:,} (chat {by_endpoint.get('chat')}, "
+        f"embeddings {by_endpoint.get('embeddings')}); counted by the tasks: chat {counted[0]}, "
+        f"embeddings {counted[1]}"
+    )
     for metric, statuses in sorted((scoring.get("statuses") or {}).items()):
         print(f"  {metric}: {dict(sorted(statuses.items()))}")
     per_task: dict[str, list[tuple[float, TaskProcess, int]]] = defaultdict(list)
@@ -202,17 +214,20 @@ def report(
             process = sampled.get(ti["id"], TaskProcess())
             per_task[ti["task_id"]].append((float(ti["duration"]), process, int(ti["try_number"])))
     print(f"{'task':<24}{'count':>6}{'seconds':>10}{'min-max':>14}{'CPU s':>9}{'peak MiB':>10}")
+    sampled_count = sum(1 for ti in instances if ti["id"] in sampled)
     for task_id, done in sorted(per_task.items(), key=lambda item: min_start(instances, item[0])):
         seconds = [entry[0] for entry in done]
         spread = f"{min(seconds):.1f}-{max(seconds):.1f}" if len(done) > 1 else ""
         cpu = sum(entry[1].cpu_seconds for entry in done)
-        peak = max(entry[1].peak_mib for entry in done)
+        peak = max(entry[1].peak_mib for entry in done)  # 0: ended before a sample
         retried = sum(1 for entry in done if entry[2] > 1)
         note = f"  ({retried} retried)" if retried else ""
         print(
-            f"{task_id:<24}{len(done):>6}{sum(seconds):>10.1f}{spread:>14}{cpu:>9.1f}{peak:>10.0f}"
+            f"{task_id:<24}{len(done):>6}{sum(seconds):>10.1f}{spread:>14}{cpu:>9.1f}"
+            f"{f'{peak:.0f}' if peak else '-':>10}"
             f"{note}"
         )
+    print(f"task processes sampled: {sampled_count} of {len(instances)} task instances")
     score_cpu = sum(
         entry[1].cpu_seconds for task in ("score_chunk",) for entry in per_task.get(task, [])
     )
