@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ragas_ops.cli.labels import add_labels_parser
 
     add_labels_parser(commands)
+    from ragas_ops.cli.warehouse import add_warehouse_parser
+
+    add_warehouse_parser(commands)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",

@@ -332,3 +332,26 @@ def test_a_manifest_rewritten_by_the_report_replaces_its_row(tmp_path: Any) -> N
         f"dt={DAY}",
         "r.p.parquet",
     ]
+
+
+def test_warehouse_upgrade_migrates_an_older_warehouse_and_then_finds_nothing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pandas as pd
+
+    from ragas_ops.cli.main import main
+
+    legacy_warehouse(tmp_path)
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_WAREHOUSE_URI", str(tmp_path / "warehouse"))
+    monkeypatch.delenv("RAGAS_OPS_CONFIG", raising=False)
+
+    assert main(["warehouse", "upgrade"]) == 0
+    first = capsys.readouterr().out
+    assert main(["warehouse", "upgrade"]) == 0
+    second = capsys.readouterr().out
+
+    assert "_old.p-old.json" in first
+    assert "1 run manifest(s) given their row" in first
+    assert "0 run manifest(s)" in second
+    runs = pd.read_parquet(tmp_path / "warehouse" / "runs")
+    assert sorted(runs["run_id"]) == ["new", "old"]
