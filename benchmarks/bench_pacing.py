@@ -59,7 +59,19 @@ from ragas_ops.samples import sample_interactions
 
 RPM, TPM = 600, 400_000
 DEFAULT_RPM, DEFAULT_TPM = 500, 200_000  # JudgeSettings' defaults
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "begin"
+
+
+def _begin_data() -> Path:
+    """BEGIN's dev files in the shared data folder beside the project: /work/shared/data/begin
+    from /work/main and from a worktree /work/wt/NAME alike (the first parent that has it)."""
+    for parent in Path(__file__).resolve().parents[1:]:
+        candidate = parent / "shared" / "data" / "begin"
+        if candidate.is_dir():
+            return candidate
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "begin"
+
+
+DATA = _begin_data()
 DATA_FILES = ("begin_v2_cmu_dev.jsonl", "begin_v2_tc_dev.jsonl", "begin_v2_wow_dev.jsonl")
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 
