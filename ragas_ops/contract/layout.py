@@ -50,8 +50,9 @@ LABELS_TABLE = "labels"
 _BATCH = re.compile(r"[0-9a-f]{32}")
 REPORT_EXTENSIONS = ("html", "md")
 MANIFEST_PREFIX = "_"
-"""A manifest's name begins with it: pandas, pyarrow datasets, polars and Spark read the `runs`
-folder as the Parquet rows beside and skip these files, as they skip `_SUCCESS`."""
+"""A manifest's name begins with it: pandas, pyarrow datasets and Spark read the `runs` folder
+as the Parquet rows beside and skip these files, as they skip `_SUCCESS` (polars skips nothing
+in a folder: it reads every table through a `**/*.parquet` glob)."""
 
 
 def parse_day(value: object) -> str:
