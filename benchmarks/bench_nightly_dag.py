@@ -37,10 +37,11 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench_pipeline import write_logs  # the same generated day as the dag.test() benchmark
 from ragas_ops_testing.judge_process import server_stats, test_judge_process
 from ragas_ops_testing.local_airflow.standalone import (
     STATE_FILE,
@@ -88,19 +89,6 @@ class Sampler:
         task = self.seen[found.group(1)]
         task.peak_mib = max(task.peak_mib, int(status["VmHWM"].split()[0]) / 1024)
         task.cpu_seconds = max(task.cpu_seconds, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
-
-
-def write_logs(raw_day: Path, rows: int, files: int, day: str) -> None:
-    import pyarrow.parquet as pq
-
-    from ragas_ops.samples import sample_interactions
-
-    raw_day.mkdir(parents=True, exist_ok=True)
-    per_file = -(-rows // files)
-    for index in range(files):
-        count = min(per_file, rows - index * per_file)
-        table = sample_interactions(count, seed=index, day=day)
-        pq.write_table(table, raw_day / f"part-{index}.parquet")
 
 
 def environment(base_url: str) -> dict[str, str]:
@@ -253,7 +241,6 @@ def main() -> None:
     options = parser.parse_args()
     work = options.work or Path(tempfile.mkdtemp(prefix="bench-nightly-"))
     day = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()  # what the scheduler scores
-    date.fromisoformat(day)
     raw, home = work / "raw", work / "airflow"
     started = time.perf_counter()
     write_logs(raw / f"dt={day}", options.rows, options.files, day)

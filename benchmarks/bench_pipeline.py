@@ -122,7 +122,8 @@ def pipeline_environment(work: Path, base_url: str, chunk_rows: int) -> dict[str
     }
 
 
-def write_logs(raw_day: Path, rows: int, files: int) -> None:
+def write_logs(raw_day: Path, rows: int, files: int, day: str = DAY) -> None:
+    """`rows` generated interactions of `day` in `files` Parquet files under `raw_day`."""
     import pyarrow.parquet as pq
 
     from ragas_ops.samples import sample_interactions
@@ -131,7 +132,7 @@ def write_logs(raw_day: Path, rows: int, files: int) -> None:
     per_file = -(-rows // files)
     for index in range(files):
         count = min(per_file, rows - index * per_file)
-        table = sample_interactions(count, seed=index, day=DAY)
+        table = sample_interactions(count, seed=index, day=day)
         pq.write_table(table, raw_day / f"part-{index}.parquet")
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from ragas_ops.config import ENV_PREFIX, TableFormat, settings_from_environment
 from ragas_ops.contract.layout import (
+    MANIFEST_PREFIX,
     Lake,
     day_folder,
     every_day_folder,
@@ -165,14 +166,15 @@ def warehouse_lines(warehouse: Path, table_format: TableFormat) -> list[str]:
 def day_verdict(lake: Lake, day: str, run_id: str) -> str:
     """The verdict the run stored in its manifest, with its headline: a run's state says only
     that the pipeline worked, not whether the day's scores held."""
-    folder = Path(lake.manifests(day).path)  # the demo's lake is a local folder
-    # One manifest per publish of the run (`_<run>.<publish id>.json`, without the underscore
-    # before the `runs` table had Parquet rows); the newest has the verdict.
+    # One manifest per publish of the run (the lake knows their names, old and new); the
+    # newest has the verdict. The demo's lake is a local folder.
+    prefix = f"{run_folder_name(run_id)}."
     manifests = sorted(
-        [
-            *folder.glob(f"{run_folder_name(run_id)}.*.json"),
-            *folder.glob(f"_{run_folder_name(run_id)}.*.json"),
-        ],
+        (
+            Path(location.path)
+            for location in lake.manifest_files(day)
+            if location.name.removeprefix(MANIFEST_PREFIX).startswith(prefix)
+        ),
         key=lambda path: path.stat().st_mtime,
     )
     try:
