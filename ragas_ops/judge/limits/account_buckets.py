@@ -10,10 +10,19 @@ a SQLite file; `redis_budget.RedisCoordinator`) store the state and run it atomi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from ragas_ops.judge.limits.headroom import (
+    ENTRIES,
+    InFlightReport,
+    account_countable,
+    recorded,
+)
 from ragas_ops.judge.limits.spec import BudgetPool
+
+T = TypeVar("T")
 
 BURST_SECONDS = 1.0
 """The account's buckets hold this many seconds of its rates, split like the rates: the
@@ -69,7 +78,12 @@ class AccountPlan:
 
 State = dict[str, Any]
 """An account's buckets: {"updated": seconds, "nightly": {"requests": level, "tokens": level},
-"backfill": {...}}; JSON, so that every coordinator stores it the same way."""
+"backfill": {...}, "in_flight": {process: ...} (see `headroom.recorded`)}; JSON, so that every
+coordinator stores it the same way."""
+
+Change = Callable[[State | None, float], tuple[State | None, T]]
+"""What a coordinator runs atomically on the stored state and its clock: the state to store
+(None: store nothing) and what to return."""
 
 
 def full_state(plan: AccountPlan, now: float) -> State:
@@ -97,6 +111,8 @@ def refilled(state: State | None, now: float, plan: AccountPlan) -> State:
         fresh["backfill"][kind] = min(
             plan.capacity("backfill", kind), raw["backfill"] + spill["nightly"]
         )
+    if isinstance(state.get(ENTRIES), dict):
+        fresh[ENTRIES] = state[ENTRIES]
     return fresh
 
 
@@ -119,11 +135,13 @@ def take_from(
     requests: float,
     tokens: float,
     plan: AccountPlan,
+    report: tuple[str, InFlightReport] | None = None,
 ) -> tuple[State, float]:
     """Refill the account's buckets to `now`, then take `requests` and `tokens` from `pool`'s
     if both hold them (an amount above a bucket's capacity needs a full bucket and leaves it
-    below zero; a negative amount gives back). Returns the new state and 0.0, or the state and
-    the seconds to wait before looking again (nothing taken)."""
+    below zero; a negative amount gives back), and record `report` (the process's requests in
+    flight, this one included). Returns the new state and 0.0, or the state and the seconds to
+    wait before looking again (nothing taken)."""
     fresh = refilled(state, now, plan)
     amounts = {"requests": requests, "tokens": tokens}
     wait = 0.0
@@ -136,7 +154,43 @@ def take_from(
         if plan.account.limit(kind) is not None:
             level = fresh[pool][kind] - amounts[kind]
             fresh[pool][kind] = min(plan.capacity(pool, kind), level)
+    if report is not None:
+        recorded(fresh, now, *report)
     return fresh, 0.0
+
+
+def raised_to_headroom(
+    state: State | None,
+    now: float,
+    pool: BudgetPool,
+    *,
+    plan: AccountPlan,
+    report: tuple[str, InFlightReport],
+    remaining: float,
+    margin: float,
+) -> tuple[State, float]:
+    """Record `report`, then raise the account's token buckets to what the provider said was
+    left (`remaining`, just before `now`) less what it may still count of every process's
+    requests and `margin`: when the two pools hold less than that together, `pool`'s gets the
+    difference, up to its capacity, and what it cannot hold goes to the other's. Never lowers
+    them (see `headroom`). Returns the state and the tokens added."""
+    fresh = refilled(state, now, plan)
+    recorded(fresh, now, *report)
+    if plan.account.tpm is None:
+        return fresh, 0.0
+    added_in_all = 0.0
+    missing = remaining - account_countable(fresh, now) - margin
+    missing -= sum(fresh[each]["tokens"] for each in POOLS)
+    other: BudgetPool = "backfill" if pool == "nightly" else "nightly"
+    for each in (pool, other):
+        if missing <= 0.0:
+            break
+        room = max(0.0, plan.capacity(each, "tokens") - fresh[each]["tokens"])
+        added = min(room, missing)
+        fresh[each]["tokens"] += added
+        missing -= added
+        added_in_all += added
+    return fresh, added_in_all
 
 
 def _wait_for(state: State, pool: BudgetPool, kind: str, amount: float, plan: AccountPlan) -> float:
@@ -157,10 +211,30 @@ class CoordinatorError(Exception):
 class Coordinator(Protocol):
     """Where an account's buckets live. Blocking calls: `SharedBudget` runs them in a thread."""
 
-    def take(self, pool: BudgetPool, requests: float, tokens: float, plan: AccountPlan) -> float:
-        """`take_from` on the stored state, atomically; raises CoordinatorError."""
+    def change(self, change: Change[T]) -> T:
+        """Run `change` on the stored state and the coordinator's clock atomically; raises
+        CoordinatorError."""
 
     def close(self) -> None: ...
+
+
+def taking(
+    pool: BudgetPool,
+    requests: float,
+    tokens: float,
+    plan: AccountPlan,
+    report: tuple[str, InFlightReport] | None = None,
+) -> Change[float]:
+    """The change of a take (`take_from`): a take that finds too little stores nothing (the
+    refill is a function of time); returns the seconds to wait, 0.0 when taken."""
+
+    def change(stored: State | None, now: float) -> tuple[State | None, float]:
+        state, wait = take_from(
+            stored, now, pool, requests=requests, tokens=tokens, plan=plan, report=report
+        )
+        return (None if wait > 0.0 else state), wait
+
+    return change
 
 
 def loaded_state(text: str | bytes | None) -> State | None:

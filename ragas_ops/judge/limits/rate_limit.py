@@ -4,8 +4,9 @@ Two token buckets refill continuously at limit/60 per second. A request waits un
 enough (one request; its estimated tokens), in arrival order. The estimate is corrected with
 the usage the API returns (`settle`), so the budget is used fully but not exceeded; a 429's
 Retry-After of a 429 the judge caused pauses every request (`pause_for`); the provider's
-`x-ratelimit-remaining-*` headers, carried forward from when the request was sent, can only
-lower what the buckets believe is left (`observe_remaining`).
+`x-ratelimit-remaining-*` headers, carried forward from when the request was sent, lower what
+the buckets believe is left (`observe_remaining`), and raise it to what the provider may not
+count of the requests in flight (`raise_tokens`, see `headroom`).
 
 The buckets hold at most `burst_seconds` of budget, so a run paces itself from the first
 second instead of spending a minute's budget in a burst the provider would refuse.
@@ -111,8 +112,9 @@ class RateLimiter:
         self.admitted = Admitted()
         """What this limiter let go so far (see `observe_remaining`)."""
 
-    async def acquire(self, tokens: int) -> None:
-        """Wait until one request with `tokens` estimated tokens fits the budget, and take it."""
+    async def acquire(self, tokens: int, on_admitted: Callable[[], None] | None = None) -> None:
+        """Wait until one request with `tokens` estimated tokens fits the budget, and take it;
+        `on_admitted` is called once it is taken here, before it is taken from the account."""
         async with self._lock:
             while True:
                 now = self._clock()
@@ -133,6 +135,8 @@ class RateLimiter:
             self.admitted = Admitted(
                 self.admitted.requests + 1, self.admitted.tokens + tokens, self._clock()
             )
+            if on_admitted is not None:
+                on_admitted()
             if self._account is not None:  # in the lock: the process's requests keep their order
                 started = self._clock()
                 await self._account.take(1.0, float(tokens))
@@ -228,6 +232,17 @@ class RateLimiter:
                 admitted_since = getattr(self.admitted, kind) - getattr(since, kind)
                 believed += bucket.rate * max(0.0, now - since.at) - admitted_since
             bucket.level = min(bucket.level, believed)
+
+    def raise_tokens(self, level: float) -> float:
+        """Believe the token bucket may hold `level` (what the provider said is left, less
+        what it may still count: `headroom`), if it holds less; never above capacity.
+        Returns the tokens added."""
+        if self.tokens is None:
+            return 0.0
+        self.tokens.refill(self._clock())
+        before = self.tokens.level
+        self.tokens.level = max(before, min(self.tokens.capacity, level))
+        return self.tokens.level - before
 
 
 @dataclass(frozen=True)

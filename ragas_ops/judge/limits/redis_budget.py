@@ -22,18 +22,21 @@ import hashlib
 import json
 import os
 import threading
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ragas_ops.config import ConfigError
 from ragas_ops.judge.limits.account_buckets import (
     AccountPlan,
+    Change,
     CoordinatorError,
     loaded_state,
-    take_from,
+    taking,
 )
 from ragas_ops.judge.limits.spec import BudgetPool, SharedBudgetSpec
 from ragas_ops.secrets import Secret, redact
+
+T = TypeVar("T")
 
 KEY_PREFIX = "ragas-ops:budget:"
 KEY_TTL_SECONDS = 3600
@@ -87,10 +90,14 @@ class RedisCoordinator:
         self._lock = threading.Lock()
 
     def take(self, pool: BudgetPool, requests: float, tokens: float, plan: AccountPlan) -> float:
+        """A take with no report (tests and diagnostics): the seconds to wait, 0.0 if taken."""
+        return self.change(taking(pool, requests, tokens, plan))
+
+    def change(self, change: Change[T]) -> T:
         redis = _redis_module()
         with self._lock:
             try:
-                return self._take(redis, pool, requests, tokens, plan)
+                return self._change(redis, change)
             except redis.RedisError as error:
                 self._drop_client()
                 raise CoordinatorError(self._describe(error)) from None
@@ -108,29 +115,23 @@ class RedisCoordinator:
         with self._lock:
             self._drop_client()
 
-    def _take(
-        self, redis: Any, pool: BudgetPool, requests: float, tokens: float, plan: AccountPlan
-    ) -> float:
+    def _change(self, redis: Any, change: Change[T]) -> T:
         client = self._connected()
         for _ in range(WATCH_ATTEMPTS):
             with client.pipeline() as pipe:
                 try:
                     pipe.watch(self.key)
                     seconds, micros = pipe.time()
-                    stored = loaded_state(pipe.get(self.key))
-                    now = seconds + micros / 1e6
-                    state, wait = take_from(
-                        stored, now, pool, requests=requests, tokens=tokens, plan=plan
-                    )
-                    if wait > 0.0:
+                    state, result = change(loaded_state(pipe.get(self.key)), seconds + micros / 1e6)
+                    if state is None:
                         pipe.unwatch()
-                        return wait
+                        return result
                     pipe.multi()
                     pipe.set(self.key, json.dumps(state), ex=KEY_TTL_SECONDS)
                     pipe.execute()
-                    return 0.0
+                    return result
                 except redis.WatchError:
-                    continue  # another process took in between: look again
+                    continue  # another process wrote in between: look again
         raise CoordinatorError(f"redis at {self.where}: {WATCH_ATTEMPTS} takes lost the race")
 
     def _connected(self) -> Any:

@@ -28,19 +28,24 @@ import logging
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from ragas_ops.judge.limits.account_buckets import (
     AccountPlan,
+    Change,
     Coordinator,
     CoordinatorError,
     Rates,
     State,
     loaded_state,
-    take_from,
+    raised_to_headroom,
+    refilled,
+    taking,
 )
+from ragas_ops.judge.limits.headroom import GUARD_SECONDS, InFlight, InFlightReport, forgotten
 from ragas_ops.judge.limits.rate_limit import RateLimiter
 from ragas_ops.judge.limits.redis_budget import RedisCoordinator, redis_url_for
 from ragas_ops.judge.limits.spec import BudgetPool, LimitsSpec, SharedBudgetSpec
@@ -64,22 +69,22 @@ class LocalCoordinator:
         self._lock = threading.Lock()  # one connection, used from worker threads in turn
 
     def take(self, pool: BudgetPool, requests: float, tokens: float, plan: AccountPlan) -> float:
-        def work(db: sqlite3.Connection) -> float:
+        """A take with no report (tests and diagnostics): the seconds to wait, 0.0 if taken."""
+        return self.change(taking(pool, requests, tokens, plan))
+
+    def change(self, change: Change[T]) -> T:
+        def work(db: sqlite3.Connection) -> T:
             row = db.execute(
                 "SELECT state FROM buckets WHERE account = ?", (self.account,)
             ).fetchone()
-            stored = loaded_state(row[0] if row else None)
-            state, wait = take_from(
-                stored, self._clock(), pool, requests=requests, tokens=tokens, plan=plan
-            )
-            if wait > 0.0:
-                return wait  # nothing taken: the refill is a function of time, no need to store
-            db.execute(
-                "INSERT INTO buckets (account, state) VALUES (?, ?) "
-                "ON CONFLICT(account) DO UPDATE SET state = excluded.state",
-                (self.account, json.dumps(state)),
-            )
-            return wait
+            state, result = change(loaded_state(row[0] if row else None), self._clock())
+            if state is not None:
+                db.execute(
+                    "INSERT INTO buckets (account, state) VALUES (?, ?) "
+                    "ON CONFLICT(account) DO UPDATE SET state = excluded.state",
+                    (self.account, json.dumps(state)),
+                )
+            return result
 
         return self._run(work)
 
@@ -167,6 +172,14 @@ class SharedBudget:
         self._owed_tokens = 0.0
         self._started = False
         self._lock = asyncio.Lock()
+        self.process = uuid.uuid4().hex[:16]
+        """This process's name in the account's state (its requests in flight)."""
+        self.in_flight = InFlight()
+        """This process's requests in flight (`Admission` keeps it), told with every take."""
+        self._headroom: tuple[float, float, float] | None = None
+        self._raising: asyncio.Task[None] | None = None
+        self.raised_tokens = 0.0
+        """Tokens the provider's headroom added to the account's buckets."""
 
     async def start(self) -> None:
         """Check the coordinator before the first request (idempotent), then have the limiter
@@ -179,7 +192,9 @@ class SharedBudget:
             # Marked started only once the limiter takes through the account: until then the
             # other requests wait here, not pass on the limiter's own full bucket.
             try:
-                await asyncio.to_thread(self.coordinator.take, self.pool, 0.0, 0.0, self.plan)
+                await asyncio.to_thread(
+                    self.coordinator.change, taking(self.pool, 0.0, 0.0, self.plan)
+                )
             except CoordinatorError as error:
                 self._fall_back(str(error))
             else:
@@ -194,17 +209,50 @@ class SharedBudget:
         tokens += self._owed_tokens
         self._owed_requests = self._owed_tokens = 0.0
         while not self.failed:
+            report = self.in_flight.report()
+            change = taking(self.pool, requests, tokens, self.plan, (self.process, report))
             try:
-                wait = await asyncio.to_thread(
-                    self.coordinator.take, self.pool, requests, tokens, self.plan
-                )
+                wait = await asyncio.to_thread(self.coordinator.change, change)
             except CoordinatorError as error:
                 self._fall_back(str(error))
                 return
             if wait <= 0.0:
                 self.taken += 1
+                self.in_flight.acknowledge(report)
                 return
             await asyncio.sleep(wait)
+
+    def offer_headroom(self, remaining: float, margin: float) -> None:
+        """An answer read now said the provider has `remaining` tokens left: raise the
+        account's buckets to that less every process's requests in flight and `margin`
+        (`headroom`). Done in the background; a newer offer replaces one not yet made, and
+        one that waited past `GUARD_SECONDS` is dropped."""
+        if self.failed:
+            return
+        self._headroom = (time.monotonic(), remaining, margin)
+        if self._raising is None or self._raising.done():
+            self._raising = asyncio.get_running_loop().create_task(self._raise())
+
+    async def _raise(self) -> None:
+        while self._headroom is not None and not self.failed:
+            (read_at, remaining, margin), self._headroom = self._headroom, None
+            report = self.in_flight.report()
+            change = raised_to_headroom_change(
+                self.pool,
+                self.plan,
+                report=(self.process, report),
+                remaining=remaining,
+                margin=margin,
+                read_at=read_at,
+            )
+            try:
+                added = await asyncio.to_thread(self.coordinator.change, change)
+            except CoordinatorError as error:
+                self._fall_back(str(error))
+                return
+            if added is not None:
+                self.in_flight.acknowledge(report)
+                self.raised_tokens += added
 
     def correct(self, requests: float, tokens: float) -> None:
         """What a request really cost beyond its estimate (negative: a refund), settled with
@@ -213,9 +261,22 @@ class SharedBudget:
         self._owed_tokens += tokens
 
     async def stop(self) -> None:
-        """Close the coordinator (nothing to leave: a process that stops taking is gone)."""
+        """Take this process's requests out of the account's state and close the
+        coordinator."""
+        if self._raising is not None:
+            self._raising.cancel()
+            with contextlib.suppress(asyncio.CancelledError, CoordinatorError):
+                await self._raising
+        if self._started and not self.failed:
+            with contextlib.suppress(CoordinatorError):
+                await asyncio.to_thread(self.coordinator.change, self._leaving)
         with contextlib.suppress(CoordinatorError):
             await asyncio.to_thread(self.coordinator.close)
+
+    def _leaving(self, stored: State | None, now: float) -> tuple[State | None, None]:
+        state = refilled(stored, now, self.plan)
+        forgotten(state, self.process)
+        return state, None
 
     def _fall_back(self, problem: str) -> None:
         self.failed = True
@@ -228,6 +289,30 @@ class SharedBudget:
             _rate(self.fallback.rpm),
             _rate(self.fallback.tpm),
         )
+
+
+def raised_to_headroom_change(
+    pool: BudgetPool,
+    plan: AccountPlan,
+    *,
+    report: tuple[str, InFlightReport],
+    remaining: float,
+    margin: float,
+    read_at: float,
+) -> Change[float | None]:
+    """The change of a raise (`account_buckets.raised_to_headroom`), or of nothing when it
+    runs longer than `GUARD_SECONDS` after the answer was read (`read_at`, monotonic: the
+    provider may since have counted requests that ended meanwhile); returns the tokens it
+    added, None when it stored nothing."""
+
+    def change(stored: State | None, now: float) -> tuple[State | None, float | None]:
+        if time.monotonic() - read_at > GUARD_SECONDS:
+            return None, None
+        return raised_to_headroom(
+            stored, now, pool, plan=plan, report=report, remaining=remaining, margin=margin
+        )
+
+    return change
 
 
 def _rate(value: float | None) -> str:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import Usage
 from ragas_ops.judge.limits.congestion import CongestionControl
+from ragas_ops.judge.limits.headroom import InFlight, in_reach, margin_tokens
 from ragas_ops.judge.limits.provider import (
     RateLimitHeaders,
     TokenCounting,
@@ -50,6 +51,12 @@ class Admission:
             self.limiter,
         )
         """This process's share of the account, kept up to date with the others (or None)."""
+        self._limits = limits
+        self._in_flight = InFlight() if self.shared_budget is None else self.shared_budget.in_flight
+        """Requests admitted and not ended: what the provider may still count of them."""
+        self._whole_account = settings.shared_budget.static_share >= 1.0
+        """Without a working shared budget, whether this process's ceiling is the account's
+        (no other process counted on it)."""
         self._congestion = CongestionControl()
         self._slots = PrioritySlots(limits.max_concurrency)
         self._events = events
@@ -69,19 +76,29 @@ class Admission:
         """Wait until the account's pace lets `request` go; what was admitted before it."""
         if self.shared_budget is not None:
             await self.shared_budget.start()  # the first request joins the others
-        await self.limiter.acquire(request.tokens)
+        hold = self._counting.at_admission(request.what, request.max_completion)
+        prompt = request.tokens - hold if request.chat else request.tokens
+
+        def in_flight() -> None:
+            self._in_flight.admitted(id(request), time.monotonic(), prompt, request.max_completion)
+
+        await self.limiter.acquire(request.tokens, in_flight)
         learner = self._counting.learner
         if learner is not None and request.chat:
-            hold = self._counting.at_admission(request.what, request.max_completion)
-            prompt = round((request.tokens - hold) / (1 + self._admission_margin))
-            learner.admitted(time.monotonic(), prompt, request.max_completion)
+            unmargined = round(prompt / (1 + self._admission_margin))
+            learner.admitted(time.monotonic(), unmargined, request.max_completion)
         return self.limiter.admitted
+
+    def ended(self, request: Request) -> None:
+        """An admitted request is over, answered or not (idempotent)."""
+        self._in_flight.ended(id(request), time.monotonic())
 
     def answered(
         self, request: Request, usage: Usage, headers: Mapping[str, str], since: Admitted
     ) -> None:
         """An answer: settle its tokens as the provider counted them, let the rate-limit
         headers correct the buckets, and tell the congestion control it was no 429."""
+        self.ended(request)
         completion = usage.completion_tokens
         if request.chat:
             self._counting.learn(request.what, request.max_completion, completion)
@@ -96,9 +113,28 @@ class Admission:
         if request.chat:
             self._learn_counting(completion, said)
         self.limiter.observe_remaining(said.remaining_requests, said.remaining_tokens, since)
+        self._pace_to_headroom(said)
         restore = self._congestion.answered()
         if restore is not None:
             self.limiter.restore_pace(restore)
+
+    def _pace_to_headroom(self, said: RateLimitHeaders) -> None:
+        """Raise the buckets to what the provider said is left less what it may still count
+        (`limits.headroom`), when its headers describe the bucket the judge paces to."""
+        burst = self._limits.provider_burst_seconds
+        reach = in_reach(said, tpm=self._limits.tpm, burst_seconds=burst, pace=self.limiter.pace)
+        shared = self.shared_budget
+        if shared is not None and shared.failed:
+            shared = None
+        if not reach or (shared is None and not self._whole_account):
+            return
+        assert said.remaining_tokens is not None
+        margin = margin_tokens(said, rate_margin=self._limits.rate_margin, burst_seconds=burst)
+        countable = self._in_flight.countable(time.monotonic())
+        if self.limiter.raise_tokens(said.remaining_tokens - countable - margin) > 0.0:
+            self._events["paced_to_headroom"] += 1
+        if shared is not None:
+            shared.offer_headroom(said.remaining_tokens, margin)
 
     def _learn_counting(self, completion: int, said: RateLimitHeaders) -> None:
         """With `provider_counts = auto`: what this answer's headers say of the provider's

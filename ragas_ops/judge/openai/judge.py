@@ -506,6 +506,16 @@ class OpenAIJudge:
         accounting = self._accounting
         reserved = await accounting.reserve(request)
         try:
+            return await self._admitted_attempt(request, spent, attempt, reserved)
+        finally:
+            self._admission.ended(request)  # answered, failed or cancelled: not in flight
+
+    async def _admitted_attempt(
+        self, request: Request, spent: Usage, attempt: int, reserved: Spend
+    ) -> Attempt:
+        """The attempt from its admission on (`_attempt` ends it in the admission)."""
+        accounting = self._accounting
+        try:
             admitted = await self._admission.admit(request)
             self._retry.raise_if_fatal()
         except BaseException:
