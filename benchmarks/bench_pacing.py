@@ -28,6 +28,8 @@ column); the server is always this checkout's. `--client-counts` is the client's
 from its headers); `told` sets the server's `--admission` (what a client from before `auto`
 needed).
 
+`--logs DIR` keeps each score process's log (`-v`: DEBUG) as DIR/score-N.log.
+
 `--model` names the judge model, which the test judge plays: a classic one (`gpt-4o-mini`) or
 a reasoning one as strict as OpenAI (`gpt-5-mini`: its hidden reasoning tokens count in the
 TPM bucket, `reasoning_tokens_per_row`).
@@ -108,13 +110,18 @@ def score_processes(
         command += [str(work / f"scored-{index}.parquet"), "--base-url", url, *budget]
         command += ["--cache", str(work / "cache" / f"judge-{index}.sqlite")]
         command += ["--metrics", ",".join(METRICS)]
+        if options.logs is not None:
+            command.append("-v")
         running.append(
             subprocess.Popen(
                 command, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
         )
-    for process in running:
+    for index, process in enumerate(running):
         _, stderr = process.communicate()
+        if options.logs is not None:
+            options.logs.mkdir(parents=True, exist_ok=True)
+            (options.logs / f"score-{index}.log").write_bytes(stderr)
         if process.returncode != 0:
             raise SystemExit(f"score failed ({process.returncode}): {stderr.decode()[-2000:]}")
     return time.monotonic() - started, _children_cpu_seconds() - cpu_before
@@ -217,6 +224,9 @@ def main() -> None:
         "--admission, or a value",
     )
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument(
+        "--logs", type=Path, default=None, help="keep each score process's -v log in this folder"
+    )
     parser.add_argument("--rate-429", type=float, default=0.2)
     parser.add_argument(
         "--model",

@@ -119,3 +119,31 @@ def test_auto_is_the_default_and_the_explicit_values_stay_overrides() -> None:
     assert LimitsSpec().provider_counts == "auto"
     assert TokenCounting("usage").learner is None
     assert TokenCounting("max_tokens").learner is None
+
+
+def test_a_429_with_room_for_the_prompt_but_not_max_tokens_overrules_the_votes():
+    learner = CountingLearner()
+    learner._votes.extend([True] * 20)
+    assert learner._conclude() == "usage"  # the votes said usage
+    room_for_prompt = RateLimitHeaders(remaining_requests=5, remaining_tokens=1_500)
+    assert learner.refused_with_room(room_for_prompt, prompt_tokens=1_000, max_completion=512)
+    assert learner.conclusion == "max_tokens"
+    learner._votes.extend([True] * 41)
+    assert learner._conclude() == "max_tokens"  # for the rest of the run
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        RateLimitHeaders(remaining_requests=5, remaining_tokens=900),  # no room for the prompt
+        RateLimitHeaders(remaining_requests=5, remaining_tokens=1_600),  # room for it all
+        RateLimitHeaders(remaining_requests=0, remaining_tokens=1_500),  # the requests' limit
+        RateLimitHeaders(),  # nothing said
+    ],
+)
+def test_a_429_that_any_counting_explains_overrules_nothing(headers):
+    learner = CountingLearner()
+    learner._votes.extend([True] * 20)
+    learner._conclude()
+    assert not learner.refused_with_room(headers, prompt_tokens=1_000, max_completion=512)
+    assert learner.conclusion == "usage"

@@ -186,10 +186,13 @@ class CountingLearner:
     have seen it on the other side of that answer). The
     conclusion is the way with at least three quarters of the latest votes (11 at least);
     until then, `max_tokens` (the one that never lets a burst through that the provider
-    would then count).
+    would then count). A 429 only `max_tokens` explains outranks the votes
+    (`refused_with_room`).
     """
 
     conclusion: ProviderCounts | None = None
+    overruled: bool = False
+    """A 429 showed the provider counts `max_tokens` (`refused_with_room`): so it stays."""
     _votes: deque[bool] = field(default_factory=lambda: deque(maxlen=_VOTES))
     """True: a vote for `usage`."""
     _previous: tuple[float, int, float | None] | None = None
@@ -246,7 +249,29 @@ class CountingLearner:
             self._votes.append(abs(drop - at_answer) < abs(drop - at_admission))
         return self._conclude()
 
+    def refused_with_room(
+        self, headers: RateLimitHeaders, prompt_tokens: int, max_completion: int
+    ) -> bool:
+        """A 429 for a request of `prompt_tokens` (with the admission margin) and
+        `max_completion`: when its headers show room for the prompt but not for the prompt and
+        `max_completion` (and requests left), only a provider counting `max_tokens` at
+        admission refuses it, whatever the votes said: the conclusion is `max_tokens` for the
+        rest of the run. Returns whether it was."""
+        remaining = headers.remaining_tokens
+        if remaining is None or max_completion <= 0:
+            return False
+        if headers.remaining_requests is not None and headers.remaining_requests < 1:
+            return False
+        if not prompt_tokens <= remaining < prompt_tokens + max_completion:
+            return False
+        self.overruled = True
+        self.conclusion = "max_tokens"
+        self._votes.clear()
+        return True
+
     def _conclude(self) -> ProviderCounts | None:
+        if self.overruled:
+            return self.conclusion
         if len(self._votes) >= _ENOUGH_VOTES:
             usage = sum(self._votes) / len(self._votes)
             if usage >= _MAJORITY:

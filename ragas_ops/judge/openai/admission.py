@@ -149,6 +149,18 @@ class Admission:
             self._events[f"provider_counts_{concluded}"] += 1
             log.info("the provider's rate-limit headers say it counts %s", concluded)
 
+    def _overrule_usage(self, request: Request, said: RateLimitHeaders) -> None:
+        """With `auto` concluded `usage`: a 429 with room for the prompt but not for its
+        `max_tokens` says the provider counts `max_tokens` (the votes were wrong)."""
+        learner = self._counting.learner
+        if learner is None or not request.chat or self._counting.counts != "usage":
+            return
+        hold = self._counting.at_admission(request.what, request.max_completion)
+        if learner.refused_with_room(said, request.tokens - hold, request.max_completion):
+            self._counting.concluded("max_tokens")
+            self._events["provider_counts_max_tokens"] += 1
+            log.info("a 429 says the provider counts max_tokens at admission, not usage")
+
     @property
     def provider_counts(self) -> str:
         """How the provider is taken to count a chat request's tokens now."""
@@ -165,7 +177,9 @@ class Admission:
         headers say the budget is spent, or the share of 429s follows the pace); otherwise
         only this request waits its Retry-After, and the others go on."""
         wait = outcome.retry_after or 0.0
-        cause = cause_of_429(rate_limit_headers(headers), request.tokens)
+        said = rate_limit_headers(headers)
+        self._overrule_usage(request, said)
+        cause = cause_of_429(said, request.tokens)
         reaction, restore = self._congestion.refused(cause, self.limiter.pace)
         if restore is not None:
             self.limiter.restore_pace(restore)
