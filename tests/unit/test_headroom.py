@@ -182,14 +182,20 @@ def test_the_limiter_is_raised_but_never_lowered_nor_above_its_burst():
     assert limiter.tokens.level == pytest.approx(BURST)
 
 
-async def test_a_process_that_stops_leaves_nothing_in_flight_in_the_file(tmp_path):
-    path = tmp_path / "budget.sqlite"
+async def started_budget(path):
+    """A process's shared budget of the account in `path`, started; its coordinator."""
     coordinator = LocalCoordinator(path, "acct")
     limiter = RateLimiter(None, TPM)
     budget = SharedBudget(
         coordinator, limiter, PLAN, pool="nightly", fallback=Rates(None, TPM), where="x"
     )
     await budget.start()
+    return budget, coordinator, limiter
+
+
+async def test_a_process_that_stops_leaves_nothing_in_flight_in_the_file(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    budget, coordinator, limiter = await started_budget(path)
     admitted = lambda: budget.in_flight.admitted(1, 0.0, 900, 500)  # noqa: E731
     await limiter.acquire(1_400, admitted)
     state = coordinator.state()
@@ -204,13 +210,7 @@ async def test_a_process_that_stops_leaves_nothing_in_flight_in_the_file(tmp_pat
 
 
 async def test_an_offered_headroom_raises_the_accounts_buckets(tmp_path):
-    path = tmp_path / "budget.sqlite"
-    coordinator = LocalCoordinator(path, "acct")
-    limiter = RateLimiter(None, TPM)
-    budget = SharedBudget(
-        coordinator, limiter, PLAN, pool="nightly", fallback=Rates(None, TPM), where="x"
-    )
-    await budget.start()
+    budget, coordinator, limiter = await started_budget(tmp_path / "budget.sqlite")
     await limiter.acquire(6_000)  # the account's buckets: nearly spent
     budget.offer_headroom(remaining=5_000, margin=300)
     assert budget._raising is not None
