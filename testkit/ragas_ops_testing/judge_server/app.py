@@ -343,7 +343,7 @@ class App:
         with self._lock:
             for bucket in self._buckets:
                 if bucket.kind == "tokens":
-                    bucket.level -= beyond_reserved
+                    bucket.charge(beyond_reserved)
             self._stats.limiter_tokens += beyond_reserved
             self._stats.prompt_tokens += job.prompt_tokens
             if hung:
@@ -391,7 +391,7 @@ class App:
             blocked = next((b for b in self._buckets if waits[b.kind] > 0), None)
             if blocked is None:
                 for bucket in self._buckets:
-                    bucket.level -= 1 if bucket.kind == "requests" else tokens
+                    bucket.charge(1 if bucket.kind == "requests" else tokens)
                 self._stats.limiter_tokens += tokens
                 return None
             self._stats.rate_limited += 1

@@ -52,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="max_tokens",
         help="tokens counted at admission: prompt + max_tokens (OpenAI) or the prompt, then usage",
     )
+    add(
+        "--headers-window",
+        choices=("burst", "minute"),
+        default="burst",
+        help="what x-ratelimit-* describe: the burst bucket, or a minute's window (OpenAI)",
+    )
     add("--rate-429", type=_fraction, default=0.0, help="fraction answered 429 anyway")
     add("--rate-5xx", type=_fraction, default=0.0, help="fraction answered 500/503")
     add("--rate-timeout", type=_fraction, default=0.0, help="fraction that hang first")
@@ -124,6 +130,7 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         tpm=args.tpm,
         burst_seconds=args.burst_seconds,
         admission=args.admission,
+        headers_window=args.headers_window,
         rate_429=args.rate_429,
         rate_5xx=args.rate_5xx,
         rate_timeout=args.rate_timeout,

@@ -31,6 +31,10 @@ class JudgeServerConfig:
     # prompt and max_tokens x n at admission, kept whatever the answer uses), or `usage`, as
     # vLLM-fronting gateways do (the prompt at admission, the completion once it is known).
     admission: Literal["max_tokens", "usage"] = "max_tokens"
+    # What the `x-ratelimit-*` headers describe: `burst`, the bucket that refuses (its
+    # `burst_seconds`); `minute`, as OpenAI's do, a window of a minute's limit charged alike
+    # (remaining 149,984 of 150,000, reset 6m0s) while the burst bucket still refuses.
+    headers_window: Literal["burst", "minute"] = "burst"
     rate_429: float = 0.0  # fraction of requests answered 429 regardless of limits
     rate_5xx: float = 0.0  # fraction answered 500/503
     rate_timeout: float = 0.0  # fraction that hang `hang_seconds` before answering
@@ -97,6 +101,9 @@ FLEX_UNAVAILABLE_MESSAGE = (
     "(injected by the test double). Please retry later, or send it with service_tier 'default'."
 )
 
+# What the `x-ratelimit-*` headers may describe (`headers_window`).
+WINDOWS = ("burst", "minute")
+
 # Settings that `JudgeServer.update` may not change: the socket is already bound.
 FIXED_SETTINGS = frozenset({"host", "port"})
 
@@ -114,15 +121,12 @@ def validate_config(config: JudgeServerConfig) -> None:
         value = getattr(config, name)
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive or None, not {value}")
-    if config.auto_tier not in AUTO_TIERS:
-        raise ValueError(f"auto_tier must be one of {list(AUTO_TIERS)}, not {config.auto_tier!r}")
     for name in ("latency_ms", "hang_seconds", "retry_after_seconds", "flex_latency_ms"):
         if getattr(config, name) < 0:
             raise ValueError(f"{name} must not be negative")
     if config.burst_seconds <= 0:
         raise ValueError("burst_seconds must be positive")
-    if config.admission not in ("max_tokens", "usage"):
-        raise ValueError(f"admission must be max_tokens or usage, not {config.admission!r}")
+    _check_choices(config)
     if not 1 <= config.embedding_dim <= MAX_EMBEDDING_DIM:
         raise ValueError(f"embedding_dim must be in [1, {MAX_EMBEDDING_DIM}]")
     check_aliases(config.model_aliases)
@@ -140,3 +144,16 @@ def loopback_host(host: str) -> str:
     if address.version != 4 or not address.is_loopback:
         raise ValueError(f"the test judge listens on loopback only, not on {host!r}")
     return host
+
+
+def _check_choices(config: JudgeServerConfig) -> None:
+    """Settings with a few allowed values."""
+    allowed = {
+        "auto_tier": AUTO_TIERS,
+        "admission": ("max_tokens", "usage"),
+        "headers_window": WINDOWS,
+    }
+    for name, choices in allowed.items():
+        value = getattr(config, name)
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {list(choices)}, not {value!r}")

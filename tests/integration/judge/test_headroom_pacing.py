@@ -98,3 +98,22 @@ def raised_tokens(judge: OpenAIJudge) -> float:
     budget = judge._admission.shared_budget
     assert budget is not None
     return budget.raised_tokens
+
+
+def test_headers_of_a_minute_long_window_raise_nothing(start_judge_server, tmp_path):
+    """As OpenAI's: remaining 119,000 of 120,000 says nothing of the 1-second burst that
+    refuses; the judges pace as before, and the burst's 429s cost no row."""
+    server = start_judge_server(
+        rpm=RPM,
+        tpm=TPM,
+        burst_seconds=1.0,
+        latency_ms=150,
+        admission="usage",
+        headers_window="minute",
+    )
+    judges = score_side_by_side(server, tmp_path, tpm=TPM, count=12)
+
+    assert server.stats()["answered_by_endpoint"]["chat"] == 24
+    for judge in judges:
+        assert judge.events["paced_to_headroom"] == 0
+        assert raised_tokens(judge) == 0
