@@ -2,11 +2,12 @@
 every machine share one account, e.g. the Celery workers of the compose deployment, which
 already runs a Redis server for its broker.
 
-A take is `account_buckets.take_from` on one key, made atomic by Redis' optimistic
-transactions (WATCH the key, read it and the server's clock, MULTI/SET/EXEC; another process's
-write in between makes EXEC fail and the take starts again): the same arithmetic as the SQLite
-file, with the server's clock, so that hosts whose clocks disagree still refill alike. A take
-that finds too little writes nothing. The key names only a hash of the account and expires
+A change of the state (a take, a raise to the provider's headroom, a process leaving) is run on
+one key, made atomic by Redis' optimistic transactions (WATCH the key, read it and the
+server's clock, MULTI/SET/EXEC; another process's write in between makes EXEC fail and the
+change runs again): the same arithmetic as the SQLite file, with the server's clock, so that
+hosts whose clocks disagree refill alike. A change that stores nothing (a take that finds too
+little) writes nothing. The key names only a hash of the account and expires
 after an hour unused.
 
 Redis unreachable, slow (more than `SOCKET_TIMEOUT_SECONDS`) or refusing the password is a

@@ -15,6 +15,12 @@ first), and budget that a process does not use (it is starting, finishing its la
 waiting for answers) goes at once to whoever has work: there is no share to hand out, no
 heartbeat to wait for, and a killed process simply stops taking.
 
+Beside the buckets, the state holds each process's requests in flight (told with every take),
+so that what the provider's headers say is left raises the account's buckets less what it may
+still count of all of them (`offer_headroom`, see `headroom`); a process that stops takes its
+entry out. Every coordinator offers one primitive, `change`: a function of the stored state and
+the coordinator's clock, run atomically.
+
 If the coordinator fails (the file is unusable or locked too long, Redis is unreachable), the
 process falls back to its static share and keeps scoring, after one warning.
 """
