@@ -147,3 +147,24 @@ def test_a_429_that_any_counting_explains_overrules_nothing(headers):
     learner._conclude()
     assert not learner.refused_with_room(headers, prompt_tokens=1_000, max_completion=512)
     assert learner.conclusion == "usage"
+
+
+def test_an_interval_with_a_429_in_it_does_not_vote():
+    """A request answered 429 was admitted by the judge but counted by no provider: against
+    a `max_tokens` provider its interval's drop would look like `usage` (closer to the used
+    completion than to the max_tokens admitted)."""
+    learner = CountingLearner()
+    learner.answered(0.0, 100, tokens_left(3_000))
+    learner.admitted(0.1, 800, 512)
+    learner.refused()  # ... so the provider counted nothing: 0.3 s of refill, 5,000 left
+    learner.answered(0.3, 100, tokens_left(5_000))
+    assert len(learner._votes) == 0
+    learner.admitted(0.35, 800, 512)
+    learner.answered(0.45, 100, tokens_left(5_000 + 1_000 - 800 - 512))
+    assert list(learner._votes) == [False]  # the next interval votes again: max_tokens
+
+
+def tokens_left(remaining: int) -> RateLimitHeaders:
+    return RateLimitHeaders(
+        remaining_tokens=remaining, limit_tokens=TPM, reset_tokens_seconds=(RATE - remaining) / RATE
+    )

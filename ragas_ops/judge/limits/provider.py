@@ -33,6 +33,8 @@ class RateLimitHeaders:
     reset_tokens_seconds: float | None = None
     limit_tokens: int | None = None
     """`x-ratelimit-limit-tokens`: the account's tokens per minute."""
+    limit_requests: int | None = None
+    """`x-ratelimit-limit-requests`: the account's requests per minute."""
 
     @property
     def said_anything(self) -> bool:
@@ -47,6 +49,7 @@ def rate_limit_headers(headers: Mapping[str, str]) -> RateLimitHeaders:
         reset_requests_seconds=duration_seconds(headers.get("x-ratelimit-reset-requests")),
         reset_tokens_seconds=duration_seconds(headers.get("x-ratelimit-reset-tokens")),
         limit_tokens=_int(headers.get("x-ratelimit-limit-tokens")),
+        limit_requests=_int(headers.get("x-ratelimit-limit-requests")),
     )
 
 
@@ -73,18 +76,37 @@ def duration_seconds(text: str | None) -> float | None:
 RateLimitCause = Literal["ours", "not_ours", "unknown"]
 
 
-def cause_of_429(headers: RateLimitHeaders, tokens: int) -> RateLimitCause:
+def cause_of_429(
+    headers: RateLimitHeaders, tokens: int, burst_seconds: float | None = None
+) -> RateLimitCause:
     """Whether a 429 says the limit the judge paces to is spent: `ours` when the headers show
     no request or fewer tokens left than this request needed, `not_ours` when they show room
     for it (another limit refused it: an organisation's shared quota, a gateway's own), and
-    `unknown` when the 429 came without them."""
+    `unknown` when the 429 came without them, or when the room they show is in a window
+    longer than the provider's burst (`burst_seconds` of the limit they name: OpenAI's
+    headers describe a minute, 149,984 of 150,000 left, while its burst refuses), which says
+    nothing of the burst."""
     if not headers.said_anything:
         return "unknown"
     if headers.remaining_requests is not None and headers.remaining_requests < 1:
         return "ours"
     if headers.remaining_tokens is not None and headers.remaining_tokens < tokens:
         return "ours"
+    if burst_seconds is not None and not _within_burst(headers, burst_seconds):
+        return "unknown"
     return "not_ours"
+
+
+def _within_burst(headers: RateLimitHeaders, burst_seconds: float) -> bool:
+    """Whether the remaining the headers show is at most a burst of the limit they name (a
+    limit not named: taken as within)."""
+    return all(
+        remaining is None or not limit or remaining <= math.ceil(limit / 60.0 * burst_seconds)
+        for remaining, limit in (
+            (headers.remaining_requests, headers.limit_requests),
+            (headers.remaining_tokens, headers.limit_tokens),
+        )
+    )
 
 
 def _int(value: str | None) -> int | None:
@@ -183,8 +205,9 @@ class CountingLearner:
     the drop exceeds both by more than a request of this process (another process of the
     account sent one meanwhile), when it is within 10 ms of refill of halfway, or when this
     process admitted a request within 50 ms before either answer was read (the provider may
-    have seen it on the other side of that answer). The
-    conclusion is the way with at least three quarters of the latest votes (11 at least);
+    have seen it on the other side of that answer), or when a request of this process was
+    answered 429 within it (admitted here, counted by no provider). The conclusion is the way
+    with at least three quarters of the latest votes (11 at least);
     until then, `max_tokens` (the one that never lets a burst through that the provider
     would then count). A 429 only `max_tokens` explains outranks the votes
     (`refused_with_room`).
@@ -204,6 +227,15 @@ class CountingLearner:
     _last_admitted = -math.inf
     _last_admitted_before = -math.inf
     """When the last request was admitted, now and at the previous answer."""
+    _refused_since = False
+    """A request was answered 429 since the previous answer: counted among the admitted, not
+    by the provider."""
+
+    def refused(self) -> None:
+        """A chat request of this process was answered 429: the interval it falls in says
+        nothing (the provider counted none of it, and may have refused it on either side of
+        an answer)."""
+        self._refused_since = True
 
     def admitted(self, now: float, prompt_tokens: int, max_completion: int) -> None:
         """A chat request of this process was let go at `now` (`prompt_tokens`: its prompt's
@@ -223,6 +255,7 @@ class CountingLearner:
         admitted_prompts, admitted_completions = self._prompts_since, self._completions_since
         self._prompts_since = self._completions_since = 0
         last_before, self._last_admitted_before = self._last_admitted_before, self._last_admitted
+        refused, self._refused_since = self._refused_since, False
         if previous is None:
             return self.conclusion
         before, left, until_full = previous
@@ -231,9 +264,10 @@ class CountingLearner:
         at_admission, at_answer = float(admitted_completions), float(used)
         slack = limit / 60.0 * _CLOCK_SLACK_SECONDS
         says_nothing = (
+            refused  # a 429 among the admitted: the provider counted none of it
             # a request admitted just before an answer was read may be on either side of it
             # for the provider (it sent the answer before, saw the request after)
-            self._last_admitted > now - _GUARD_SECONDS
+            or self._last_admitted > now - _GUARD_SECONDS
             or last_before > before - _GUARD_SECONDS
             # near full: it may have filled up meanwhile (the drop is then unknown), the two
             # clocks differing by the time an answer waits to be read

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import sqlite3
@@ -228,6 +229,14 @@ class SharedBudget:
                 return
             await asyncio.sleep(wait)
 
+    def pace_account(self, account: Rates, fallback: Rates) -> None:
+        """The account's rates are lower than this process was told (the provider's headers
+        state them): take by them from now on, and fall back to `fallback`."""
+        self.plan = dataclasses.replace(self.plan, account=account)
+        self.fallback = fallback
+        if not self.failed:
+            self.limiter.set_rates(account.rpm, account.tpm)
+
     def offer_headroom(self, remaining: float, margin: float) -> None:
         """An answer read now said the provider has `remaining` tokens left: raise the
         account's buckets to that less every process's requests in flight and `margin`
@@ -367,11 +376,13 @@ def shared_budget_for(
     )
 
 
-def paced_rates(limits: LimitsSpec) -> Rates:
-    """The rates the judge paces the account to: `rpm` and `tpm` less `rate_margin`."""
-    return Rates(limits.rpm, limits.tpm).scaled(1.0 - limits.rate_margin)
+def paced_rates(limits: LimitsSpec, told: Rates | None = None) -> Rates:
+    """The rates the judge paces the account to: `rpm` and `tpm` (or `told`) less
+    `rate_margin`."""
+    told = told or Rates(limits.rpm, limits.tpm)
+    return told.scaled(1.0 - limits.rate_margin)
 
 
-def static_rates(limits: LimitsSpec, spec: SharedBudgetSpec) -> Rates:
+def static_rates(limits: LimitsSpec, spec: SharedBudgetSpec, told: Rates | None = None) -> Rates:
     """The rates of a process that shares nothing: its static share of the paced rates."""
-    return paced_rates(limits).scaled(spec.static_share)
+    return paced_rates(limits, told).scaled(spec.static_share)

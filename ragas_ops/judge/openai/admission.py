@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import Usage
+from ragas_ops.judge.limits.account_buckets import Rates
 from ragas_ops.judge.limits.congestion import CongestionControl
 from ragas_ops.judge.limits.headroom import InFlight, in_reach, margin_tokens
 from ragas_ops.judge.limits.provider import (
@@ -26,7 +27,12 @@ from ragas_ops.judge.limits.provider import (
     rate_limit_headers,
 )
 from ragas_ops.judge.limits.rate_limit import Admitted, PrioritySlots, RateLimiter
-from ragas_ops.judge.limits.shared_budget import SharedBudget, shared_budget_for, static_rates
+from ragas_ops.judge.limits.shared_budget import (
+    SharedBudget,
+    paced_rates,
+    shared_budget_for,
+    static_rates,
+)
 from ragas_ops.judge.openai.request import Attempt, Request
 
 log = logging.getLogger(__name__)
@@ -52,6 +58,9 @@ class Admission:
         )
         """This process's share of the account, kept up to date with the others (or None)."""
         self._limits = limits
+        self._spec = settings.shared_budget
+        self._told = Rates(limits.rpm, limits.tpm)
+        """The account's rates as told, lowered to what the provider's headers state."""
         self._in_flight = InFlight() if self.shared_budget is None else self.shared_budget.in_flight
         """Requests admitted and not ended: what the provider may still count of them."""
         self._whole_account = settings.shared_budget.static_share >= 1.0
@@ -110,6 +119,7 @@ class Admission:
         )
         self.limiter.settle(request.tokens, counted)
         said = rate_limit_headers(headers)
+        self._keep_to_stated_limits(said)
         if request.chat:
             self._learn_counting(completion, said)
         self.limiter.observe_remaining(said.remaining_requests, said.remaining_tokens, since)
@@ -118,11 +128,32 @@ class Admission:
         if restore is not None:
             self.limiter.restore_pace(restore)
 
+    def _keep_to_stated_limits(self, said: RateLimitHeaders) -> None:
+        """The provider's `x-ratelimit-limit-*` state the account's limits: told more (a
+        default above the account's tier, a guess), the judge paces to them from now on."""
+        told = self._told
+        lowered = Rates(_lower(told.rpm, said.limit_requests), _lower(told.tpm, said.limit_tokens))
+        if lowered == told:
+            return
+        self._told = lowered
+        static = static_rates(self._limits, self._spec, lowered)
+        if self.shared_budget is not None:
+            self.shared_budget.pace_account(paced_rates(self._limits, lowered), static)
+        if self.shared_budget is None or self.shared_budget.failed:
+            self.limiter.set_rates(static.rpm, static.tpm)
+        self._events["limits_lowered_to_headers"] += 1
+        log.info(
+            "the provider's headers state limits below what the judge was told (rpm %s, "
+            "tpm %s): it paces to them",
+            lowered.rpm,
+            lowered.tpm,
+        )
+
     def _pace_to_headroom(self, said: RateLimitHeaders) -> None:
         """Raise the buckets to what the provider said is left less what it may still count
         (`limits.headroom`), when its headers describe the bucket the judge paces to."""
         burst = self._limits.provider_burst_seconds
-        reach = in_reach(said, tpm=self._limits.tpm, burst_seconds=burst, pace=self.limiter.pace)
+        reach = in_reach(said, tpm=self._told.tpm, burst_seconds=burst, pace=self.limiter.pace)
         shared = self.shared_budget
         if shared is not None and shared.failed:
             shared = None
@@ -178,8 +209,11 @@ class Admission:
         only this request waits its Retry-After, and the others go on."""
         wait = outcome.retry_after or 0.0
         said = rate_limit_headers(headers)
+        self._keep_to_stated_limits(said)
+        if self._counting.learner is not None and request.chat:
+            self._counting.learner.refused()
         self._overrule_usage(request, said)
-        cause = cause_of_429(said, request.tokens)
+        cause = cause_of_429(said, request.tokens, self._limits.provider_burst_seconds)
         reaction, restore = self._congestion.refused(cause, self.limiter.pace)
         if restore is not None:
             self.limiter.restore_pace(restore)
@@ -195,3 +229,10 @@ class Admission:
     async def aclose(self) -> None:
         if self.shared_budget is not None:
             await self.shared_budget.stop()
+
+
+def _lower(told: float | None, stated: int | None) -> float | None:
+    """`told`, or the provider's `stated` limit where that is lower (an unset one stays)."""
+    if told is None or stated is None or stated <= 0:
+        return told
+    return min(told, float(stated))

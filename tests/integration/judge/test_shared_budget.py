@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -105,12 +106,14 @@ def assert_rows_scored(targets: list[Path]) -> None:
 
 
 @pytest.mark.parametrize("model", ["test-judge", "gpt-5-mini"])
-def test_a_judge_told_too_much_backs_off_on_429s_and_answers_every_request(
+def test_a_judge_told_too_much_paces_to_the_stated_limit_and_answers_every_request(
     start_judge_server, tmp_path, model
 ):
-    """One process believing it has 10x the account's rate: AIMD and Retry-After bring it
-    down to what the server allows, and no request runs out of attempts (a reasoning model
-    too)."""
+    """One process believing it has 10x the account's rate: the first answer's
+    `x-ratelimit-limit-requests` says 300, and it paces to that from then on. A model the
+    judge knows (gpt-5-mini) sends its first burst before any answer: AIMD and Retry-After
+    absorb those 429s; the test judge's unknown model is asked once alone first, and meets
+    none. No request runs out of attempts."""
     server = start_judge_server(rpm=300, burst_seconds=1.0, latency_ms=20)
     settings = settings_for(
         server, tmp_path, rpm=3000, shared_budget="none", max_attempts=8, model=model
@@ -120,16 +123,54 @@ def test_a_judge_told_too_much_backs_off_on_429s_and_answers_every_request(
         for i in range(40)
     ]
 
-    async def run() -> tuple[int, int]:
+    async def run() -> tuple[int, Counter[str]]:
         judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
         try:
             await asyncio.gather(*(judge.complete(STATEMENTS_PROMPT, row) for row in rows))
-            return judge.rate_limit_slowdowns, judge.events["retry_429"]
+            return judge.rate_limit_slowdowns, judge.events
         finally:
             await judge.aclose()
 
-    slowdowns, retried = asyncio.run(run())
+    slowdowns, events = asyncio.run(run())
     stats = server.stats()
     assert stats["answered_by_endpoint"]["chat"] == 40
-    assert retried == stats["rate_limited"] > 0
-    assert slowdowns >= 1
+    assert events["limits_lowered_to_headers"] == 1
+    assert events["retry_429"] == stats["rate_limited"]
+    if model == "test-judge":
+        assert stats["rate_limited"] == 0
+    else:
+        assert stats["rate_limited"] > 0
+        assert slowdowns >= 1
+
+
+def test_a_judge_told_too_much_keeps_to_the_limit_openais_headers_state(
+    start_judge_server, tmp_path
+):
+    """OpenAI's headers describe a minute (remaining 59,000 of 60,000) while a 1-second burst
+    refuses: their room says nothing of the burst, but their limit does. Told 3x the
+    account, the judge paces to the stated limit (before: 679 of 739 attempts answered 429,
+    every one taken for another limit's)."""
+    server = start_judge_server(
+        rpm=300, tpm=60_000, burst_seconds=1.0, latency_ms=50, headers_window="minute"
+    )
+    settings = settings_for(
+        server, tmp_path, rpm=900, tpm=180_000, shared_budget="none", max_attempts=8
+    )
+    rows = [
+        {"question": f"When did bridge {i} open?", "answer": f"Bridge {i} opened in {1900 + i}."}
+        for i in range(60)
+    ]
+
+    async def run() -> Counter[str]:
+        judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+        try:
+            await asyncio.gather(*(judge.complete(STATEMENTS_PROMPT, row) for row in rows))
+            return judge.events
+        finally:
+            await judge.aclose()
+
+    events = asyncio.run(run())
+    stats = server.stats()
+    assert stats["answered_by_endpoint"]["chat"] == 60
+    assert events["limits_lowered_to_headers"] == 1
+    assert stats["rate_limited"] <= 0.1 * stats["requests"]
