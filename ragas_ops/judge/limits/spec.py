@@ -19,9 +19,11 @@ class LimitsSpec:
     """What the judge may send and spend: the account's rates and a run's budget."""
 
     rpm: int | None = positive(500)
-    """Requests per minute this run may send (OpenAI tier 1); None: no limit."""
+    """Requests per minute this run may send (OpenAI tier 1); None: no limit. Lowered to the
+    provider's `x-ratelimit-limit-requests` when that is less."""
     tpm: int | None = positive(200_000)
-    """Tokens per minute this run may use; None: no limit."""
+    """Tokens per minute this run may use; None: no limit. Lowered to the provider's
+    `x-ratelimit-limit-tokens` when that is less."""
     max_concurrency: int = at_least_one(32)
     """Requests in flight at once."""
     rate_limit_patience_seconds: float = positive(3600.0)
