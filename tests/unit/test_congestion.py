@@ -80,23 +80,21 @@ def test_a_429_whose_headers_say_our_budget_is_spent_always_slows_down() -> None
 def test_room_in_a_window_longer_than_the_burst_says_nothing_of_the_burst() -> None:
     """OpenAI's headers describe a minute (149,984 of 150,000 left) while its burst refuses:
     the room they show is no proof that another limit refused the request."""
-    minute = rate_limit_headers(
-        {
-            "x-ratelimit-limit-requests": "60",
-            "x-ratelimit-remaining-requests": "59",
-            "x-ratelimit-limit-tokens": "150000",
-            "x-ratelimit-remaining-tokens": "149984",
-        }
-    )
+    minute = left_of(requests=59, tokens=149_984)
     assert cause_of_429(minute, tokens=2_000, burst_seconds=1.0) == "unknown"
     assert cause_of_429(minute, tokens=2_000) == "not_ours"  # no burst given: as before
-    burst = rate_limit_headers(
-        {
-            "x-ratelimit-limit-requests": "60",
-            "x-ratelimit-remaining-requests": "1",
-            "x-ratelimit-limit-tokens": "150000",
-            "x-ratelimit-remaining-tokens": "2400",
-        }
-    )
+    burst = left_of(requests=1, tokens=2_400)  # within a second of 60 RPM / 150k TPM
     assert cause_of_429(burst, tokens=2_000, burst_seconds=1.0) == "not_ours"
     assert cause_of_429(burst, tokens=3_000, burst_seconds=1.0) == "ours"
+
+
+def left_of(requests: int, tokens: int) -> RateLimitHeaders:
+    """Headers of an account of 60 RPM and 150k TPM with this much left."""
+    return rate_limit_headers(
+        {
+            "x-ratelimit-limit-requests": "60",
+            "x-ratelimit-remaining-requests": str(requests),
+            "x-ratelimit-limit-tokens": "150000",
+            "x-ratelimit-remaining-tokens": str(tokens),
+        }
+    )

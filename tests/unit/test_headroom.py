@@ -58,13 +58,22 @@ def test_in_flight_counts_every_completion_and_what_happened_within_the_guard():
 
 
 def test_a_report_is_told_until_the_coordinator_stored_it():
-    in_flight = InFlight()
+    in_flight = InFlight(reporting=True)
     in_flight.admitted(1, 0.0, prompt=100, max_completion=50)
     first = in_flight.report()
     in_flight.admitted(2, 0.01, prompt=200, max_completion=60)
     assert in_flight.report() == InFlightReport(110, (100, 200))
     in_flight.acknowledge(first)  # stored: only what came after it is news
     assert in_flight.report() == InFlightReport(110, (200,))
+
+
+def test_what_no_coordinator_is_told_is_not_kept_and_the_recent_stays_short():
+    in_flight = InFlight()
+    for key in range(10_000):  # a long run of requests, 0.01 s apart
+        in_flight.admitted(key, key * 0.01, prompt=100, max_completion=50)
+        in_flight.ended(key, key * 0.01 + 0.005)
+    assert in_flight.report().news == ()
+    assert len(in_flight._recent) <= 2 * (GUARD_SECONDS / 0.01 + 1)
 
 
 # -- when the headers describe the bucket the judge paces to ---------------------------------------

@@ -63,6 +63,8 @@ class InFlight:
     """This process's requests the provider may still count (monotonic clock)."""
 
     guard_seconds: float = GUARD_SECONDS
+    reporting: bool = False
+    """Whether a coordinator is told (`report`): only then are the news kept for it."""
     max_completion: float = 0.0
     """`max_tokens` x n summed over the requests in flight."""
     _requests: dict[int, tuple[float, float]] = field(default_factory=dict)
@@ -89,8 +91,7 @@ class InFlight:
     def countable(self, now: float) -> float:
         """What the provider may count of this process's requests beyond the `remaining` of
         an answer read at `now`."""
-        while self._recent and self._recent[0][0] < now - self.guard_seconds:
-            self._recent.popleft()
+        self._forget_before(now - self.guard_seconds)
         return self.max_completion + sum(tokens for _, tokens in self._recent)
 
     def report(self) -> InFlightReport:
@@ -101,8 +102,14 @@ class InFlight:
         del self._news[: len(report.news)]
 
     def _happened(self, now: float, tokens: float) -> None:
+        self._forget_before(now - self.guard_seconds)
         self._recent.append((now, tokens))
-        self._news.append(tokens)
+        if self.reporting:
+            self._news.append(tokens)
+
+    def _forget_before(self, moment: float) -> None:
+        while self._recent and self._recent[0][0] < moment:
+            self._recent.popleft()
 
 
 def in_reach(

@@ -181,7 +181,7 @@ class SharedBudget:
         self._lock = asyncio.Lock()
         self.process = uuid.uuid4().hex[:16]
         """This process's name in the account's state (its requests in flight)."""
-        self.in_flight = InFlight()
+        self.in_flight = InFlight(reporting=True)
         """This process's requests in flight (`Admission` keeps it), told with every take."""
         self._headroom: tuple[float, float, float] | None = None
         self._raising: asyncio.Task[None] | None = None

@@ -91,7 +91,9 @@ class Admission:
         def in_flight() -> None:
             self._in_flight.admitted(id(request), time.monotonic(), prompt, request.max_completion)
 
-        await self.limiter.acquire(request.tokens, in_flight)
+        # Without a token limit there is no bucket to raise: nothing in flight to keep.
+        tracked = in_flight if self._told.tpm is not None else None
+        await self.limiter.acquire(request.tokens, tracked)
         learner = self._counting.learner
         if learner is not None and request.chat:
             unmargined = round(prompt / (1 + self._admission_margin))
