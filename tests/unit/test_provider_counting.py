@@ -195,12 +195,12 @@ def test_auto_is_the_default_and_the_explicit_values_stay_overrides() -> None:
 
 def test_a_429_with_room_for_the_prompt_but_not_max_tokens_overrules_the_votes():
     learner = CountingLearner()
-    learner._votes.extend(["usage at admission"] * 20)
+    learner._votes.extend([frozenset({"usage at admission"})] * 20)
     assert learner._conclude() == "usage"  # the votes said usage
     room_for_prompt = RateLimitHeaders(remaining_requests=5, remaining_tokens=1_500)
     assert learner.refused_with_room(room_for_prompt, prompt_tokens=1_000, max_completion=512)
     assert learner.conclusion == "max_tokens"
-    learner._votes.extend(["usage at admission"] * 41)
+    learner._votes.extend([frozenset({"usage at admission"})] * 41)
     assert learner._conclude() == "max_tokens"  # for the rest of the run
 
 
@@ -215,7 +215,7 @@ def test_a_429_with_room_for_the_prompt_but_not_max_tokens_overrules_the_votes()
 )
 def test_a_429_that_any_counting_explains_overrules_nothing(headers):
     learner = CountingLearner()
-    learner._votes.extend(["usage at admission"] * 20)
+    learner._votes.extend([frozenset({"usage at admission"})] * 20)
     learner._conclude()
     assert not learner.refused_with_room(headers, prompt_tokens=1_000, max_completion=512)
     assert learner.conclusion == "usage"
@@ -237,7 +237,7 @@ def test_an_interval_with_a_429_in_it_does_not_vote():
     learner.admitted(3, 0.35, 800, 512)
     learner.answered(4, 0.45, 100, tokens_left(5_000 + 1_000 - 800 - 512))
     learner.answered(3, 0.6, 100, rate_limit_headers({}))  # its usage known: weighed
-    assert list(learner._votes) == ["max_tokens at admission"]  # the next one votes again
+    assert list(learner._votes) == [frozenset({"max_tokens at admission"})]  # votes again
 
 
 def tokens_left(remaining: int) -> RateLimitHeaders:

@@ -244,26 +244,25 @@ class CountingLearner:
     answer), when a request admitted in it was answered 429 or not at all (the provider
     counted none of it), when the bucket was empty (its `remaining` stops at 0), or when it
     holds less than every prediction by more than a quarter of this process's largest request
-    (another process of the account sent one meanwhile). It votes for the way whose
-    prediction is closest to what the headers said, when the best of one way of counting
-    (`max_tokens` or `usage`) is closer than the best of the other by at least
-    `_LEAST_DIFFERENCE` tokens and 20 ms of refill (an answer is read a little after it was
-    sent); with at least 11 votes, a way with three quarters of the latest 41 decides how the
-    provider counts (and a way of the other counting with as many later overturns it).
-    Voting for the ways, not for the countings, keeps the intervals another process spoilt
-    (its charges fall on one way or another by chance) from adding up to a conclusion. Until
-    then,
-    `max_tokens` (the one that never lets a burst through that the provider would then
-    count), or what a previous run concluded (`starting`). A 429 only `max_tokens` explains
-    outranks the votes (`refused_with_room`). The headers' window does not matter: a minute's
+    (another process of the account sent one meanwhile). When the best prediction of one way of
+    counting (`max_tokens` or `usage`) is closer to what the headers said than the best of the
+    other by at least `_LEAST_DIFFERENCE` tokens and 20 ms of refill (an answer is read a little
+    after it was sent), it votes for the ways whose predictions are within half that of the
+    closest; with at least 11 votes, a way voted for by three quarters of the latest 41 decides
+    how the provider counts (and a way of the other counting with as many later overturns it).
+    Voting for the ways, not for the countings, keeps the intervals another process spoilt (its
+    charges fall on one way or another by chance) from adding up to a conclusion. Until then,
+    `max_tokens` (the one that never lets a burst through that the provider would then count),
+    or what a previous run concluded (`starting`). A 429 only `max_tokens` explains outranks the
+    votes (`refused_with_room`). The headers' window does not matter: a minute's
     window and the provider's one-second burst are charged and refilled alike.
     """
 
     conclusion: ProviderCounts | None = None
     overruled: bool = False
     """A 429 showed the provider counts `max_tokens` (`refused_with_room`): so it stays."""
-    _votes: deque[str] = field(default_factory=lambda: deque(maxlen=_VOTES))
-    """The way (of `_MAX_TOKENS_WAYS` and `_USAGE_WAYS`) each interval voted for."""
+    _votes: deque[frozenset[str]] = field(default_factory=lambda: deque(maxlen=_VOTES))
+    """The ways (of `_MAX_TOKENS_WAYS` and `_USAGE_WAYS`) each interval voted for."""
     _previous: tuple[float, float, float] | None = None
     """(when, remaining tokens, capacity) of the previous answer with headers."""
     _requests: dict[int, tuple[float, float]] = field(default_factory=dict)
@@ -354,6 +353,8 @@ class CountingLearner:
             )
             self._pending.append(interval)
             self._waited.update(keys)
+            if key in self._waited and answer is not None:
+                self._answered[key] = answer  # admitted and answered within the interval
             while len(self._pending) > _PENDING:
                 self._forget(self._pending.popleft())
         return self._weigh_ready()
@@ -374,8 +375,9 @@ class CountingLearner:
                 self._votes.append(vote)
         return self._conclude()
 
-    def _vote_of(self, interval: _Interval) -> str | None:
-        """The way the interval says the provider counts and charges, or None: nothing."""
+    def _vote_of(self, interval: _Interval) -> frozenset[str] | None:
+        """The ways the interval says the provider may count and charge (several predict the
+        same when the request admitted is the one answered), or None: nothing."""
         requests = [(when, self._answered[key]) for when, key in interval.admitted]
         prompt, maximum, used = interval.answer
         end = interval.end
@@ -394,9 +396,11 @@ class CountingLearner:
         max_tokens = min(errors[way] for way in _MAX_TOKENS_WAYS)
         usage = min(errors[way] for way in _USAGE_WAYS)
         slack = interval.rate * _CLOCK_SLACK_SECONDS
-        if abs(max_tokens - usage) < max(_LEAST_DIFFERENCE, 2 * slack):
+        least = max(_LEAST_DIFFERENCE, 2 * slack)
+        if abs(max_tokens - usage) < least:
             return None  # too close to call (every request used about its max_tokens, ...)
-        return min(errors, key=errors.__getitem__)
+        best = min(max_tokens, usage)
+        return frozenset(way for way, error in errors.items() if error <= best + least / 2)
 
     def _forget(self, interval: _Interval) -> None:
         for _, key in interval.admitted:
@@ -427,7 +431,7 @@ class CountingLearner:
     def _conclude(self) -> ProviderCounts | None:
         if self.overruled or len(self._votes) < _ENOUGH_VOTES:
             return self.conclusion
-        way, votes = Counter(self._votes).most_common(1)[0]
+        way, votes = Counter(way for ways in self._votes for way in ways).most_common(1)[0]
         if votes >= _MAJORITY * len(self._votes):
             self.conclusion = "max_tokens" if way in _MAX_TOKENS_WAYS else "usage"
         return self.conclusion

@@ -8,6 +8,7 @@ each request as the provider does, before (admission) and after (its answer's us
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
@@ -84,6 +85,10 @@ class Admission:
         """id of a request admitted and not over -> its attempt's key for the learner."""
         self._keys = itertools.count()
         self._answered_any = False
+        self._first_over = asyncio.Event()
+        """With `rpm`/`tpm` not set: the first request goes alone and the others wait until it
+        is over, so that the limits its answer states pace them (a cautious start)."""
+        self._first_sent = not any(self._untold)
         self._in_flight = InFlight() if self.shared_budget is None else self.shared_budget.in_flight
         """Requests admitted and not ended: what the provider may still count of them."""
         self._whole_account = settings.shared_budget.static_share >= 1.0
@@ -108,6 +113,10 @@ class Admission:
         """Wait until the account's pace lets `request` go; what was admitted before it."""
         if self.shared_budget is not None:
             await self.shared_budget.start()  # the first request joins the others
+        if not self._first_sent:
+            self._first_sent = True  # this one goes alone: its answer states the limits
+        elif not self._first_over.is_set() and any(self._untold):
+            await self._first_over.wait()
         hold = self._counting.at_admission(request.what, request.max_completion)
         prompt = request.tokens - hold if request.chat else request.tokens
 
@@ -127,6 +136,7 @@ class Admission:
 
     def ended(self, request: Request) -> None:
         """An admitted request is over, answered or not (idempotent)."""
+        self._first_over.set()
         self._in_flight.ended(id(request), time.monotonic())
         key = self._attempts.pop(id(request), None)
         if key is not None and self._counting.learner is not None:
