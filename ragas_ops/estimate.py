@@ -175,6 +175,7 @@ class Estimate:
                 {"part": label, **self._tally_dict(tally, prices)} for label, tally in self.parts
             ],
             "total": self._tally_dict(self.total, prices),
+            "pace": dataclasses.asdict(judge_pace(self.settings, self.total)),
             "assumptions": assumptions(self.settings.metrics.names),
         }
 
@@ -217,6 +218,7 @@ class Estimate:
         lines += [self._line(label, tally, prices) for label, tally in self.parts]
         total = self.total
         lines.append(self._line("total", total, prices))
+        lines.append(judge_pace(self.settings, total).line())
         lines += self._notes(total)
         lines += [
             "",
@@ -255,6 +257,76 @@ class Estimate:
             )
         notes += [f"note: rejected, not scored: {file}" for file in total.rejected_files]
         return ["", *notes] if notes else []
+
+
+@dataclass(frozen=True)
+class JudgePace:
+    """How long the judge's requests take at the account's limits, and which limits."""
+
+    rpm: float | None
+    tpm: float | None
+    limits: str
+    """Where the limits come from: the provider's statement a recent run kept (`stated`),
+    the config (`configured`), or the defaults (`default`)."""
+    kept_in: str | None
+    minutes: float | None
+    """None: no limit, or nothing asked of an endpoint."""
+
+    def line(self) -> str:
+        where = {
+            "stated": f"as the provider stated them to a recent run (kept in {self.kept_in})",
+            "configured": "as configured",
+            "default": "the defaults: no run has kept what the provider states (it paces "
+            "to that once its first answer states it)",
+        }[self.limits]
+        rates = f"rpm {_rate(self.rpm)}, tpm {_rate(self.tpm)}, {where}"
+        if self.minutes is None:
+            return f"judge time: no limit to pace to ({rates})"
+        return f"judge time: at least {self.minutes:,.1f} min at {rates}"
+
+
+def judge_pace(settings: Settings, total: Tally) -> JudgePace:
+    """The judge time of `total` at the account's limits, less `rate_margin`: the limits the
+    provider stated to a run within `stated.RECENT_DAYS` when `rpm`/`tpm` were not set (kept
+    beside the cache by the judge), else the settings. A floor: a provider counting
+    `max_tokens` at admission counts more tokens than the reply uses."""
+    from ragas_ops.judge.factory import capabilities, recently_stated_limits
+    from ragas_ops.judge.limits.spec import DefaultRate
+
+    judge = settings.judge
+    limits = judge.limits
+    rpm, tpm = limits.rpm, limits.tpm
+    source, kept_in = "configured", None
+    if isinstance(rpm, DefaultRate) or isinstance(tpm, DefaultRate):
+        source = "default"
+        known = recently_stated_limits(judge)
+        if known is not None:
+            stated_rpm, stated_tpm, kept_in = known
+            rpm = stated_rpm if isinstance(rpm, DefaultRate) and stated_rpm else rpm
+            tpm = stated_tpm if isinstance(tpm, DefaultRate) and stated_tpm else tpm
+            source = "stated"
+    minutes: float | None = None
+    if capabilities(judge).endpoint:
+        share = 1.0 - limits.rate_margin
+        tokens = total.prompt_tokens + total.completion_tokens + total.embedding_tokens
+        requests = total.chat_requests + total.embedding_requests
+        bounds = [
+            amount / (rate * share)
+            for amount, rate in ((requests, rpm), (tokens, tpm))
+            if rate is not None
+        ]
+        minutes = max(bounds) if bounds else None
+    return JudgePace(
+        None if rpm is None else float(rpm),
+        None if tpm is None else float(tpm),
+        source,
+        kept_in,
+        minutes,
+    )
+
+
+def _rate(value: float | None) -> str:
+    return "unlimited" if value is None else f"{value:,.0f}"
 
 
 def _price_dict(price: Price | None) -> dict[str, float] | None:

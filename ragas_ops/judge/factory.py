@@ -126,3 +126,22 @@ def local_judge_installed() -> bool:
     from ragas_ops.judge.local.onnx_embedder import onnx_available
 
     return onnx_available() or importlib.util.find_spec("sentence_transformers") is not None
+
+
+def recently_stated_limits(
+    settings: JudgeSettings,
+) -> tuple[int | None, int | None, str] | None:
+    """The limits (rpm, tpm) the provider stated to a recent run on this judge's account, and
+    the file that keeps them (`limits.stated`); None when no run kept them within
+    `stated.RECENT_DAYS`, or the base URL is not valid."""
+    from ragas_ops.judge.endpoint import effective_base_url, endpoint_name
+    from ragas_ops.judge.limits.stated import RECENT_DAYS, read_stated, stated_file
+
+    try:
+        account = f"{endpoint_name(effective_base_url(settings.endpoint.base_url))} "
+    except ConfigError:
+        return None
+    known = read_stated(settings.cache.path, account + settings.endpoint.model)
+    if known is None or not known.learnt_within(RECENT_DAYS):
+        return None
+    return known.rpm, known.tpm, str(stated_file(settings.cache.path))

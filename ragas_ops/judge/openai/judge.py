@@ -155,6 +155,12 @@ class OpenAIJudge:
         return self._admission.shared_budget
 
     @property
+    def limits_note(self) -> str | None:
+        """With `rpm`/`tpm` not set: the limits the provider stated and the judge paced to, or
+        that it stated none and the defaults were kept (the manifest records it)."""
+        return self._admission.limits_note()
+
+    @property
     def current_rates(self) -> tuple[float | None, float | None]:
         """The requests and tokens per minute it paces to now (None: unlimited)."""
         return self._admission.limiter.current_rates()

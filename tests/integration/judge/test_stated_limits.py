@@ -137,3 +137,29 @@ def test_the_way_of_counting_is_learnt_from_minute_headers_and_kept_for_the_next
     following = OpenAIJudge(settings.judge, Secret(""), settings.prices)
     assert following._admission.provider_counts == admission
     asyncio.run(following.aclose())
+
+
+def test_estimate_prices_the_time_at_the_limits_a_recent_run_kept(start_judge_server, tmp_path):
+    import pyarrow.parquet as pq
+
+    from ragas_ops.estimate import estimate_input, judge_pace
+    from ragas_ops.samples import sample_interactions
+
+    server = start_judge_server(
+        rpm=1_200, tpm=400_000, burst_seconds=1.0, latency_ms=20, headers_window="minute"
+    )
+    settings = no_rates(server, tmp_path)
+    logs = tmp_path / "logs.parquet"
+    pq.write_table(sample_interactions(20, seed=3), logs)
+    before = estimate_input(str(logs), settings)
+    assert judge_pace(settings, before.total).limits == "default"
+
+    score(settings, 3)  # a run: the provider states its limits, kept beside the cache
+
+    after = estimate_input(str(logs), settings)
+    pace = judge_pace(settings, after.total)
+    assert (pace.limits, pace.rpm, pace.tpm) == ("stated", 1_200, 400_000)
+    assert any("as the provider stated them" in line for line in after.lines())
+    assert after.to_dict()["pace"]["tpm"] == 400_000
+    configured = no_rates(server, tmp_path, rpm=100, tpm=50_000)
+    assert judge_pace(configured, after.total).limits == "configured"
