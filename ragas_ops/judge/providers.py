@@ -25,6 +25,8 @@ from ragas_ops.judge.spec import JUDGE_KINDS, PROVIDER_GROUP, installed_kinds
 from ragas_ops.settings_fields import ConfigError
 
 if TYPE_CHECKING:
+    from datetime import date
+
     from ragas_ops.config import JudgeSettings, Settings
     from ragas_ops.judge.base import Judge, JudgeIdentity
     from ragas_ops.storage import S3Options
@@ -64,6 +66,13 @@ class ReasoningEstimate:
 BuildJudge = Callable[["Settings", Mapping[str, str], "S3Options | None"], "Judge"]
 """(the settings, the environment its key is read from, the lake's S3 options for a shared
 cache) -> the judge."""
+ShutdownLines = Callable[["Settings", Mapping[str, str], "date"], list[str]]
+"""(the settings, the environment, today) -> a line per model of the judge shutting down soon."""
+
+
+def settings_key_env(settings: JudgeSettings) -> str:
+    """`judge.api_key_env`: the variable a provider's key is read from, unless it says."""
+    return settings.endpoint.api_key_env
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,14 @@ class Provider:
     reasoning: Callable[[JudgeSettings], ReasoningEstimate] | None = None
     """The reasoning its replies are expected to spend; None: none (a judge that does not
     reason)."""
+    api_key_env: Callable[[JudgeSettings], str] = settings_key_env
+    """The environment variable its key is read from."""
+    shutdown_lines: ShutdownLines | None = None
+    """Its endpoint's lifecycle lookups: which of the judge's models shut down soon; None:
+    its API says nothing of it."""
+    build_embedder: BuildJudge | None = None
+    """Its judge as the embedder beside another kind's chat (`judge.embedding_kind`), with
+    its own endpoint; None: `build`."""
 
 
 log = logging.getLogger(__name__)

@@ -75,6 +75,10 @@ class EndpointSpec:
     model: str = "gpt-5.4-mini"
     """The judge's chat model: gpt-5.4-mini, still served next quarter (docs/judge.md)."""
     embedding_model: str = "text-embedding-3-small"
+    embedding_kind: str | None = setting(None, check=check_judge_kind)
+    """The provider the embeddings come from (answer relevance's), when not the judge's own:
+    `openai` (at `OPENAI_BASE_URL` with `OPENAI_API_KEY`), `local` (the local embedder) or a
+    registered provider's; none: the judge's kind (Anthropic has no embeddings API: set it)."""
     base_url: str | None = setting(None, check=check_base_url)
     """OpenAI-compatible endpoint; None means the SDK's default (or OPENAI_BASE_URL). Never
     with credentials in it (`user:key@`): the key is read from `api_key_env`."""

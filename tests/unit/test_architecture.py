@@ -41,7 +41,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"prompts", "config", "tables", "labels"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.engine"}),
-    frozenset({"judge.openai", "judge.local"}),
+    frozenset({"judge.openai", "judge.anthropic", "judge.local"}),
     frozenset({"judge.factory"}),
     frozenset({"metrics"}),
     frozenset({"scoring", "quality", "capture"}),
@@ -52,6 +52,7 @@ LAYERS: tuple[frozenset[str], ...] = (
 SUBROOMS = {
     "judge.engine",
     "judge.openai",
+    "judge.anthropic",
     "judge.local",
     "judge.limits",
     "judge.cache",
@@ -67,6 +68,7 @@ NOT_PROVIDERS = frozenset({ENGINE, "judge.limits", "judge.cache", "judge.factory
 DOORS: dict[str, frozenset[str]] = {
     "judge.engine": frozenset({"ragas_ops.judge.engine.stopping"}),
     "judge.openai": frozenset(),
+    "judge.anthropic": frozenset(),
     "judge.local": frozenset(
         f"ragas_ops.judge.local.{name}" for name in ("rules", "evidence", "questions", "generator")
     ),
@@ -203,6 +205,7 @@ def settings_modules() -> dict[str, ast.Module]:
 
 def test_the_judges_parts_have_their_settings_modules() -> None:
     assert sorted(settings_modules()) == [
+        "ragas_ops.judge.anthropic.spec",
         "ragas_ops.judge.cache.spec",
         "ragas_ops.judge.engine.spec",
         "ragas_ops.judge.limits.spec",
@@ -324,7 +327,7 @@ def room_arrows(source: str) -> list[str]:
 
 
 def test_the_judge_has_an_engine_and_provider_packages() -> None:
-    assert {"judge.openai", "judge.local"} <= provider_packages()
+    assert {"judge.openai", "judge.anthropic", "judge.local"} <= provider_packages()
     assert ENGINE not in provider_packages()
 
 

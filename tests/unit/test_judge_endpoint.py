@@ -98,12 +98,13 @@ def test_an_unknown_judge_kind_is_refused_naming_the_known_ones(
     from ragas_ops.config import ConfigError, JudgeSettings, load_settings
     from ragas_ops.judge.factory import capabilities
 
-    monkeypatch.setenv("RAGAS_OPS_JUDGE_KIND", "anthropic")
-    with pytest.raises(ConfigError, match="unknown judge kind 'anthropic'; the known kinds: "):
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_KIND", "mistral")
+    with pytest.raises(ConfigError, match="unknown judge kind 'mistral'; the known kinds: "):
         load_settings(None)
     monkeypatch.setenv("RAGAS_OPS_JUDGE_KIND", "local")
     monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_KIND", "gemini")
-    with pytest.raises(ConfigError, match="unknown judge kind 'gemini'; the known kinds: local, "):
+    known = "the known kinds: anthropic, local, openai"
+    with pytest.raises(ConfigError, match=f"unknown judge kind 'gemini'; {known}"):
         load_settings(None)
     with pytest.raises(ConfigError, match=r"judge\.kind: unknown judge kind 'bedrock'"):
         capabilities(JudgeSettings(kind="bedrock"))  # set in code, past the settings' check

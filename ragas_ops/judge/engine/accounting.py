@@ -172,6 +172,7 @@ class Accounting:
                 reported.prompt_tokens,
                 reported.completion_tokens,
                 reported.cached_prompt_tokens,
+                reported.cache_write_tokens,
             ),
             requests_by_tier={tier: 1},
         )
