@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from ragas_ops.config import Settings
+from ragas_ops.judge.engine.judge import EngineJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
 from ragas_ops.judge.limits.account_buckets import Rates
 from ragas_ops.judge.limits.spec import LimitsSpec
 from ragas_ops.judge.limits.stated import read_stated
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
-from ragas_ops.secrets import Secret
 from tests.support import settings_for
 
 ACCOUNT_MODEL = "test-judge"
@@ -47,9 +48,9 @@ def rows(count: int, tag: str = "") -> list[dict[str, str]]:
     ]
 
 
-def score(settings: Settings, count: int, tag: str = "") -> OpenAIJudge:
-    async def run() -> OpenAIJudge:
-        judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+def score(settings: Settings, count: int, tag: str = "") -> EngineJudge:
+    async def run() -> EngineJudge:
+        judge = openai_judge(settings.judge, JudgeRuntime(), settings.prices)
         try:
             asked = (judge.complete(STATEMENTS_PROMPT, row) for row in rows(count, tag))
             await asyncio.gather(*asked)
@@ -100,7 +101,7 @@ def test_a_provider_stating_no_limits_keeps_the_defaults_and_says_so(
     start_judge_server, tmp_path, caplog
 ):
     server = start_judge_server(latency_ms=20)  # no limits: no x-ratelimit-* headers
-    with caplog.at_level(logging.WARNING, logger="ragas_ops.judge.openai.admission"):
+    with caplog.at_level(logging.WARNING, logger="ragas_ops.judge.engine.admission"):
         judge = score(no_rates(server, tmp_path), 6)
 
     assert judge.events["limits_defaults_kept"] == 1
@@ -136,7 +137,7 @@ def test_the_way_of_counting_is_learnt_from_minute_headers_and_kept_for_the_next
     assert kept.counts == admission
 
     # the next night starts decided
-    following = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    following = openai_judge(settings.judge, JudgeRuntime(), settings.prices)
     assert following._admission.provider_counts == admission
     asyncio.run(following.aclose())
 
