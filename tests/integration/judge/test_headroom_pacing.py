@@ -118,4 +118,6 @@ def test_headers_of_a_minute_long_window_are_read_as_the_burst(start_judge_serve
     stats = server.stats()
     assert stats["answered_by_endpoint"]["chat"] == 48
     assert stats["rate_limited"] <= 0.02 * stats["requests"]
-    assert all(judge.events["paced_to_headroom"] > 0 for judge in judges)
+    # raised (none without reading the minute as the burst; under a heavy load one judge may
+    # finish its rows before its own bucket needs a raise)
+    assert sum(judge.events["paced_to_headroom"] for judge in judges) > 0
