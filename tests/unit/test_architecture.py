@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "settings_fields",
         }
     ),
-    frozenset({"prompts", "config", "tables", "labels"}),
+    frozenset({"prompts", "config", "tables", "labels", "criteria"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.openai", "judge.local"}),
     frozenset({"judge.factory"}),
@@ -185,6 +185,7 @@ def settings_modules() -> dict[str, ast.Module]:
 
 def test_the_judges_parts_have_their_settings_modules() -> None:
     assert sorted(settings_modules()) == [
+        "ragas_ops.criteria.spec",
         "ragas_ops.judge.cache.spec",
         "ragas_ops.judge.limits.spec",
         "ragas_ops.judge.local.spec",
