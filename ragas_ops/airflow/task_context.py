@@ -102,8 +102,13 @@ def is_backfill(context: Any) -> bool:
 
 
 def pipeline_settings() -> Settings:
-    """The task's settings; first, its log records are masked (every task calls this)."""
+    """The task's settings; first, its log records are masked (every task calls this). The
+    settings' criteria are registered as metrics here, so every task (the report's, the
+    labels', not only the scoring ones) knows them."""
+    from ragas_ops.metrics.criteria import register_criteria
+
     settings = settings_from_environment()
+    register_criteria(settings.criteria)
     Secret(os.environ.get(settings.judge.endpoint.api_key_env, ""))  # registers the key
     mask_task_logs()
     return settings

@@ -463,17 +463,17 @@ def interactions_from_table(
     for name in pass_through:
         values = table.column(name).to_pylist() if name in table.column_names else None
         for index, row in enumerate(rows):
-            add_pass_through(row, name, values[index] if values is not None else _ABSENT)
+            add_pass_through(row, name, values[index] if values is not None else ABSENT)
     return rows
 
 
-_ABSENT = object()
+ABSENT = object()
 """A pass-through column the input does not have."""
 
 
 def add_pass_through(row: Interaction, name: str, value: Any) -> None:
     """Put a pass-through column's value on `row`, or why it cannot be read in its problems."""
-    if value is _ABSENT:
+    if value is ABSENT:
         row.problems[name] = f"the input has no column {name!r}"
     elif value is None or (isinstance(value, str) and not value.strip()):
         row.problems[name] = f"{name} is missing (null or empty)"

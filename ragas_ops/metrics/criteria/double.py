@@ -20,10 +20,12 @@ from ragas_ops.metrics.registry import double_answer
 from ragas_ops.prompts import Prompt
 
 PASS_COVERAGE = 0.5
+QUOTED_WORDS = 6
+"""The words found that the reason quotes, as a judge quotes the words that decide."""
 
 
-def coverage(spec: CriterionSpec, data: Mapping[str, Any]) -> tuple[float, str, str]:
-    """(coverage, the judged field, the reference's fields) for one row's data."""
+def coverage(spec: CriterionSpec, data: Mapping[str, Any]) -> tuple[float, str, str, list[str]]:
+    """(coverage, the judged field, the reference's fields, the words found) for one row."""
     judged = "answer" if "answer" in spec.reads else spec.reads[-1]
     others = [name for name in spec.reads if name != judged]
     reference_text = (
@@ -34,7 +36,7 @@ def coverage(spec: CriterionSpec, data: Mapping[str, Any]) -> tuple[float, str, 
     reference = stems(reference_text)
     found = stems(" ".join(field_strings(data.get(judged)))) & reference
     share = len(found) / len(reference) if reference else 0.0
-    return share, judged, ", ".join(others) or "the criterion"
+    return share, judged, ", ".join(others) or "the criterion", sorted(found)
 
 
 def level_for(spec: CriterionSpec, share: float) -> str:
@@ -49,11 +51,12 @@ def answer_criterion(prompt: Prompt[Any], spec: CriterionSpec) -> None:
     """Register the test judge's answer to a criterion's prompt."""
 
     def answer(data: Mapping[str, Any], sample: int) -> dict[str, Any]:
-        share, judged, reference = coverage(spec, data)
+        share, judged, reference, found = coverage(spec, data)
+        quoted = ", ".join(f'"{word}"' for word in found[:QUOTED_WORDS]) or "none of them"
         return {
             "reason": (
-                f"The {judged} holds {share:.0%} of the content words of {reference}. "
-                "A lexical test double, not a judgement."
+                f"The {judged} holds {share:.0%} of the content words of {reference}: "
+                f"{quoted}. A lexical test double, not a judgement."
             ),
             "verdict": level_for(spec, share),
         }

@@ -41,8 +41,11 @@ PROMPT_VERSION = 1
 """The prompt's template (the words around the criterion); the criterion's own version is the
 hash of its definition, in the prompt's name."""
 
-REASON_TOKENS = 40
-"""For the cost estimate: tokens of the judge's reason (at most three sentences asked)."""
+REASON_TOKENS = 32
+"""For the cost estimate: tokens of the judge's reason (at most three sentences are asked
+for). Measured on the test judge's replies to the demo's two criteria over 80 sample rows
+(40 tokens a reply, its JSON included); a real model's reason may run longer: compare an
+estimate with a run's `completion_tokens` (docs/criteria.md)."""
 
 REPLY_TOKENS = 320
 """`max_tokens` of a reply: a reason of at most three sentences and a level, with room."""
