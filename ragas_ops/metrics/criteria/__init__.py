@@ -8,7 +8,6 @@ from ragas_ops.metrics.criteria.metric import (
     Criterion,
     UnsupportedCriterionError,
     criterion_prompt,
-    is_criterion_version,
 )
 from ragas_ops.metrics.criteria.register import register_criteria
 
@@ -16,6 +15,5 @@ __all__ = [
     "Criterion",
     "UnsupportedCriterionError",
     "criterion_prompt",
-    "is_criterion_version",
     "register_criteria",
 ]

@@ -60,18 +60,14 @@ step by step (never steps the judge writes itself: they would change with the ju
 
 VERSION_MARK = "/criterion-"
 """In a criterion's version label (`citations/criterion-3f2a9c1d0b4e (...)`): how the
-regression check tells a changed criterion from a changed metric."""
+regression check (`quality.regression.CRITERION_MARK`, the same mark) tells a changed
+criterion from a changed metric."""
 
 
 class UnsupportedCriterionError(JudgeRowError):
     """The judge cannot apply a free-text criterion (the local judge)."""
 
     status = Status.UNSUPPORTED_CRITERION
-
-
-def is_criterion_version(metric: str, version: str | None) -> bool:
-    """Whether `version` (a `<metric>_version` value) is a criterion's."""
-    return bool(version) and str(version).startswith(f"{metric}{VERSION_MARK}")
 
 
 def _verdict_model(levels: Sequence[str]) -> type[OutputModel]:
