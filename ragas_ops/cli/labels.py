@@ -21,6 +21,7 @@ from typing import Any
 from ragas_ops.config import ConfigError, Settings, load_settings
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.labels.store import Candidate, Checked, check_candidates, queue_rows, write_labels
+from ragas_ops.metrics.criteria import register_criteria
 from ragas_ops.pipeline.aggregate import days_before
 from ragas_ops.tables.format import DayTables, day_tables
 
@@ -84,6 +85,7 @@ def _format(path: Path, given: str | None) -> str:
 
 def _run_export(options: argparse.Namespace) -> int:
     settings = load_settings(options.config)
+    register_criteria(settings.criteria)  # their levels: what a label may say
     if options.days < 1:
         raise ConfigError("--days must be at least 1")
     last = parse_day(options.day)
@@ -155,6 +157,7 @@ def _candidates(options: argparse.Namespace, metrics: tuple[str, ...]) -> list[C
 
 def _run_import(options: argparse.Namespace) -> int:
     settings = load_settings(options.config)
+    register_criteria(settings.criteria)  # their levels: what a label may say
     metrics = settings.metrics.names
     candidates = _candidates(options, metrics)
     tables = _tables(settings)

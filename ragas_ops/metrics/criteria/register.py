@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ragas_ops.criteria.spec import CriterionSpec
+from ragas_ops.labels.definitions import register_label_levels
 from ragas_ops.metrics.criteria.double import answer_criterion
 from ragas_ops.metrics.criteria.local import cannot_judge_criterion
 from ragas_ops.metrics.criteria.metric import Criterion, criterion_prompt
@@ -35,6 +36,14 @@ def register_criteria(specs: Mapping[str, CriterionSpec]) -> None:
         register_prompts(prompt)
         cannot_judge_criterion(prompt)
         answer_criterion(prompt, spec)
+        register_label_levels(
+            name,
+            spec.criterion,
+            [
+                (f"{spec.score_of(level):g}", level, description)
+                for level, description in spec.levels
+            ],
+        )
 
 
 def _factory(spec: CriterionSpec) -> MetricFactory:
