@@ -13,8 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.local_airflow.demo import DEMO_CRITERIA
 
-from ragas_ops.config import load_settings
+from ragas_ops.config import load_settings, settings_from_environment
+from ragas_ops.contract.layout import Lake
+from ragas_ops.quality.bi_database import write_bi_database
+from ragas_ops.quality.view import load_overview, render_page
 from ragas_ops.samples import sample_interactions
+from ragas_ops.storage import locate
 from tests.integration.dag import test_pipeline_dag as dag_tests
 from tests.integration.dag.test_pipeline_dag import (
     manifest_of,
@@ -120,6 +124,32 @@ def test_two_criteria_are_scored_shadowed_and_their_edit_is_no_regression(
     manifest = manifest_of(lake, last)
     assert set(CRITERIA) <= set(manifest["metrics"])
     print(json.dumps({night: mean(night) for night in NIGHTS}))
+
+    # The quality page and the dashboard's views (the datasets its charts read) show them.
+    settings = settings_from_environment()
+    overview = load_overview(locate(str(lake / "warehouse")), settings, days=len(NIGHTS))
+    page = render_page(overview, "/rag-quality", days=len(NIGHTS))
+    assert "cites_source (all rows)" in page
+    assert "criterion completeness changed (version " in page
+    database = lake.parent / "bi.duckdb"
+    write_bi_database(database, Lake(settings.pipeline), settings)
+    import duckdb
+
+    with duckdb.connect(str(database), read_only=True) as connection:
+        shown = {
+            metric
+            for (metric,) in connection.execute(
+                "SELECT DISTINCT metric FROM rq_daily_metrics"
+            ).fetchall()
+        }
+        worst = {
+            metric
+            for (metric,) in connection.execute(
+                "SELECT DISTINCT metric FROM rq_worst_examples"
+            ).fetchall()
+        }
+    assert set(CRITERIA) <= shown
+    assert set(CRITERIA) <= worst
 
 
 def test_the_criteria_are_scored_in_batch_mode(lake: Path, with_criteria: Path) -> None:
