@@ -213,7 +213,9 @@ def queue_rows(
                 done.setdefault(row["row_id"], set()).add(row["metric"])
     columns = settings.columns
     texts = (columns.question, columns.contexts, columns.answer)
-    scored = tables.read_scored(day, columns=[ROW_ID_COLUMN, *texts])
+    # the pass-through columns a criterion reads: a person judges what the judge was shown
+    passed = list(dict.fromkeys(n for c in settings.criteria.values() for n in c.pass_through))
+    scored = tables.read_scored(day, columns=[ROW_ID_COLUMN, *texts, *passed])
     by_id: dict[str, dict[str, Any]] = {}
     for row in scored.to_pylist():
         by_id.setdefault(str(row[ROW_ID_COLUMN]), row)
@@ -231,6 +233,7 @@ def queue_rows(
                 "contexts": list(row[columns.contexts] or []),
                 "answer": row[columns.answer],
                 "metrics": left,
+                "passed": {name: row[name] for name in passed if row.get(name) is not None},
             }
         )
     return found

@@ -112,6 +112,10 @@ def label_page(
         )
     row = left[0]
     contexts = "".join(f"<div class='context'>{_esc(text)}</div>" for text in row["contexts"])
+    passed = "".join(
+        f"<div class='box'><h2>{_esc(name)}</h2>{_esc(_shown(value))}</div>"
+        for name, value in (row.get("passed") or {}).items()
+    )
     fieldsets = "".join(
         _metric_fieldset(metric, keys)
         for metric, keys in zip(row["metrics"], metric_keys(row["metrics"]), strict=True)
@@ -124,7 +128,7 @@ def label_page(
         f"<code>{_esc(row['row_id'])}</code></div>"
         f"<div class='box'><h2>Question</h2>{_esc(row['question'])}</div>"
         f"<div class='box'><h2>Contexts</h2>{contexts or '<i>none</i>'}</div>"
-        f"<div class='box'><h2>Answer</h2>{_esc(row['answer'])}</div>"
+        f"<div class='box'><h2>Answer</h2>{_esc(row['answer'])}</div>{passed}"
         f"<form method='post' action='{_esc(base)}/label'>"
         f"<input type='hidden' name='csrf' value='{_esc(csrf)}'>"
         f"<input type='hidden' name='day' value='{_esc(day)}'>"
@@ -150,6 +154,13 @@ def metric_keys(metrics: Sequence[str]) -> list[str]:
         given.append(keys if len(keys) == count else "")
         handed += count
     return given
+
+
+def _shown(value: Any) -> str:
+    """A pass-through cell as text: a list's items joined, anything else as it prints."""
+    if isinstance(value, list | tuple):
+        return " · ".join(str(item) for item in value)
+    return str(value)
 
 
 def _choice_text(value: str, name: str, meaning: str) -> str:

@@ -95,6 +95,7 @@ def test_the_page_offers_each_criterions_levels_and_saves_them(
     assert scale == [("0", "b"), ("0.25", "c"), ("0.5", "d"), ("0.75", "e"), ("1", "f")]
     assert "4: Addresses most of the question; a minor part is missing. (0.75)" in form
     assert "every part of the question, from the contexts." in form  # the criterion asked
+    assert re.search(r"<h2>citations</h2>(KB-2-\d{5}|DOC-\d{4})<", form)  # what it reads
     csrf = re.search(r"name='csrf' value='([^']+)'", form)
     row_id = re.search(r"name='row_id' value='([^']+)'", form)
     assert csrf
