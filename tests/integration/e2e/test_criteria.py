@@ -236,3 +236,27 @@ def test_the_local_judge_says_it_cannot_judge_a_criterion_and_scores_the_rest(
     }
     assert {row["faithfulness_status"] for row in scored} <= {Status.OK, Status.NOT_APPLICABLE}
     assert summary.summary.statuses["completeness"][Status.UNSUPPORTED_CRITERION] == len(scored)
+
+
+def test_sampling_leaves_the_same_rows_out_of_every_criterion_and_the_estimate_counts_them(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    source = tmp_path / "logs.parquet"
+    pq.write_table(sample_interactions(40, seed=6, citations=True), source)
+    settings = settings_for(judge_server, tmp_path)
+    apply_mapping(
+        settings,
+        {**tomllib.loads(DEMO_CRITERIA), "metrics": {"names": list(CRITERIA)}},
+        source="criteria",
+    )
+    settings.pipeline.sample_fraction = 0.5
+    estimated = estimate_input(str(source), settings).total
+    asyncio.run(score_file(str(source), str(tmp_path / "scored.parquet"), settings, progress=False))
+    rows = pq.read_table(tmp_path / "scored.parquet").to_pylist()
+    left_out = {row["id"] for row in rows if row["cites_source_status"] == Status.NOT_SAMPLED}
+    assert left_out == {row["id"] for row in rows if row["completeness_status"] == "not_sampled"}
+    assert 0 < len(left_out) < len(rows)
+    assert estimated.rows_sampled == len(rows) - len(left_out)
+    sent = judge_server.stats()["requests_by_endpoint"]["chat"]
+    assert sent <= estimated.chat_requests <= sent * (1 + ESTIMATE_WITHIN)
