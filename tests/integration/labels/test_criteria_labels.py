@@ -6,6 +6,7 @@ PPI-corrected mean of each criterion in daily_metrics."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 import threading
 import time
@@ -133,7 +134,9 @@ def test_csv_labels_name_levels_and_feed_agreement_and_the_corrected_mean(
     assert main(["labels", "export", str(exported), "--day", DAY, *args]) == 0
     with exported.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert {"cites_source", "completeness"} <= set(rows[0])
+    assert list(rows[0])[:6] == ["dt", "row_id", "question", "contexts", "answer", "citations"]
+    assert {"cites_source", "completeness"} <= set(rows[0])  # citations: shown, not a label
+    assert all(json.loads(row["citations"]) for row in rows)
     for index, row in enumerate(rows):
         row["cites_source"] = ("pass", "fail", "1")[index % 3]
         row["completeness"] = ("4", "5", "0.25")[index % 3]
