@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args, get_type_hints
 from urllib.parse import urlsplit
 
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
+from ragas_ops.criteria.spec import CriterionSpec, read_criteria
 from ragas_ops.judge.anthropic.spec import AnthropicSpec
 from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
@@ -289,6 +290,9 @@ class Settings:
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     batch_rows: int = at_least_one(256)
     """Rows scored together: the unit of streaming, progress and embeddings batching."""
+    criteria: dict[str, CriterionSpec] = field(default_factory=dict)
+    """The team's own judged criteria, `[criteria.<name>]` (`criteria/spec.py`): each one is
+    scored as a metric of that name, after the metrics `[metrics] names` lists."""
 
 
 SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse", "labels")
@@ -320,7 +324,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) -> None:
     """Apply a nested mapping shaped like the config file (sections, `prices`, `batch_rows`).
     Every unknown key is named at once, a table as a section, with the name it is close to."""
-    top_level = [*SECTIONS, "prices", "batch_rows"]
+    top_level = [*SECTIONS, "prices", "batch_rows", "criteria"]
     unknown = [
         unknown_key(key, top_level, section=isinstance(value, Mapping))
         for key, value in values.items()
@@ -329,7 +333,7 @@ def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) ->
     if unknown:
         raise ConfigError(
             f"{source}: {'; '.join(unknown)} (the sections are "
-            f"{', '.join(f'[{name}]' for name in [*SECTIONS, 'prices'])})"
+            f"{', '.join(f'[{name}]' for name in [*SECTIONS, 'prices', 'criteria'])})"
         )
     for key, value in values.items():
         if key == "metrics":
@@ -343,8 +347,21 @@ def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) ->
             settings.batch_rows = _in_range(
                 _BATCH_ROWS, _coerce(int, value, f"{source} {key}"), source
             )
+        elif key == "criteria":
+            settings.criteria = {**settings.criteria, **read_criteria(value, source)}
         else:
             raise ConfigError(f"{source}: unknown setting {key!r}")
+    include_criteria(settings)
+
+
+def include_criteria(settings: Settings) -> None:
+    """Every criterion is scored: its name follows the metrics `[metrics] names` lists,
+    whichever source set them last (a criterion already listed keeps its place; one named
+    like a metric is refused when the metrics are built: `metrics.criteria`)."""
+    names = settings.metrics.names
+    added = tuple(name for name in settings.criteria if name not in names)
+    if added:
+        settings.metrics = dataclasses.replace(settings.metrics, names=names + added)
 
 
 def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
@@ -374,6 +391,7 @@ def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
             continue
         section = getattr(settings, section_name)
         setattr(settings, section_name, updated_section(section, values, name))
+    include_criteria(settings)
 
 
 # Variables with the prefix that name where settings are, rather than being settings.

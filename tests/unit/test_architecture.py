@@ -38,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "settings_fields",
         }
     ),
-    frozenset({"prompts", "config", "tables", "labels"}),
+    frozenset({"prompts", "config", "tables", "labels", "criteria"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.engine"}),
     frozenset({"judge.openai", "judge.anthropic", "judge.local"}),
@@ -205,6 +205,7 @@ def settings_modules() -> dict[str, ast.Module]:
 
 def test_the_judges_parts_have_their_settings_modules() -> None:
     assert sorted(settings_modules()) == [
+        "ragas_ops.criteria.spec",
         "ragas_ops.judge.anthropic.spec",
         "ragas_ops.judge.cache.spec",
         "ragas_ops.judge.engine.spec",
