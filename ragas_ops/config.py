@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args, get_type_hints
 from urllib.parse import urlsplit
 
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
+from ragas_ops.judge.azure.spec import AzureSpec
 from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
@@ -68,6 +69,8 @@ class JudgeSettings:
     """What the model takes and the effort asked of it (`judge/engine/spec.py`)."""
     local: LocalSpec = field(default_factory=LocalSpec)
     """The local judge's model and how it runs (`judge/local/spec.py`)."""
+    azure: AzureSpec = field(default_factory=AzureSpec)
+    """Azure OpenAI's API version and credentials (`judge/azure/spec.py`)."""
     candidate: CandidateSpec = field(default_factory=CandidateSpec, metadata={"table": True})
     """A shadow judge beside the judge of record (`judge/spec.py`): `[judge.candidate]` in
     the config file, `candidate_<name>` flat."""

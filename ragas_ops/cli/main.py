@@ -174,7 +174,8 @@ def _check_key_or_local(settings: Settings) -> None:
     endpoint = settings.judge.endpoint
     from ragas_ops.judge.factory import capabilities  # the judge's SDK: only when scoring
 
-    if not capabilities(settings.judge).endpoint or endpoint.base_url is not None:
+    can = capabilities(settings.judge)
+    if not can.endpoint or not can.key_in_api_key_env or endpoint.base_url is not None:
         return
     if os.environ.get(endpoint.api_key_env):
         return

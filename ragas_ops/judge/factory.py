@@ -83,7 +83,8 @@ def shutdown_warnings(
     """Once per run: a line for each of the judge's models that its endpoint says shuts down
     within `judge.shutdown_warning_days`, with the date and the successor the price table
     knows; none for a judge that asks no endpoint, or an endpoint that does not say."""
-    if not capabilities(settings.judge).endpoint:
+    can = capabilities(settings.judge)
+    if not can.endpoint or not can.model_lifecycle:
         return []
     from ragas_ops.judge.openai.lifecycle import shutdown_notices
 
