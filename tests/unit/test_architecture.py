@@ -41,7 +41,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"prompts", "config", "tables", "labels"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.engine", "judge.chat_completions"}),
-    frozenset({"judge.openai", "judge.local", "judge.azure"}),
+    frozenset({"judge.openai", "judge.local", "judge.azure", "judge.bedrock"}),
     frozenset({"judge.factory"}),
     frozenset({"metrics"}),
     frozenset({"scoring", "quality", "capture"}),
@@ -53,6 +53,7 @@ SUBROOMS = {
     "judge.engine",
     "judge.chat_completions",
     "judge.azure",
+    "judge.bedrock",
     "judge.openai",
     "judge.local",
     "judge.limits",
@@ -72,6 +73,7 @@ DOORS: dict[str, frozenset[str]] = {
     "judge.engine": frozenset({"ragas_ops.judge.engine.stopping"}),
     "judge.openai": frozenset(),
     "judge.azure": frozenset(),
+    "judge.bedrock": frozenset(),
     "judge.local": frozenset(
         f"ragas_ops.judge.local.{name}" for name in ("rules", "evidence", "questions", "generator")
     ),
@@ -209,6 +211,7 @@ def settings_modules() -> dict[str, ast.Module]:
 def test_the_judges_parts_have_their_settings_modules() -> None:
     assert sorted(settings_modules()) == [
         "ragas_ops.judge.azure.spec",
+        "ragas_ops.judge.bedrock.spec",
         "ragas_ops.judge.cache.spec",
         "ragas_ops.judge.engine.spec",
         "ragas_ops.judge.limits.spec",

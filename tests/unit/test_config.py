@@ -357,6 +357,8 @@ JUDGE_KEYS = [
     "azure_auth",
     "azure_token_provider",
     "azure_token_scope",
+    "bedrock_region",
+    "bedrock_credentials",
     "model",
     "embedding_model",
     "base_url",
