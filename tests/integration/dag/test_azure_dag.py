@@ -1,8 +1,10 @@
-"""The nightly DAG (`dag.test()`) scoring a day through the Azure OpenAI double: every row
-complete, and the rows' tokens and cost exact against the double's own count."""
+"""The nightly DAG (`dag.test()`) scoring a day through the Azure OpenAI double, its key from
+the environment or from the Airflow judge connection: every row complete, and the rows' tokens
+and cost exact against the double's own count."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +48,22 @@ def azure(lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
         yield double
 
 
-def test_the_nightly_dag_scores_a_day_through_azure(lake: Path, azure: AzureDouble) -> None:
+@pytest.mark.parametrize("key_from", ["environment", "connection"])
+def test_the_nightly_dag_scores_a_day_through_azure(
+    lake: Path, azure: AzureDouble, monkeypatch: pytest.MonkeyPatch, key_from: str
+) -> None:
+    if key_from == "connection":
+        # The judge connection, generic as OpenAI's: host = the resource, password = the key,
+        # read by the Azure judge under the variable judge.api_key_env names.
+        connection = {
+            "conn_type": "openai",
+            "host": azure.endpoint,
+            "password": azure.config.api_key,
+        }
+        monkeypatch.setenv("AIRFLOW_CONN_RAGAS_OPS_JUDGE", json.dumps(connection))
+        monkeypatch.setenv("RAGAS_OPS_JUDGE_API_KEY_ENV", "AZURE_OPENAI_API_KEY")
+        monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+        monkeypatch.delenv("RAGAS_OPS_JUDGE_BASE_URL")
     logs = sample_interactions(ROWS, seed=9, day=DAY)
     write_logs(lake, DAY, logs)
 
