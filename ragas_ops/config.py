@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.criteria.spec import CriterionSpec, read_criteria
 from ragas_ops.judge.anthropic.spec import AnthropicSpec
+from ragas_ops.judge.azure.spec import AzureSpec
+from ragas_ops.judge.bedrock.spec import BedrockSpec
 from ragas_ops.judge.cache.spec import CacheSpec
 from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
@@ -72,6 +74,10 @@ class JudgeSettings:
     """The local judge's model and how it runs (`judge/local/spec.py`)."""
     anthropic: AnthropicSpec = field(default_factory=AnthropicSpec)
     """The Anthropic judge's thinking and prompt caching (`judge/anthropic/spec.py`)."""
+    azure: AzureSpec = field(default_factory=AzureSpec)
+    """Azure OpenAI's API version and credentials (`judge/azure/spec.py`)."""
+    bedrock: BedrockSpec = field(default_factory=BedrockSpec)
+    """Amazon Bedrock's region and credentials (`judge/bedrock/spec.py`)."""
     candidate: CandidateSpec = field(default_factory=CandidateSpec, metadata={"table": True})
     """A shadow judge beside the judge of record (`judge/spec.py`): `[judge.candidate]` in
     the config file, `candidate_<name>` flat."""

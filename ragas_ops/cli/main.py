@@ -174,7 +174,8 @@ def _check_key_or_local(settings: Settings) -> None:
     endpoint = settings.judge.endpoint
     from ragas_ops.judge.factory import api_key_env, capabilities  # only when scoring
 
-    if not capabilities(settings.judge).endpoint or endpoint.base_url is not None:
+    can = capabilities(settings.judge)
+    if not can.endpoint or not can.key_in_api_key_env or endpoint.base_url is not None:
         return
     variable = api_key_env(settings.judge)
     if os.environ.get(variable):

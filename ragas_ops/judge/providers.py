@@ -51,6 +51,10 @@ class Capabilities:
     """It reads the static part of a prompt from its provider's cache (billed less)."""
     flex_tier: bool = False
     """It has a cheaper, slower tier for sync requests (`judge.service_tier = flex`)."""
+    key_in_api_key_env: bool = True
+    """With `endpoint`: its key is the one `judge.api_key_env` names, checked before a run
+    starts; False: its build finds its own credentials (the boto3 chain, Entra ID, its SDK's
+    own variable) and says what is missing."""
 
 
 @dataclass(frozen=True)

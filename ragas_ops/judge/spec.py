@@ -17,7 +17,7 @@ OnBatchUnanswered = Literal["sync", "status"]
 
 PROVIDER_GROUP = "ragas_ops.judge_providers"
 """The entry point group a judge provider is declared in (`judge.providers`)."""
-JUDGE_KINDS: set[str] = {"openai", "local"}
+JUDGE_KINDS: set[str] = {"openai", "local", "azure", "bedrock"}
 """The judge kinds known without looking at the installed packages: the built-in providers,
 and each one registered in this process (`judge.providers.register_provider`)."""
 

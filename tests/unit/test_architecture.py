@@ -40,8 +40,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     ),
     frozenset({"prompts", "config", "tables", "labels", "criteria"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
-    frozenset({"judge.engine"}),
-    frozenset({"judge.openai", "judge.anthropic", "judge.local"}),
+    frozenset({"judge.engine", "judge.chat_completions"}),
+    frozenset({"judge.openai", "judge.anthropic", "judge.local", "judge.azure", "judge.bedrock"}),
     frozenset({"judge.factory"}),
     frozenset({"metrics"}),
     frozenset({"scoring", "quality", "capture"}),
@@ -51,6 +51,9 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 SUBROOMS = {
     "judge.engine",
+    "judge.chat_completions",
+    "judge.azure",
+    "judge.bedrock",
     "judge.openai",
     "judge.anthropic",
     "judge.local",
@@ -59,7 +62,9 @@ SUBROOMS = {
     "judge.factory",
 }
 ENGINE = "judge.engine"
-NOT_PROVIDERS = frozenset({ENGINE, "judge.limits", "judge.cache", "judge.factory"})
+NOT_PROVIDERS = frozenset(
+    {ENGINE, "judge.chat_completions", "judge.limits", "judge.cache", "judge.factory"}
+)
 """The judge's rooms that are no provider package: every other folder of judge/ is one."""
 # What another room may import of a room of the judge. The providers are built by the factory
 # alone; the local judge's toolkit is what the metrics' local rules (and the benchmarks'
@@ -69,6 +74,8 @@ DOORS: dict[str, frozenset[str]] = {
     "judge.engine": frozenset({"ragas_ops.judge.engine.stopping"}),
     "judge.openai": frozenset(),
     "judge.anthropic": frozenset(),
+    "judge.azure": frozenset(),
+    "judge.bedrock": frozenset(),
     "judge.local": frozenset(
         f"ragas_ops.judge.local.{name}" for name in ("rules", "evidence", "questions", "generator")
     ),
@@ -207,6 +214,8 @@ def test_the_judges_parts_have_their_settings_modules() -> None:
     assert sorted(settings_modules()) == [
         "ragas_ops.criteria.spec",
         "ragas_ops.judge.anthropic.spec",
+        "ragas_ops.judge.azure.spec",
+        "ragas_ops.judge.bedrock.spec",
         "ragas_ops.judge.cache.spec",
         "ragas_ops.judge.engine.spec",
         "ragas_ops.judge.limits.spec",

@@ -15,6 +15,7 @@ import pytest
 
 from ragas_ops.config import ConfigError, JudgeSettings, load_settings, updated_section
 from ragas_ops.judge.base import Usage
+from ragas_ops.judge.chat_completions.replies import read_chat_reply
 from ragas_ops.judge.engine.spec import parse_flex_deadline
 from ragas_ops.judge.engine.tiers import (
     TierPolicy,
@@ -24,7 +25,6 @@ from ragas_ops.judge.engine.tiers import (
     seconds_to_deadline,
 )
 from ragas_ops.judge.engine.wire import BadReplyError
-from ragas_ops.judge.openai.replies import read_chat_reply
 from ragas_ops.judge.openai.wire import is_capacity_error
 from ragas_ops.pricing import Price
 

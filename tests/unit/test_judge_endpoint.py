@@ -103,8 +103,9 @@ def test_an_unknown_judge_kind_is_refused_naming_the_known_ones(
         load_settings(None)
     monkeypatch.setenv("RAGAS_OPS_JUDGE_KIND", "local")
     monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_KIND", "gemini")
-    known = "the known kinds: anthropic, local, openai"
-    with pytest.raises(ConfigError, match=f"unknown judge kind 'gemini'; {known}"):
+    with pytest.raises(
+        ConfigError, match=r"unknown judge kind 'gemini'; the known kinds: .*local, "
+    ):
         load_settings(None)
-    with pytest.raises(ConfigError, match=r"judge\.kind: unknown judge kind 'bedrock'"):
-        capabilities(JudgeSettings(kind="bedrock"))  # set in code, past the settings' check
+    with pytest.raises(ConfigError, match=r"judge\.kind: unknown judge kind 'vertex'"):
+        capabilities(JudgeSettings(kind="vertex"))  # set in code, past the settings' check

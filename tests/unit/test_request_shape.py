@@ -8,7 +8,7 @@ import asyncio
 from collections import Counter
 
 from ragas_ops.config import Settings
-from ragas_ops.judge.openai.shape import shape_for
+from ragas_ops.judge.chat_completions.shape import shape_for
 
 
 def most_in_flight(model: str, requests: int = 10) -> tuple[int, int]:

@@ -146,7 +146,7 @@ class Failure:
 
 class Fitting(Protocol):
     """How a provider fits the canonical request to its model, and what it learns from the
-    endpoint's refusals (OpenAI's is `openai.shape.RequestShape`)."""
+    endpoint's refusals (OpenAI's is `chat_completions.shape.RequestShape`)."""
 
     @property
     def effort(self) -> str | None:

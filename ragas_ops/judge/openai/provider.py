@@ -71,8 +71,8 @@ def identity(settings: JudgeSettings) -> JudgeIdentity:
 def reasoning(settings: JudgeSettings) -> ReasoningEstimate:
     """The model's profile, the effort the settings ask of it and the reasoning tokens a
     reply typically takes at it (0 for a model that does not reason)."""
-    from ragas_ops.judge.openai.profiles import PROVIDER_DEFAULT_EFFORT, profile_for
-    from ragas_ops.judge.openai.shape import resolve_effort
+    from ragas_ops.judge.chat_completions.profiles import PROVIDER_DEFAULT_EFFORT, profile_for
+    from ragas_ops.judge.chat_completions.shape import resolve_effort
 
     model = settings.endpoint.model
     profile = profile_for(model, settings.model.profile)

@@ -19,6 +19,12 @@ import openai
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.cache.base import JudgeCache
+from ragas_ops.judge.chat_completions.replies import (
+    read_chat_reply,
+    read_embedding_reply,
+    retry_after,
+)
+from ragas_ops.judge.chat_completions.shape import RequestShape, shape_for
 from ragas_ops.judge.endpoint import effective_base_url, endpoint_name
 from ragas_ops.judge.engine.judge import EngineJudge
 from ragas_ops.judge.engine.wire import (
@@ -30,8 +36,6 @@ from ragas_ops.judge.engine.wire import (
     RawReply,
 )
 from ragas_ops.judge.limits.provider import RateLimitHeaders, rate_limit_headers
-from ragas_ops.judge.openai.replies import read_chat_reply, read_embedding_reply, retry_after
-from ragas_ops.judge.openai.shape import RequestShape, shape_for
 from ragas_ops.judge.openai.transport import (
     Transport,
     connection_problem,

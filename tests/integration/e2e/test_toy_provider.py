@@ -52,10 +52,9 @@ def test_an_unregistered_provider_is_an_unknown_judge_kind(
 ) -> None:
     pq.write_table(ROWS, tmp_path / "logs.parquet")
     assert score(tmp_path / "logs.parquet", tmp_path / "out.parquet", "toy") == EXIT_USAGE
-    assert (
-        "unknown judge kind 'toy'; the known kinds: anthropic, local, openai"
-        in capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert "unknown judge kind 'toy'; the known kinds: " in err
+    assert "local, openai" in err
     assert not (tmp_path / "out.parquet").exists()
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
+from ragas_ops.judge.chat_completions.shape import shape_for
 from ragas_ops.judge.engine.chat_request import (
     admission_tokens,
     chat_messages,
@@ -20,7 +21,6 @@ from ragas_ops.judge.engine.chat_request import (
     output_tokens_for,
 )
 from ragas_ops.judge.engine.wire import JudgeRuntime
-from ragas_ops.judge.openai.shape import shape_for
 from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics.answer_relevance import QUESTION_SAMPLE_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT

@@ -24,14 +24,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ragas_ops.config import JudgeSettings
-from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
-from ragas_ops.judge.openai.profiles import (
+from ragas_ops.judge.chat_completions.profiles import (
     JUDGE_REASONING_TOKENS,
     PROVIDER_DEFAULT_EFFORT,
     ModelProfile,
     lowest_of,
     profile_for,
 )
+from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.settings_fields import ConfigError
 
 log = logging.getLogger(__name__)
