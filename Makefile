@@ -49,8 +49,8 @@ cluster-test: install  ## the multi-worker scenario over `make cluster` (tests/i
 # The compose deployment in containers (docs/deploy.md): every image built here from Debian's
 # packages and PyPI (no registry), two worker containers, one killed mid-night, then three, and
 # `docker compose down -v` leaving nothing. Needs root, `apt-get install docker.io debootstrap`;
-# starts dockerd if none runs. Not in `make test`: about 25 minutes from nothing on this
-# machine, 10-15 with the images built.
+# starts dockerd if none runs. Not in `make test`: 30 minutes here with the images built (two
+# cores at a load of 20-40), the images about 8 minutes more from nothing.
 .PHONY: compose-test
 compose-test: install  ## the compose deployment in real containers, a worker container killed (tests/integration/compose)
 	docker/local/dockerd.sh

@@ -29,6 +29,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections import Counter, defaultdict
@@ -277,7 +278,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             workdir=workdir,
         )
     finally:
-        logs = workdir / "compose-logs.txt"
+        # Outside pytest's temporary folders, which other pytest runs on the machine prune.
+        logs = Path(tempfile.gettempdir()) / "ragas-ops-compose-test" / f"{project}.log"
+        logs.parent.mkdir(exist_ok=True)
         try:
             logs.write_text(compose(project, env_file, workdir, "logs", "--no-color", timeout=300))
         except (AssertionError, subprocess.TimeoutExpired) as error:
@@ -498,7 +501,17 @@ def test_a_nightly_day_survives_a_killed_worker_container_then_three_workers_bac
     for day in ROWS:
         write_day(deployment, day)
     started = time.monotonic()
-    deployment.airflow("dags", "unpause", DAG_ID)
+
+    def unpaused() -> bool:
+        """The DAG is paused at creation, and can be unpaused only once the dag-processor has
+        parsed it."""
+        try:
+            deployment.airflow("dags", "unpause", DAG_ID)
+        except AssertionError:
+            return False
+        return True
+
+    wait_until("the DAG to be parsed", unpaused, 300)
     deployment.airflow(
         *("backfill", "create", "--dag-id", DAG_ID),
         *("--from-date", BACKFILL_DAYS[0], "--to-date", BACKFILL_DAYS[1]),
