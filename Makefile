@@ -49,8 +49,8 @@ cluster-test: install  ## the multi-worker scenario over `make cluster` (tests/i
 # The compose deployment in containers (docs/deploy.md): every image built here from Debian's
 # packages and PyPI (no registry), two worker containers, one killed mid-night, then three, and
 # `docker compose down -v` leaving nothing. Needs root, `apt-get install docker.io debootstrap`;
-# starts dockerd if none runs. Not in `make test`: 30 minutes here with the images built (two
-# cores at a load of 20-40), the images about 8 minutes more from nothing.
+# starts dockerd if none runs. Not in `make test`: 12-30 minutes here with the images built
+# (two cores at a load of 7-41), and 9 minutes more for the images from nothing (527 s here).
 .PHONY: compose-test
 compose-test: install  ## the compose deployment in real containers, a worker container killed (tests/integration/compose)
 	docker/local/dockerd.sh
