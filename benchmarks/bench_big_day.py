@@ -14,6 +14,11 @@ docs/benchmarks.md.
 
     python benchmarks/bench_big_day.py [--rows 10000 100000 1000000] [--formats parquet iceberg]
                                        [--base 400] [--stages plan publish aggregate report]
+                                       [--work DIR [--keep]]
+
+`--keep` (with `--work`) leaves each day's lake in DIR and, when DIR already holds one,
+measures only the stages asked for on it (aggregate and report read what publish wrote:
+a second look at them without writing the day again).
 """
 
 from __future__ import annotations
@@ -236,14 +241,25 @@ def child(stage: str, root: Path, table_format: str, state: dict[str, Any]) -> d
 
 
 def measure_day(
-    work: Path, table_format: str, rows: int, files: tuple[Path, Path], stages: list[str]
+    work: Path,
+    table_format: str,
+    rows: int,
+    files: tuple[Path, Path],
+    stages: list[str],
+    *,
+    keep: bool = False,
 ) -> list[dict[str, Any]]:
     root = work / f"{table_format}-{rows}"
+    kept = root / "stages.json"
+    state: dict[str, Any] = {}
+    if keep and kept.exists():
+        state = json.loads(kept.read_text())
+        return [measured_stage(stage, root, table_format, rows, state) for stage in stages]
     raw_file, scored_file = files
     write_raw_day(root, raw_file, rows)
-    state: dict[str, Any] = {}
     figures = []
-    for stage in STAGES:
+    last = max(STAGES.index(stage) for stage in stages)
+    for stage in STAGES[: last + 1]:  # each stage needs those before it, none those after
         measured = child(stage, root, table_format, state)
         state[stage] = measured.pop("result")
         if stage == "plan":
@@ -255,7 +271,22 @@ def measure_day(
                 f"peak {measured['peak_mb']:7,.0f} MiB  (imports {measured['imports_mb']:,.0f} MiB)",
                 flush=True,
             )
+    kept.write_text(json.dumps(state))
     return figures
+
+
+def measured_stage(
+    stage: str, root: Path, table_format: str, rows: int, state: dict[str, Any]
+) -> dict[str, Any]:
+    """A stage run again on a kept lake (its result not handed on)."""
+    measured = child(stage, root, table_format, state)
+    measured.pop("result")
+    print(
+        f"{table_format:8} {rows:>9,} rows  {stage:9}  {measured['seconds']:7.1f} s  "
+        f"peak {measured['peak_mb']:7,.0f} MiB  (imports {measured['imports_mb']:,.0f} MiB)",
+        flush=True,
+    )
+    return {"format": table_format, "rows": rows, "stage": stage, **measured}
 
 
 def main() -> None:
@@ -265,8 +296,13 @@ def main() -> None:
     parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
     parser.add_argument("--base", type=int, default=400, help="distinct rows scored for real")
     parser.add_argument("--work", type=Path, help="keep the base and the lakes here")
+    parser.add_argument(
+        "--keep", action="store_true", help="with --work: keep the lakes, and reuse a kept one"
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.keep and arguments.work is None:
+        parser.error("--keep needs --work")
     if arguments.child:
         stage, root, table_format = arguments.child
         child_main(stage, Path(root), table_format, Path(root) / "state.json")
@@ -281,8 +317,11 @@ def main() -> None:
         figures = []
         for table_format in arguments.formats:
             for rows in arguments.rows:
-                figures += measure_day(work, table_format, rows, files, arguments.stages)
-                shutil.rmtree(work / f"{table_format}-{rows}")
+                figures += measure_day(
+                    work, table_format, rows, files, arguments.stages, keep=arguments.keep
+                )
+                if not arguments.keep:
+                    shutil.rmtree(work / f"{table_format}-{rows}")
         print(json.dumps(figures))
 
 

@@ -30,12 +30,19 @@ needed).
 
 `--logs DIR` keeps each score process's log (`-v`: DEBUG) as DIR/score-N.log.
 
+`--headers-window minute` has the test judge state its limits as OpenAI does (headers of a
+minute-long window) while its one-second burst refuses; `--client-limits unset` gives the
+client no `rpm`/`tpm` (its defaults: it paces to the limits the headers state), and
+`--rpm`/`--tpm` set the server's limits (600 / 400,000 by default) and so the bound. With no
+setting at all: `--client-limits unset` and `--client-counts default`.
+
 `--model` names the judge model, which the test judge plays: a classic one (`gpt-4o-mini`) or
 a reasoning one as strict as OpenAI (`gpt-5-mini`: its hidden reasoning tokens count in the
 TPM bucket, `reasoning_tokens_per_row`).
 
 Usage: python benchmarks/bench_pacing.py [--scenario S] [--rows N] [--admission usage]
        [--processes N] [--rate-429 F] [--code DIR] [--client-counts told] [--model M]
+       [--headers-window minute] [--client-limits unset] [--rpm N] [--tpm N]
 """
 
 from __future__ import annotations
@@ -152,7 +159,7 @@ def run(
             parts.append(part)
         latency = "20" if options.scenario == "cpu" else "400"
         server += ["--latency-ms", latency, "--burst-seconds", "1", "--retry-after", "1"]
-        server += ["--admission", options.admission]
+        server += ["--admission", options.admission, "--headers-window", options.headers_window]
         with test_judge_process(*server) as url:
             seconds, cpu_seconds = score_processes(work, url, parts, client, options)
             stats = server_stats(url)
@@ -161,14 +168,18 @@ def run(
             for index in range(processes)
             for row in pq.read_table(work / f"scored-{index}.parquet").to_pylist()
         ]
-    result = figures(stats, scored, seconds, bound_limits)
+    result = figures(stats, scored, seconds, bound_limits, float(latency) / 1000)
     result["client_cpu_ms_per_attempt"] = round(cpu_seconds * 1000 / stats["requests"], 2)
     result["client_cpu_ms_per_row"] = round(cpu_seconds * 1000 / len(scored), 2)
     return result
 
 
 def figures(
-    stats: dict[str, Any], scored: list[dict[str, Any]], seconds: float, limits: tuple[int, int]
+    stats: dict[str, Any],
+    scored: list[dict[str, Any]],
+    seconds: float,
+    limits: tuple[int, int],
+    latency_seconds: float = 0.0,
 ) -> dict[str, Any]:
     rows = len(scored)
     answered = sum(stats["answered_by_endpoint"].values())
@@ -183,6 +194,8 @@ def figures(
     lost = sum(any(row[f"{m}_status"] == "judge_unavailable" for m in METRICS) for row in scored)
     rpm, tpm = limits
     bound = min(rpm / (answered / rows), tpm / (stats["limiter_tokens"] / rows))
+    first, last = stats.get("first_request_at"), stats.get("last_request_at")
+    busy = (last - first + latency_seconds) if first is not None and last is not None else 0.0
     achieved = rows / seconds * 60
     return {
         "rows": rows,
@@ -202,6 +215,10 @@ def figures(
         "rows_per_min": round(achieved, 1),
         "bound_rows_per_min": round(bound, 1),
         "of_bound": round(achieved / bound, 3),
+        # over the server's busy period (its first request to its last answer), without the
+        # score processes' start-up, which weighs in a short run at a high rate
+        "busy_seconds": round(busy, 1),
+        "of_bound_busy": round(rows / busy * 60 / bound, 3) if busy > 0 else None,
     }
 
 
@@ -233,25 +250,39 @@ def main() -> None:
         default=None,
         help="the judge model (e.g. gpt-4o-mini, gpt-5-mini); default: the client's",
     )
+    parser.add_argument("--headers-window", choices=("burst", "minute"), default="burst")
+    parser.add_argument(
+        "--client-limits",
+        choices=("told", "unset"),
+        default="told",
+        help="the client told the server's rpm/tpm, or given none (it paces to the headers)",
+    )
+    parser.add_argument("--rpm", type=int, default=RPM, help="the server's requests a minute")
+    parser.add_argument("--tpm", type=int, default=TPM, help="the server's tokens a minute")
     options = parser.parse_args()
     table = rows_table(options.rows, options.data)
-    limits = ["--rpm", str(RPM), "--tpm", str(TPM)]
+    limits = ["--rpm", str(options.rpm), "--tpm", str(options.tpm)]
+    account = (options.rpm, options.tpm)
+    told = account if options.client_limits == "told" else None
     result: dict[str, Any] = {"scenario": options.scenario, "code": str(options.code)}
     result["admission"] = options.admission
     result["client_counts"] = options.client_counts
     result["model"] = options.model or "the client's default"
+    result["headers_window"] = options.headers_window
+    result["client_limits"] = options.client_limits
+    result["server_limits"] = {"rpm": options.rpm, "tpm": options.tpm}
     if options.scenario == "cpu":
-        result |= run(options, table, server=[], client=None, bound_limits=(RPM, TPM))
+        result |= run(options, table, server=[], client=None, bound_limits=account)
     elif options.scenario == "limits":
-        result |= run(options, table, server=limits, client=(RPM, TPM), bound_limits=(RPM, TPM))
+        result |= run(options, table, server=limits, client=told, bound_limits=account)
     elif options.scenario == "processes":
         result["processes"] = options.processes
         result |= run(
             options,
             table,
             server=limits,
-            client=(RPM, TPM),
-            bound_limits=(RPM, TPM),
+            client=told,
+            bound_limits=account,
             processes=options.processes,
         )
     else:

@@ -23,10 +23,12 @@ from typing import Any, Literal, get_args, get_type_hints
 from urllib.parse import urlsplit
 
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
+from ragas_ops.criteria.spec import CriterionSpec, read_criteria
+from ragas_ops.judge.anthropic.spec import AnthropicSpec
 from ragas_ops.judge.cache.spec import CacheSpec
+from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
-from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.spec import BatchSpec, CandidateSpec, EndpointSpec, check_judge_kind
 from ragas_ops.labels.spec import LabelsSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -63,11 +65,13 @@ class JudgeSettings:
     batch: BatchSpec = field(default_factory=BatchSpec)
     """Sync or batch mode, and the batches' sizes and waits (`judge/spec.py`)."""
     flex: FlexSpec = field(default_factory=FlexSpec)
-    """The service tier and the flex tier's timeouts and deadline (`judge/openai/spec.py`)."""
+    """The service tier and the flex tier's timeouts and deadline (`judge/engine/spec.py`)."""
     model: ModelSpec = field(default_factory=ModelSpec)
-    """What the model takes and the effort asked of it (`judge/openai/spec.py`)."""
+    """What the model takes and the effort asked of it (`judge/engine/spec.py`)."""
     local: LocalSpec = field(default_factory=LocalSpec)
     """The local judge's model and how it runs (`judge/local/spec.py`)."""
+    anthropic: AnthropicSpec = field(default_factory=AnthropicSpec)
+    """The Anthropic judge's thinking and prompt caching (`judge/anthropic/spec.py`)."""
     candidate: CandidateSpec = field(default_factory=CandidateSpec, metadata={"table": True})
     """A shadow judge beside the judge of record (`judge/spec.py`): `[judge.candidate]` in
     the config file, `candidate_<name>` flat."""
@@ -286,6 +290,9 @@ class Settings:
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     batch_rows: int = at_least_one(256)
     """Rows scored together: the unit of streaming, progress and embeddings batching."""
+    criteria: dict[str, CriterionSpec] = field(default_factory=dict)
+    """The team's own judged criteria, `[criteria.<name>]` (`criteria/spec.py`): each one is
+    scored as a metric of that name, after the metrics `[metrics] names` lists."""
 
 
 SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse", "labels")
@@ -317,7 +324,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) -> None:
     """Apply a nested mapping shaped like the config file (sections, `prices`, `batch_rows`).
     Every unknown key is named at once, a table as a section, with the name it is close to."""
-    top_level = [*SECTIONS, "prices", "batch_rows"]
+    top_level = [*SECTIONS, "prices", "batch_rows", "criteria"]
     unknown = [
         unknown_key(key, top_level, section=isinstance(value, Mapping))
         for key, value in values.items()
@@ -326,7 +333,7 @@ def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) ->
     if unknown:
         raise ConfigError(
             f"{source}: {'; '.join(unknown)} (the sections are "
-            f"{', '.join(f'[{name}]' for name in [*SECTIONS, 'prices'])})"
+            f"{', '.join(f'[{name}]' for name in [*SECTIONS, 'prices', 'criteria'])})"
         )
     for key, value in values.items():
         if key == "metrics":
@@ -340,8 +347,21 @@ def apply_mapping(settings: Settings, values: Mapping[str, Any], source: str) ->
             settings.batch_rows = _in_range(
                 _BATCH_ROWS, _coerce(int, value, f"{source} {key}"), source
             )
+        elif key == "criteria":
+            settings.criteria = {**settings.criteria, **read_criteria(value, source)}
         else:
             raise ConfigError(f"{source}: unknown setting {key!r}")
+    include_criteria(settings)
+
+
+def include_criteria(settings: Settings) -> None:
+    """Every criterion is scored: its name follows the metrics `[metrics] names` lists,
+    whichever source set them last (a criterion already listed keeps its place; one named
+    like a metric is refused when the metrics are built: `metrics.criteria`)."""
+    names = settings.metrics.names
+    added = tuple(name for name in settings.criteria if name not in names)
+    if added:
+        settings.metrics = dataclasses.replace(settings.metrics, names=names + added)
 
 
 def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
@@ -371,6 +391,7 @@ def apply_environment(settings: Settings, environ: Mapping[str, str]) -> None:
             continue
         section = getattr(settings, section_name)
         setattr(settings, section_name, updated_section(section, values, name))
+    include_criteria(settings)
 
 
 # Variables with the prefix that name where settings are, rather than being settings.

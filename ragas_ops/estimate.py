@@ -26,7 +26,9 @@ import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import (
+    ABSENT,
     Interaction,
+    add_pass_through,
     check_columns,
     repair_utf8,
     validate_row,
@@ -42,6 +44,7 @@ from ragas_ops.pricing import Price, price_for
 from ragas_ops.prompts import Prompt
 from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text, sample_mask
 from ragas_ops.scoring.run import configured_metrics
+from ragas_ops.scoring.scorer import pass_through_columns
 from ragas_ops.storage import Location, StorageError, locate, read_text_log_or_fail
 from ragas_ops.text import estimate_tokens
 
@@ -175,6 +178,7 @@ class Estimate:
                 {"part": label, **self._tally_dict(tally, prices)} for label, tally in self.parts
             ],
             "total": self._tally_dict(self.total, prices),
+            "pace": dataclasses.asdict(judge_pace(self.settings, self.total)),
             "assumptions": assumptions(self.settings.metrics.names),
         }
 
@@ -217,6 +221,7 @@ class Estimate:
         lines += [self._line(label, tally, prices) for label, tally in self.parts]
         total = self.total
         lines.append(self._line("total", total, prices))
+        lines.append(judge_pace(self.settings, total).line())
         lines += self._notes(total)
         lines += [
             "",
@@ -255,6 +260,76 @@ class Estimate:
             )
         notes += [f"note: rejected, not scored: {file}" for file in total.rejected_files]
         return ["", *notes] if notes else []
+
+
+@dataclass(frozen=True)
+class JudgePace:
+    """How long the judge's requests take at the account's limits, and which limits."""
+
+    rpm: float | None
+    tpm: float | None
+    limits: str
+    """Where the limits come from: the provider's statement a recent run kept (`stated`),
+    the config (`configured`), or the defaults (`default`)."""
+    kept_in: str | None
+    minutes: float | None
+    """None: no limit, or nothing asked of an endpoint."""
+
+    def line(self) -> str:
+        where = {
+            "stated": f"as the provider stated them to a recent run (kept in {self.kept_in})",
+            "configured": "as configured",
+            "default": "the defaults: no run has kept what the provider states (it paces "
+            "to that once its first answer states it)",
+        }[self.limits]
+        rates = f"rpm {_rate(self.rpm)}, tpm {_rate(self.tpm)}, {where}"
+        if self.minutes is None:
+            return f"judge time: no limit to pace to ({rates})"
+        return f"judge time: at least {self.minutes:,.1f} min at {rates}"
+
+
+def judge_pace(settings: Settings, total: Tally) -> JudgePace:
+    """The judge time of `total` at the account's limits, less `rate_margin`: the limits the
+    provider stated to a run within `stated.RECENT_DAYS` when `rpm`/`tpm` were not set (kept
+    beside the cache by the judge), else the settings. A floor: a provider counting
+    `max_tokens` at admission counts more tokens than the reply uses."""
+    from ragas_ops.judge.factory import capabilities, recently_stated_limits
+    from ragas_ops.judge.limits.spec import DefaultRate
+
+    judge = settings.judge
+    limits = judge.limits
+    rpm, tpm = limits.rpm, limits.tpm
+    source, kept_in = "configured", None
+    if isinstance(rpm, DefaultRate) or isinstance(tpm, DefaultRate):
+        source = "default"
+        known = recently_stated_limits(judge)
+        if known is not None:
+            stated_rpm, stated_tpm, kept_in = known
+            rpm = stated_rpm if isinstance(rpm, DefaultRate) and stated_rpm else rpm
+            tpm = stated_tpm if isinstance(tpm, DefaultRate) and stated_tpm else tpm
+            source = "stated"
+    minutes: float | None = None
+    if capabilities(judge).endpoint:
+        share = 1.0 - limits.rate_margin
+        tokens = total.prompt_tokens + total.completion_tokens + total.embedding_tokens
+        requests = total.chat_requests + total.embedding_requests
+        bounds = [
+            amount / (rate * share)
+            for amount, rate in ((requests, rpm), (tokens, tpm))
+            if rate is not None
+        ]
+        minutes = max(bounds) if bounds else None
+    return JudgePace(
+        None if rpm is None else float(rpm),
+        None if tpm is None else float(tpm),
+        source,
+        kept_in,
+        minutes,
+    )
+
+
+def _rate(value: float | None) -> str:
+    return "unlimited" if value is None else f"{value:,.0f}"
 
 
 def _price_dict(price: Price | None) -> dict[str, float] | None:
@@ -397,14 +472,18 @@ class _ReadBatch:
     contexts: list[Any]
     answers: list[Any]
     ends_row_group: bool
+    passed: dict[str, list[Any]] = field(default_factory=dict)
+    """The pass-through columns the metrics read (a criterion's), those the file has."""
 
 
-def _read(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch]:
+def _read(
+    filesystem: Any, path: str, settings: Settings, extra: Sequence[str] = ()
+) -> Iterator[_ReadBatch]:
     """The rows of one file, a batch at a time, row group by row group, read as `score` reads
     them (undecodable bytes as U+FFFD); a file whose data cannot be read is a StorageError
     naming it."""
     try:
-        yield from _read_groups(filesystem, path, settings)
+        yield from _read_groups(filesystem, path, settings, extra)
     except (OSError, pa.ArrowException) as error:
         if isinstance(error, StorageError):
             raise
@@ -412,40 +491,48 @@ def _read(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch
         raise StorageError(f"{path}: its data cannot be read: {error}") from None
 
 
-def _read_groups(filesystem: Any, path: str, settings: Settings) -> Iterator[_ReadBatch]:
+def _read_groups(
+    filesystem: Any, path: str, settings: Settings, extra: Sequence[str]
+) -> Iterator[_ReadBatch]:
     mapping = settings.columns
     contract = [mapping.question, mapping.contexts, mapping.answer]
     if is_text_log(path):  # no row groups: the whole file is one, as `score` reads it
         table = read_text_log_or_fail(filesystem, path, mapping)
         check_columns(table.schema, mapping)
         has_id = ROW_ID_COLUMN in table.column_names
+        present = [name for name in extra if name in table.column_names]
         batches = table.to_batches(max_chunksize=READ_BATCH_ROWS)
         for index, batch in enumerate(batches):
             last = index == len(batches) - 1
-            yield _read_batch(batch, contract, has_id, ends_row_group=last)
+            yield _read_batch(batch, contract, has_id, present, ends_row_group=last)
         return
     with filesystem.open_input_file(path) as handle:
         parquet = pq.ParquetFile(handle)
         check_columns(parquet.schema_arrow, mapping)
         has_id = ROW_ID_COLUMN in parquet.schema_arrow.names
-        read = list(dict.fromkeys([*contract, ROW_ID_COLUMN] if has_id else contract))
+        present = [name for name in extra if name in parquet.schema_arrow.names]
+        wanted = [*contract, ROW_ID_COLUMN] if has_id else contract
+        read = list(dict.fromkeys([*wanted, *present]))
         for group in range(parquet.metadata.num_row_groups):
             previous = None
             for batch in parquet.iter_batches(
                 batch_size=READ_BATCH_ROWS, row_groups=[group], columns=read
             ):
                 if previous is not None:
-                    yield _read_batch(previous, contract, has_id, ends_row_group=False)
+                    yield _read_batch(previous, contract, has_id, present, ends_row_group=False)
                 previous = batch
             if previous is not None:
-                yield _read_batch(previous, contract, has_id, ends_row_group=True)
+                yield _read_batch(previous, contract, has_id, present, ends_row_group=True)
 
 
-def _read_batch(batch: Any, contract: list[str], has_id: bool, ends_row_group: bool) -> _ReadBatch:
+def _read_batch(
+    batch: Any, contract: list[str], has_id: bool, present: Sequence[str], ends_row_group: bool
+) -> _ReadBatch:
     batch = repair_utf8(pa.Table.from_batches([batch]))
     question, contexts, answer = (batch.column(name).to_pylist() for name in contract)
     ids = batch.column(ROW_ID_COLUMN).to_pylist() if has_id else [None] * batch.num_rows
-    return _ReadBatch(ids, question, contexts, answer, ends_row_group)
+    passed = {name: batch.column(name).to_pylist() for name in present}
+    return _ReadBatch(ids, question, contexts, answer, ends_row_group, passed)
 
 
 def _tally_rows(
@@ -455,6 +542,7 @@ def _tally_rows(
     them: the pipeline (`chunk_rows` given) rebatches each chunk to `batch_rows` rows;
     `ragas-ops score` reads batches of `batch_rows` that end with each Parquet row group."""
     metrics = configured_metrics(settings)
+    extra = pass_through_columns(metrics)
     schema_in_text = settings.judge.endpoint.structured_output != "json_schema"
     reasoning = reasoning_estimate(settings.judge).tokens_per_reply
     counter = _RowCounter(metrics, schema_in_text=schema_in_text, reasoning_per_reply=reasoning)
@@ -463,12 +551,12 @@ def _tally_rows(
     fraction = settings.pipeline.sample_fraction
     for filesystem, path in files:
         tally.files += 1
-        for read in _read(filesystem, path, settings):
+        for read in _read(filesystem, path, settings, extra):
             chosen = sample_mask(read.ids, fraction)
             if fraction < 1.0:
                 tally.rows_without_id += sum(row_id_text(value) is None for value in read.ids)
-            for keep, question, contexts, answer in zip(
-                chosen, read.questions, read.contexts, read.answers, strict=True
+            for index, (keep, question, contexts, answer) in enumerate(
+                zip(chosen, read.questions, read.contexts, read.answers, strict=True)
             ):
                 if chunk_rows and tally.rows and tally.rows % chunk_rows == 0:
                     batches.close()  # a new pipeline chunk: a new scoring task
@@ -478,6 +566,9 @@ def _tally_rows(
                     continue
                 tally.rows_sampled += 1
                 row = validate_row(question, contexts, answer, settings.size_budget)
+                for name in extra:  # a column the file lacks: the row's problem, as in `score`
+                    values = read.passed.get(name)
+                    add_pass_through(row, name, values[index] if values is not None else ABSENT)
                 counter.count(row, tally)
                 batches.add(counter.embedding_inputs(row))
             if read.ends_row_group and not chunk_rows:

@@ -23,6 +23,9 @@ class Price:
     cached_input_per_million: float | None = None
     batch_discount: float = 0.5
     flex_discount: float = 0.5
+    cache_write_per_million: float | None = None
+    """Prompt tokens written to the provider's prompt cache (Anthropic: 1.25 x input for the
+    5-minute cache); None: billed as input."""
 
     def cost(
         self,
@@ -31,16 +34,23 @@ class Price:
         cached_prompt_tokens: int = 0,
         *,
         batch: bool = False,
+        cache_write_tokens: int = 0,
     ) -> float:
         cached_rate = (
             self.input_per_million
             if self.cached_input_per_million is None
             else self.cached_input_per_million
         )
-        uncached = prompt_tokens - cached_prompt_tokens
+        write_rate = (
+            self.input_per_million
+            if self.cache_write_per_million is None
+            else self.cache_write_per_million
+        )
+        uncached = prompt_tokens - cached_prompt_tokens - cache_write_tokens
         full_price = (
             uncached * self.input_per_million
             + cached_prompt_tokens * cached_rate
+            + cache_write_tokens * write_rate
             + completion_tokens * self.output_per_million
         ) / 1_000_000
         return full_price * self.batch_discount if batch else full_price
@@ -51,13 +61,19 @@ class Price:
         prompt_tokens: int,
         completion_tokens: int,
         cached_prompt_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> float | None:
         """The cost of a request answered on `tier` (`SERVICE_TIER_PRICES`); None for a tier
         with no known price (OpenAI's `priority`, `scale`): unknown, not the standard price."""
         share = SERVICE_TIER_PRICES.get(tier)
         if share is None:
             return None
-        full_price = self.cost(prompt_tokens, completion_tokens, cached_prompt_tokens)
+        full_price = self.cost(
+            prompt_tokens,
+            completion_tokens,
+            cached_prompt_tokens,
+            cache_write_tokens=cache_write_tokens,
+        )
         return full_price * self.flex_discount if share == "flex" else full_price
 
 
@@ -90,6 +106,16 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-5.4": Price(2.50, 15.00, 0.25),
     "gpt-5.4-mini": Price(0.75, 4.50, 0.075),
     "gpt-5.5": Price(5.00, 30.00, 0.50),
+    # Anthropic's Claude models (the `anthropic` judge): list prices per million tokens as
+    # platform.claude.com/docs/en/about-claude/pricing gave them, taken 2026-12-05: input,
+    # output, cache hits, and 5-minute cache writes (1.25 x input); the Message Batches API
+    # halves input and output. Haiku 5.5's rates are those of prompts up to 100,000 tokens.
+    "claude-haiku-5-5": Price(0.10, 0.50, 0.01, cache_write_per_million=0.125),
+    "claude-sonnet-5-5": Price(2.00, 10.00, 0.10, cache_write_per_million=2.50),
+    "claude-opus-5-5": Price(4.00, 20.00, 0.20, cache_write_per_million=5.00),
+    "claude-opus-5": Price(5.00, 25.00, 0.50, cache_write_per_million=6.25),
+    "claude-sonnet-4-5": Price(3.00, 15.00, 0.30, cache_write_per_million=3.75),
+    "claude-haiku-4-5": Price(1.00, 5.00, 0.10, cache_write_per_million=1.25),
     "text-embedding-3-small": Price(0.02),
     "text-embedding-3-large": Price(0.13),
     "text-embedding-ada-002": Price(0.10),

@@ -104,12 +104,20 @@ MODELS = ("rag-v1", "rag-v2")
 
 
 def sample_interactions(
-    rows: int, seed: int = 0, day: str = "2026-11-29", unfaithful_share: float = 0.15
+    rows: int,
+    seed: int = 0,
+    day: str = "2026-11-29",
+    unfaithful_share: float = 0.15,
+    *,
+    citations: bool = False,
 ) -> pa.Table:
     """`rows` interactions logged on `day`, in the input contract with segment columns.
 
     `unfaithful_share` of the answers state facts their contexts do not support (a bad day for
-    the RAG system has more of them); the other kinds keep their relative shares.
+    the RAG system has more of them); the other kinds keep their relative shares. With
+    `citations`, a pass-through column of the sources the application showed beside each
+    answer (the demo's criteria read it): the retrieved document, except on every seventh row,
+    where it shows another one (`DOC-<n>`) that the answer does not name.
     """
     rng = random.Random(seed)
     start = datetime.fromisoformat(day).replace(tzinfo=UTC)
@@ -118,6 +126,11 @@ def sample_interactions(
         for index in range(rows)
     ]
     stamps = sorted(start + timedelta(seconds=rng.uniform(0, 86_399)) for _ in range(rows))
+    shown = (
+        {"citations": pa.array([_citations(seed, index) for index in range(rows)])}
+        if citations
+        else {}
+    )
     return pa.table(
         {
             "id": [f"{day}-{seed}-{index:06d}" for index in range(rows)],
@@ -127,8 +140,14 @@ def sample_interactions(
             "question": [r[0] for r in records],
             "contexts": pa.array([r[1] for r in records], pa.list_(pa.string())),
             "answer": [r[2] for r in records],
+            **shown,
         }
     )
+
+
+def _citations(seed: int, index: int) -> list[str]:
+    """The sources shown beside row `index`'s answer (see `sample_interactions`)."""
+    return [f"DOC-{index:04d}"] if index % 7 == 3 else [f"KB-{seed}-{index:05d}"]
 
 
 def _interaction(

@@ -109,17 +109,18 @@ def connection_base_url(connection: Any) -> str | None:
 def judge_endpoint(settings: Settings) -> JudgeEndpoint:
     """Where this task's judge is: the `judge.conn_id` connection when it is defined, else
     `judge.base_url` and the key in `judge.api_key_env` (said once in the task's log)."""
+    from ragas_ops.judge.factory import api_key_env
+
     judge = settings.judge.endpoint
+    variable = api_key_env(settings.judge)  # the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY
     if judge.conn_id:
-        found = JudgeHook(judge.conn_id).endpoint(judge.base_url, judge.api_key_env)
+        found = JudgeHook(judge.conn_id).endpoint(judge.base_url, variable)
         if found is not None:
             mask_task_logs()  # the connection's key, registered by its Secret
             return found
-        log.info(
-            "no Airflow connection %s: the judge's key from $%s", judge.conn_id, judge.api_key_env
-        )
-    key = Secret(os.environ.get(judge.api_key_env, ""))
-    return JudgeEndpoint(judge.base_url, key, f"${judge.api_key_env}")
+        log.info("no Airflow connection %s: the judge's key from $%s", judge.conn_id, variable)
+    key = Secret(os.environ.get(variable, ""))
+    return JudgeEndpoint(judge.base_url, key, f"${variable}")
 
 
 def with_endpoint(settings: Settings, endpoint: JudgeEndpoint) -> tuple[Settings, dict[str, str]]:
@@ -128,7 +129,9 @@ def with_endpoint(settings: Settings, endpoint: JudgeEndpoint) -> tuple[Settings
     spec = dataclasses.replace(settings.judge.endpoint, base_url=endpoint.base_url)
     judge = dataclasses.replace(settings.judge, endpoint=spec)
     environ: dict[str, str] = {**os.environ}
-    environ[spec.api_key_env] = endpoint.api_key.reveal()
+    from ragas_ops.judge.factory import api_key_env
+
+    environ[api_key_env(judge)] = endpoint.api_key.reveal()
     return dataclasses.replace(settings, judge=judge), environ
 
 

@@ -102,8 +102,16 @@ def is_backfill(context: Any) -> bool:
 
 
 def pipeline_settings() -> Settings:
-    """The task's settings; first, its log records are masked (every task calls this)."""
+    """The task's settings; first, its log records are masked (every task calls this). The
+    settings' criteria are registered as metrics here, so every task (the report's, the
+    labels', not only the scoring ones) knows them, and the metric packages installed in the
+    worker are looked for again (a package installed after the worker started is found)."""
+    from ragas_ops.metrics import load_metric_packages
+    from ragas_ops.metrics.criteria import register_criteria
+
+    load_metric_packages()
     settings = settings_from_environment()
+    register_criteria(settings.criteria)
     Secret(os.environ.get(settings.judge.endpoint.api_key_env, ""))  # registers the key
     mask_task_logs()
     return settings

@@ -14,13 +14,14 @@ import argparse
 import csv
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ragas_ops.config import ConfigError, Settings, load_settings
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.labels.store import Candidate, Checked, check_candidates, queue_rows, write_labels
+from ragas_ops.metrics.criteria import register_criteria
 from ragas_ops.pipeline.aggregate import days_before
 from ragas_ops.tables.format import DayTables, day_tables
 
@@ -84,6 +85,7 @@ def _format(path: Path, given: str | None) -> str:
 
 def _run_export(options: argparse.Namespace) -> int:
     settings = load_settings(options.config)
+    register_criteria(settings.criteria)  # their levels: what a label may say
     if options.days < 1:
         raise ConfigError("--days must be at least 1")
     last = parse_day(options.day)
@@ -93,26 +95,42 @@ def _run_export(options: argparse.Namespace) -> int:
         row for day in days for row in queue_rows(tables, day, settings, labeller=options.labeller)
     ]
     metrics = settings.metrics.names
+    shown = _shown_columns(settings)
     kind = _format(options.output, options.format)
     with options.output.open("w", encoding="utf-8", newline="") as handle:
         if kind == "csv":
-            writer = csv.DictWriter(handle, fieldnames=[*FIXED_COLUMNS[:5], *metrics, "labeller"])
+            fields = [*FIXED_COLUMNS[:5], *shown, *metrics, "labeller"]
+            writer = csv.DictWriter(handle, fieldnames=fields)
             writer.writeheader()
             for row in rows:
-                writer.writerow(_flat(row, metrics, options.labeller, json.dumps))
+                writer.writerow(_flat(row, metrics, options.labeller, json.dumps, shown))
         else:
             for row in rows:
-                handle.write(json.dumps(_flat(row, metrics, options.labeller, list)) + "\n")
+                record = _flat(row, metrics, options.labeller, list, shown)
+                handle.write(json.dumps(record) + "\n")
     print(f"{len(rows)} row(s) to label from {len(days)} day(s) -> {options.output}")
     return 0
 
 
+def _shown_columns(settings: Any) -> list[str]:
+    """The pass-through columns the criteria read: shown to the labeller, never labels."""
+    criteria = settings.criteria.values()
+    return list(dict.fromkeys(name for spec in criteria for name in spec.pass_through))
+
+
 def _flat(
-    row: dict[str, Any], metrics: tuple[str, ...], labeller: str | None, contexts: Any
+    row: dict[str, Any],
+    metrics: tuple[str, ...],
+    labeller: str | None,
+    contexts: Any,
+    shown: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A queued row as a record of the file: a metric already labelled is left out (`-`)."""
     record = {name: row[name] for name in FIXED_COLUMNS[:5] if name != "contexts"}
     record["contexts"] = contexts(row["contexts"])
+    for name in shown:
+        value = (row.get("passed") or {}).get(name)
+        record[name] = contexts(value) if isinstance(value, list) else value
     for metric in metrics:
         record[metric] = "" if metric in row["metrics"] else "-"
     record["labeller"] = labeller or ""
@@ -132,7 +150,9 @@ def _records(path: Path, kind: str) -> Iterator[dict[str, Any]]:
                     raise ConfigError(f"{path}: line {number} is not JSON: {error.msg}") from None
 
 
-def _candidates(options: argparse.Namespace, metrics: tuple[str, ...]) -> list[Candidate]:
+def _candidates(
+    options: argparse.Namespace, metrics: tuple[str, ...], shown: Sequence[str] = ()
+) -> list[Candidate]:
     found = []
     for number, record in enumerate(
         _records(options.input, _format(options.input, options.format)), 1
@@ -141,7 +161,11 @@ def _candidates(options: argparse.Namespace, metrics: tuple[str, ...]) -> list[C
         if missing:
             raise ConfigError(f"{options.input}: record {number} has no {' or '.join(missing)}")
         labeller = str(record.get("labeller") or options.labeller or "")
-        extra = [name for name in record if name not in FIXED_COLUMNS and name not in metrics]
+        extra = [
+            name
+            for name in record
+            if name not in FIXED_COLUMNS and name not in metrics and name not in shown
+        ]
         for metric in [*metrics, *extra]:
             cell = record.get(metric)
             text = "" if cell is None else str(cell).strip()
@@ -155,8 +179,9 @@ def _candidates(options: argparse.Namespace, metrics: tuple[str, ...]) -> list[C
 
 def _run_import(options: argparse.Namespace) -> int:
     settings = load_settings(options.config)
+    register_criteria(settings.criteria)  # their levels: what a label may say
     metrics = settings.metrics.names
-    candidates = _candidates(options, metrics)
+    candidates = _candidates(options, metrics, _shown_columns(settings))
     tables = _tables(settings)
     checked = check_candidates(tables, candidates, metrics)
     _print_refused(checked)

@@ -172,14 +172,15 @@ def _run_score(options: argparse.Namespace) -> int:
 def _check_key_or_local(settings: Settings) -> None:
     """Without an API key, say every way to score: the key, the local judge, an endpoint."""
     endpoint = settings.judge.endpoint
-    from ragas_ops.judge.factory import capabilities  # the judge's SDK: only when scoring
+    from ragas_ops.judge.factory import api_key_env, capabilities  # only when scoring
 
     if not capabilities(settings.judge).endpoint or endpoint.base_url is not None:
         return
-    if os.environ.get(endpoint.api_key_env):
+    variable = api_key_env(settings.judge)
+    if os.environ.get(variable):
         return
     raise JudgeFatalError(
-        f"no API key: set ${endpoint.api_key_env} to score with OpenAI; or score on this "
+        f"no API key: set ${variable} to score with {settings.judge.kind}; or score on this "
         "machine, with no key and no network, with `--judge local` (the local judge: "
         "sentence embeddings and lexical evidence, not an LLM); or point --base-url at an "
         "OpenAI-compatible endpoint (a local test double: `ragas-ops test-judge`)"

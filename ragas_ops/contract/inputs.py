@@ -98,7 +98,16 @@ class Interaction:
     retrieved_contexts: list[str] = field(default_factory=list)
     """All non-blank contexts as retrieved, duplicates included: what context relevance counts."""
     problems: dict[str, str] = field(default_factory=dict)
-    """Contract field -> why it cannot be used."""
+    """Contract field (or pass-through column) -> why it cannot be used."""
+    passed: dict[str, Any] = field(default_factory=dict)
+    """Pass-through columns a metric reads besides the contract's fields (a criterion's
+    `policy`...), as JSON-ready values; a missing or null one is in `problems` instead."""
+
+    def field_value(self, name: str) -> Any:
+        """A contract field's value, or a pass-through column's."""
+        if name in (QUESTION, CONTEXTS, ANSWER):
+            return getattr(self, name)
+        return self.passed.get(name)
 
     @property
     def duplicate_contexts(self) -> int:
@@ -436,17 +445,52 @@ def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def interactions_from_table(
-    table: pa.Table, mapping: ColumnMapping, budget: SizeBudget
+    table: pa.Table,
+    mapping: ColumnMapping,
+    budget: SizeBudget,
+    pass_through: Sequence[str] = (),
 ) -> list[Interaction]:
-    """Validate every row of `table` into an Interaction, in row order."""
+    """Validate every row of `table` into an Interaction, in row order, with the
+    `pass_through` columns (ones a metric reads besides the contract's) in `passed`."""
     check_columns(table.schema, mapping)
     questions = table.column(mapping.question).to_pylist()
     contexts = table.column(mapping.contexts).to_pylist()
     answers = table.column(mapping.answer).to_pylist()
-    return [
+    rows = [
         validate_row(question, row_contexts, answer, budget)
         for question, row_contexts, answer in zip(questions, contexts, answers, strict=True)
     ]
+    for name in pass_through:
+        values = table.column(name).to_pylist() if name in table.column_names else None
+        for index, row in enumerate(rows):
+            add_pass_through(row, name, values[index] if values is not None else ABSENT)
+    return rows
+
+
+ABSENT = object()
+"""A pass-through column the input does not have."""
+
+
+def add_pass_through(row: Interaction, name: str, value: Any) -> None:
+    """Put a pass-through column's value on `row`, or why it cannot be read in its problems."""
+    if value is ABSENT:
+        row.problems[name] = f"the input has no column {name!r}"
+    elif value is None or (isinstance(value, str) and not value.strip()):
+        row.problems[name] = f"{name} is missing (null or empty)"
+    else:
+        row.passed[name] = _json_ready(value)
+
+
+def _json_ready(value: Any) -> Any:
+    """A cell as JSON can carry it into a prompt: texts, numbers, lists and maps as they are,
+    anything else (a timestamp, a decimal) as its text."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_ready(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _json_ready(item) for key, item in value.items()}
+    return str(value)
 
 
 def validate_row(question: Any, contexts: Any, answer: Any, budget: SizeBudget) -> Interaction:

@@ -27,6 +27,10 @@ class Status(StrEnum):
     """The judge cannot read the row's language: the local judge's rules and its English
     sentence model cover Latin-script text only (the reason names the script found). Score
     such rows with an LLM judge; counted among the failures, so it shows in the aggregates."""
+    UNSUPPORTED_CRITERION = "unsupported_criterion"
+    """The judge cannot apply a free-text criterion (`[criteria.<name>]`): the local judge's
+    rules measure the paper's qualities only. Never a score; counted among the failures, so a
+    criterion that no judge applied shows in the aggregates and the report."""
     NOT_SAMPLED = "not_sampled"
     """Left out by `pipeline.sample_fraction`: the same rows are left out on every rerun."""
 

@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING
 from ragas_ops.config import ConfigError, JudgeSettings, Settings
 from ragas_ops.judge.base import Judge, JudgeFatalError, JudgeIdentity
 from ragas_ops.judge.batch import BatchMode
-from ragas_ops.judge.local.provider import LOCAL
-from ragas_ops.judge.openai.provider import OPENAI
+from ragas_ops.judge.engine.roles import RoleJudge
 from ragas_ops.judge.providers import (
     Capabilities as Capabilities,  # noqa: PLC0414 (re-exported: callers ask the factory)
 )
 from ragas_ops.judge.providers import (
     ReasoningEstimate as ReasoningEstimate,  # noqa: PLC0414 (re-exported)
 )
-from ragas_ops.judge.providers import provider_for, register_provider, registered_providers
+from ragas_ops.judge.providers import provider_for
 from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.secrets import Secret
 
@@ -27,18 +26,14 @@ if TYPE_CHECKING:
     from ragas_ops.storage import S3Options
 
 
-register_provider(OPENAI)
-register_provider(LOCAL)
-
-CAPABILITIES: Mapping[str, Capabilities] = {
-    name: provider.capabilities for name, provider in registered_providers().items()
-}
-"""The built-in kinds' capabilities (a registered provider's: `capabilities`)."""
-
-
 def capabilities(settings: JudgeSettings) -> Capabilities:
     """The capabilities of the judge the settings name."""
     return provider_for(settings.kind).capabilities
+
+
+def capabilities_of(kind: str) -> Capabilities:
+    """The capabilities of judge kind `kind`."""
+    return provider_for(kind).capabilities
 
 
 BATCH_POLL_ATTEMPTS = 3
@@ -57,7 +52,19 @@ def build_judge(
             "without holding a worker; here, set judge.mode = sync (RAGAS_OPS_JUDGE_MODE=sync)"
         )
     environ = os.environ if environ is None else environ
-    return provider_for(settings.judge.kind).build(settings, environ, s3)
+    provider = provider_for(settings.judge.kind)
+    embedding_kind = settings.judge.endpoint.embedding_kind or provider.name
+    embedder = provider_for(embedding_kind)
+    if not embedder.capabilities.embeddings:
+        raise ConfigError(
+            f"judge.embedding_kind: the {embedder.name} judge has no embeddings API; set "
+            "judge.embedding_kind to a provider that embeds (openai, local)"
+        )
+    judge = provider.build(settings, environ, s3)
+    if embedder is provider:
+        return judge
+    build_embedder = embedder.build_embedder or embedder.build
+    return RoleJudge(judge, build_embedder(settings, environ, s3))
 
 
 def batch_mode(
@@ -94,21 +101,17 @@ def shutdown_warnings(
     """Once per run: a line for each of the judge's models that its endpoint says shuts down
     within `judge.shutdown_warning_days`, with the date and the successor the price table
     knows; none for a judge that asks no endpoint, or an endpoint that does not say."""
-    if not capabilities(settings.judge).endpoint:
+    provider = provider_for(settings.judge.kind)
+    if not provider.capabilities.endpoint or provider.shutdown_lines is None:
         return []
-    from ragas_ops.judge.openai.lifecycle import shutdown_notices
-
     environ = os.environ if environ is None else environ
-    endpoint = settings.judge.endpoint
-    notices = shutdown_notices(
-        {"judge": endpoint.model, "embedding": endpoint.embedding_model},
-        endpoint.base_url,
-        Secret(environ.get(endpoint.api_key_env, "")),
-        settings.prices,
-        warning_days=settings.judge.model.shutdown_warning_days,
-        today=today or datetime.now(UTC).date(),
-    )
-    return [notice.line() for notice in notices]
+    return provider.shutdown_lines(settings, environ, today or datetime.now(UTC).date())
+
+
+def api_key_env(settings: JudgeSettings) -> str:
+    """The environment variable the judge's key is read from (its provider's convention:
+    `judge.api_key_env`, or e.g. `ANTHROPIC_API_KEY`)."""
+    return provider_for(settings.kind).api_key_env(settings)
 
 
 def reasoning_estimate(settings: JudgeSettings) -> ReasoningEstimate:
@@ -126,3 +129,22 @@ def local_judge_installed() -> bool:
     from ragas_ops.judge.local.onnx_embedder import onnx_available
 
     return onnx_available() or importlib.util.find_spec("sentence_transformers") is not None
+
+
+def recently_stated_limits(
+    settings: JudgeSettings,
+) -> tuple[int | None, int | None, str] | None:
+    """The limits (rpm, tpm) the provider stated to a recent run on this judge's account, and
+    the file that keeps them (`limits.stated`); None when no run kept them within
+    `stated.RECENT_DAYS`, or the base URL is not valid."""
+    from ragas_ops.judge.endpoint import effective_base_url, endpoint_name
+    from ragas_ops.judge.limits.stated import RECENT_DAYS, read_stated, stated_file
+
+    try:
+        account = f"{endpoint_name(effective_base_url(settings.endpoint.base_url))} "
+    except ConfigError:
+        return None
+    known = read_stated(settings.cache.path, account + settings.endpoint.model)
+    if known is None or not known.learnt_within(RECENT_DAYS):
+        return None
+    return known.rpm, known.tpm, str(stated_file(settings.cache.path))

@@ -25,12 +25,15 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ragas_ops.labels.agreement import agreement
 from ragas_ops.labels.ppi import ppi_mean
-from ragas_ops.labels.queue import ALL, NULL_SEGMENT
-from ragas_ops.sampling import ROW_ID_COLUMN, row_id_text
+from ragas_ops.labels.queue import ALL, NULL_SEGMENT, row_id_texts
+from ragas_ops.sampling import ROW_ID_COLUMN
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
     import pyarrow as pa
 
     from ragas_ops.config import Settings
@@ -56,8 +59,9 @@ def window_days(day: str, days: int) -> list[str]:
     return [(anchor - timedelta(days=offset)).isoformat() for offset in range(days - 1, -1, -1)]
 
 
-def _segment_texts(table: pa.Table, segments: Sequence[str]) -> list[dict[str, Any]]:
-    """Each row's id, segment values as the daily metrics write them, and the rest as is."""
+def _segment_texts(table: pa.Table, segments: Sequence[str]) -> pa.Table:
+    """The table with its segment columns as the daily metrics write them (text, nulls
+    `(null)`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -65,16 +69,23 @@ def _segment_texts(table: pa.Table, segments: Sequence[str]) -> list[dict[str, A
         if column in table.column_names:
             text = pc.fill_null(pc.cast(table.column(column), pa.string()), NULL_SEGMENT)
             table = table.set_column(table.column_names.index(column), column, text)
-    rows: list[dict[str, Any]] = table.to_pylist()
-    return rows
+    return table
 
 
-def _by_id(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _rows_of(table: pa.Table, row_ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The first row of each of `row_ids` in the table (a repeated id: its first row, as the
+    queue takes), as a dict; only those rows are turned into Python objects."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if ROW_ID_COLUMN not in table.column_names or not row_ids:
+        return {}
+    ids = row_id_texts(table.column(ROW_ID_COLUMN))
+    wanted = pc.is_in(ids, value_set=pa.array(sorted(row_ids), pa.string()))
+    picked = table.filter(wanted)
     found: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        row_id = row_id_text(row.get(ROW_ID_COLUMN))
-        if row_id is not None:
-            found.setdefault(row_id, row)  # a repeated id: its first row, as the queue takes
+    for row_id, row in zip(ids.filter(wanted).to_pylist(), picked.to_pylist(), strict=True):
+        found.setdefault(row_id, row)
     return found
 
 
@@ -85,7 +96,7 @@ def labelled_pairs(
     settings: Settings,
 ) -> list[dict[str, Any]]:
     """Every (row, metric) labelled in the window, with its averaged label, its row's score,
-    status, judge and segments, and its weight."""
+    status, judge and segments, and its weight (none, and no day read, without labels)."""
     metrics, segments = settings.metrics.names, settings.pipeline.segments
     labels: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for table in tables.read_labels(window_days(day, settings.labels.window_days)):
@@ -101,7 +112,8 @@ def labelled_pairs(
     pairs = []
     for labelled_day in sorted({key[0] for key in labels}):
         scored = today if labelled_day == day else tables.read_scored(labelled_day, columns=columns)
-        rows = _by_id(_segment_texts(scored, segments))
+        labelled_ids = {row_id for dt, row_id, _ in labels if dt == labelled_day}
+        rows = _rows_of(_segment_texts(scored, segments), labelled_ids)
         queue = tables.read_label_queue(labelled_day)
         weights = (
             {}
@@ -140,36 +152,73 @@ def calibration(
     pairs: list[dict[str, Any]] | None = None,
 ) -> dict[tuple[str, str, str], dict[str, Any]]:
     """The calibration columns of each (segment_column, segment_value, metric) of the day
-    (`pairs`: the day's `labelled_pairs`, when already read)."""
+    (`pairs`: the day's `labelled_pairs`, when already read). Without a labelled pair in the
+    window, nothing of the day is computed: every key says `no_labels`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     metrics, segments = settings.metrics.names, settings.pipeline.segments
     if pairs is None:
         pairs = labelled_pairs(tables, day, today, settings)
-    rows = _segment_texts(today, segments)
-    groupings: list[tuple[str, str]] = [(ALL, ALL)]
+    groupings: list[tuple[str, str, npt.NDArray[np.bool_] | None]] = [(ALL, ALL, None)]
     for column in segments:
-        groupings.extend((column, value) for value in sorted({row[column] for row in rows}))
+        if column not in today.column_names:
+            continue
+        text = pc.fill_null(pc.cast(today.column(column), pa.string()), NULL_SEGMENT)
+        encoded = pc.dictionary_encode(text).combine_chunks()
+        names: list[str] = encoded.dictionary.to_pylist()
+        codes = encoded.indices.to_numpy() if pairs else None
+        for index in sorted(range(len(names)), key=names.__getitem__):
+            groupings.append((column, names[index], None if codes is None else codes == index))
+    if not pairs:
+        return {
+            (column, value, metric): _no_labels()
+            for column, value, _ in groupings
+            for metric in metrics
+        }
+    judges = today.column("judge") if "judge" in today.column_names else None
     found = {}
-    for column, value in groupings:
-        members = rows if column == ALL else [row for row in rows if row[column] == value]
-        grouped = pairs if column == ALL else [pair for pair in pairs if pair[column] == value]
-        for metric in metrics:
-            found[(column, value, metric)] = _columns(day, members, grouped, metric)
+    for metric in metrics:
+        status = pc.fill_null(pc.cast(today.column(f"{metric}_status"), pa.string()), "")
+        ok = np.asarray(pc.equal(status, OK), dtype=bool)
+        score = pc.cast(today.column(f"{metric}_score"), pa.float64()).to_numpy()
+        for column, value, members in groupings:
+            scored = ok if members is None else ok & members
+            grouped = pairs if column == ALL else [pair for pair in pairs if pair[column] == value]
+            every_score = score[scored]
+            day_judges: set[Any] = set()
+            if len(every_score):
+                day_judges = (
+                    {None}
+                    if judges is None
+                    else set(pc.unique(judges.filter(pa.array(scored))).to_pylist())
+                )
+            found[(column, value, metric)] = _columns(every_score, day_judges, grouped, metric)
     return found
 
 
+def _no_labels() -> dict[str, Any]:
+    result: dict[str, Any] = dict.fromkeys(name for name, _ in CALIBRATION_COLUMNS)
+    result["labels"] = 0
+    result["labels_status"] = "no_labels"
+    return result
+
+
 def _columns(
-    day: str, members: list[dict[str, Any]], pairs: list[dict[str, Any]], metric: str
+    every_score: npt.NDArray[np.float64],
+    judges: set[Any],
+    pairs: list[dict[str, Any]],
+    metric: str,
 ) -> dict[str, Any]:
-    scored = [row for row in members if row.get(f"{metric}_status") == OK]
-    judges = {row.get("judge") for row in scored}
+    """The calibration columns of one grouping and metric: `every_score` the day's `ok`
+    scores of the grouping (every scored row, its labelled ones too: the day's judge mean is
+    the point, the labels being spread over the window), `judges` the judges that scored
+    them."""
     usable = [
         pair
         for pair in pairs
         if pair["metric"] == metric and pair["status"] == OK and pair["judge"] in judges
     ]
-    # every scored row of the day, its labelled ones too: the day's judge mean is the point
-    # (the labels are spread over the window, so the day's own are a small part of them)
-    every_score = [row[f"{metric}_score"] for row in scored]
     result: dict[str, Any] = dict.fromkeys(name for name, _ in CALIBRATION_COLUMNS)
     result["labels"] = len(usable)
     if not usable:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragas_ops.contract.layout import parse_day
 from ragas_ops.labels.agreement import LEVELS
+from ragas_ops.labels.definitions import label_levels, label_value
 from ragas_ops.labels.queue import label_queue
 from ragas_ops.sampling import ROW_ID_COLUMN
 
@@ -82,13 +83,24 @@ class Checked:
         return sum(len(rows) for rows in self.accepted.values())
 
 
-def parse_level(text: str) -> float | None:
-    """The label level a cell means (`0`, `0.5`, `.5`, `1`, `1.0`...), None if none."""
+def parse_level(text: str, metric: str | None = None) -> float | None:
+    """The label level a cell means (`0`, `0.5`, `.5`, `1`, `1.0`...), None if none; for a
+    `metric` with levels of its own (a criterion's), one of those, by value or by name."""
+    if metric is not None:
+        return label_value(metric, text)
     try:
         value = float(text.strip())
     except ValueError:
         return None
     return value if value in LEVELS else None
+
+
+def allowed(metric: str) -> str:
+    """The labels a metric takes, for a refusal: `0, 0.5, 1`, or `0 (fail), 1 (pass)`."""
+    _, levels = label_levels(metric)
+    if all(name in ("none", "some", "all") for _, name, _ in levels):
+        return ", ".join(value for value, _, _ in levels)
+    return ", ".join(f"{value} ({name})" for value, name, _ in levels)
 
 
 def write_queue(tables: DayTables, day: str, scored: pa.Table, settings: Settings) -> int:
@@ -127,7 +139,7 @@ def check_candidates(
     checked, seen = Checked(), set()
     for candidate in candidates:
         key = (candidate.day, candidate.row_id, candidate.metric, candidate.labeller)
-        value = parse_level(candidate.label)
+        value = parse_level(candidate.label, candidate.metric)
         reason = None
         if not queues[candidate.day]:
             reason = f"no labelling queue for the day {candidate.day!r}"
@@ -136,7 +148,7 @@ def check_candidates(
         elif candidate.metric not in metrics:
             reason = f"unknown metric {candidate.metric!r} (scored: {', '.join(metrics)})"
         elif value is None:
-            reason = f"label {candidate.label!r} is not one of 0, 0.5, 1"
+            reason = f"label {candidate.label!r} is not one of {allowed(candidate.metric)}"
         elif not candidate.labeller.strip():
             reason = "no labeller: who labelled it?"
         elif key in known:
@@ -201,7 +213,9 @@ def queue_rows(
                 done.setdefault(row["row_id"], set()).add(row["metric"])
     columns = settings.columns
     texts = (columns.question, columns.contexts, columns.answer)
-    scored = tables.read_scored(day, columns=[ROW_ID_COLUMN, *texts])
+    # the pass-through columns a criterion reads: a person judges what the judge was shown
+    passed = list(dict.fromkeys(n for c in settings.criteria.values() for n in c.pass_through))
+    scored = tables.read_scored(day, columns=[ROW_ID_COLUMN, *texts, *passed])
     by_id: dict[str, dict[str, Any]] = {}
     for row in scored.to_pylist():
         by_id.setdefault(str(row[ROW_ID_COLUMN]), row)
@@ -219,6 +233,7 @@ def queue_rows(
                 "contexts": list(row[columns.contexts] or []),
                 "answer": row[columns.answer],
                 "metrics": left,
+                "passed": {name: row[name] for name in passed if row.get(name) is not None},
             }
         )
     return found

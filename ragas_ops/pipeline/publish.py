@@ -14,11 +14,10 @@ import pyarrow.parquet as pq
 from ragas_ops.config import Settings
 from ragas_ops.contract.layout import Lake
 from ragas_ops.contract.outputs import output_schema
-from ragas_ops.metrics import build_metrics
 from ragas_ops.pipeline.lake_safety import remove_day_leftovers
 from ragas_ops.pipeline.manifest import now_utc
 from ragas_ops.pipeline.plan import check_shrink
-from ragas_ops.scoring.run import RowCountMismatch
+from ragas_ops.scoring.run import RowCountMismatch, configured_metrics
 from ragas_ops.tables.format import day_tables
 
 
@@ -83,4 +82,4 @@ def _published_schema(parquet: Sequence[pq.ParquetFile], settings: Settings) -> 
             *((segment, pa.string()) for segment in settings.pipeline.segments),
         ]
     )
-    return output_schema(contract, build_metrics(settings.metrics.names))
+    return output_schema(contract, configured_metrics(settings))

@@ -62,10 +62,12 @@ def create_app(
 
     def warehouse() -> tuple[Settings, Location]:
         from ragas_ops.config import ConfigError, settings_from_environment
+        from ragas_ops.metrics.criteria import register_criteria
         from ragas_ops.storage import StorageError, locate
 
         try:
             current = settings() if settings else settings_from_environment()
+            register_criteria(current.criteria)  # their titles and label levels
             return current, locate(current.pipeline.warehouse_uri, s3(current) if s3 else None)
         except (ConfigError, StorageError) as error:
             raise HTTPException(500, f"the warehouse cannot be used: {error}") from None

@@ -22,14 +22,15 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragas_ops.labels.definitions import LEVEL_NAMES, definition
+from ragas_ops.labels.definitions import LEVEL_NAMES, label_levels
 
 PAGE_VERSION = "page/1"
 """`page_version` of the labels the page writes: change it when the page shows rows
 differently (another layout, other definitions), so labels of each version can be told apart."""
 CSRF_COOKIE = "ragas_ops_csrf"
-LEVEL_VALUES = ("0", "0.5", "1")
-ACCESS_KEYS = ("123", "456", "789")
+ACCESS_KEYS = "1234567890abcdefghijlmnopqrtuvwxyz"
+"""The keys that choose a level, handed out in order, metric by metric (three each for the
+paper's: 123, 456, 789; a criterion's levels take the next ones); s and k are Save and Skip."""
 
 
 SHORTCUTS_SCRIPT = (
@@ -111,9 +112,13 @@ def label_page(
         )
     row = left[0]
     contexts = "".join(f"<div class='context'>{_esc(text)}</div>" for text in row["contexts"])
+    passed = "".join(
+        f"<div class='box'><h2>{_esc(name)}</h2>{_esc(_shown(value))}</div>"
+        for name, value in (row.get("passed") or {}).items()
+    )
     fieldsets = "".join(
-        _metric_fieldset(metric, ACCESS_KEYS[index] if index < len(ACCESS_KEYS) else "")
-        for index, metric in enumerate(row["metrics"])
+        _metric_fieldset(metric, keys)
+        for metric, keys in zip(row["metrics"], metric_keys(row["metrics"]), strict=True)
     )
     skip = f"{_esc(base)}/label?day={_esc(day)}&amp;after={after + 1}"
     return (
@@ -123,7 +128,7 @@ def label_page(
         f"<code>{_esc(row['row_id'])}</code></div>"
         f"<div class='box'><h2>Question</h2>{_esc(row['question'])}</div>"
         f"<div class='box'><h2>Contexts</h2>{contexts or '<i>none</i>'}</div>"
-        f"<div class='box'><h2>Answer</h2>{_esc(row['answer'])}</div>"
+        f"<div class='box'><h2>Answer</h2>{_esc(row['answer'])}</div>{passed}"
         f"<form method='post' action='{_esc(base)}/label'>"
         f"<input type='hidden' name='csrf' value='{_esc(csrf)}'>"
         f"<input type='hidden' name='day' value='{_esc(day)}'>"
@@ -140,18 +145,42 @@ def label_page(
     )
 
 
+def metric_keys(metrics: Sequence[str]) -> list[str]:
+    """The keys of each metric's levels, in order (none once the keys run out)."""
+    given, handed = [], 0
+    for metric in metrics:
+        count = len(label_levels(metric)[1])
+        keys = ACCESS_KEYS[handed : handed + count]
+        given.append(keys if len(keys) == count else "")
+        handed += count
+    return given
+
+
+def _shown(value: Any) -> str:
+    """A pass-through cell as text: a list's items joined, anything else as it prints."""
+    if isinstance(value, list | tuple):
+        return " · ".join(str(item) for item in value)
+    return str(value)
+
+
+def _choice_text(value: str, name: str, meaning: str) -> str:
+    """`0.5 · some: ...` for the three shared levels; a criterion's level by its own name
+    first (`4: Addresses most of it (0.75)`), its value, the score it stands for, after."""
+    if name in LEVEL_NAMES:
+        return f"{value} · {name}: {_esc(meaning)}"
+    return f"{_esc(name)}: {_esc(meaning)} ({value})"
+
+
 def _metric_fieldset(metric: str, keys: str) -> str:
-    question, meanings = definition(metric)
+    question, levels = label_levels(metric)
     choices = []
-    for index, (value, name, meaning) in enumerate(
-        zip(LEVEL_VALUES, LEVEL_NAMES, meanings, strict=True)
-    ):
+    for index, (value, name, meaning) in enumerate(levels):
         key = keys[index] if keys else ""
         access = f" accesskey='{key}' data-key='{key}'" if key else ""
         shown = f" <kbd>{key}</kbd>" if key else ""
         choices.append(
             f"<label class='level'><input type='radio' name='m_{_esc(metric)}' "
-            f"value='{value}'{access}> {value} · {name}: {_esc(meaning)}{shown}</label>"
+            f"value='{value}'{access}> {_choice_text(value, name, meaning)}{shown}</label>"
         )
     return (
         f"<fieldset><legend>{_esc(metric.replace('_', ' '))}</legend>"

@@ -75,16 +75,24 @@ class ScoredWith:
         return not self.differences(other, "")
 
     def differences(self, later: ScoredWith, metric: str) -> list[str]:
-        """What changed from `self` to `later`, as phrases ("the judge changed from ...")."""
+        """What changed from `self` to `later`, as phrases ("the judge changed from ...");
+        a criterion of the config file whose definition changed is "criterion <name> changed
+        (version <a> to <b>)": its wording, not the RAG system, moved the scores."""
         parts = (
             ("the judge", self.judge, later.judge),
             ("the embedding model", self.embedding_model, later.embedding_model),
             (f"the {metric} version" if metric else "the version", self.version, later.version),
         )
-        return [
-            f"{name} changed from {before} to {after}"
+        changed = [
+            (name, before, after)
             for name, before, after in parts
             if before is not None and after is not None and before != after
+        ]
+        return [
+            _criterion_change(metric, before, after)
+            if name.endswith("version") and _is_criterion(metric, before, after)
+            else f"{name} changed from {before} to {after}"
+            for name, before, after in changed
         ]
 
     def to_dict(self) -> dict[str, str | None]:
@@ -93,6 +101,27 @@ class ScoredWith:
             "embedding_model": self.embedding_model,
             "metric_version": self.version,
         }
+
+
+CRITERION_MARK = "/criterion-"
+"""In a criterion's `<name>_version` (`citations/criterion-3f2a9c1d0b4e (...)`), before its
+definition's hash (`metrics.criteria`)."""
+
+
+def _criterion_hash(metric: str, version: str) -> str | None:
+    prefix = f"{metric}{CRITERION_MARK}"
+    return version.removeprefix(prefix).split(" ", 1)[0] if version.startswith(prefix) else None
+
+
+def _is_criterion(metric: str, before: str, after: str) -> bool:
+    return bool(metric) and _criterion_hash(metric, before) is not None
+
+
+def _criterion_change(metric: str, before: str, after: str) -> str:
+    old, new = _criterion_hash(metric, before), _criterion_hash(metric, after)
+    if new is None:
+        return f"the {metric} version changed from {before} to {after}"
+    return f"criterion {metric} changed (version {old} to {new})"
 
 
 @dataclass(frozen=True)

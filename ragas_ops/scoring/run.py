@@ -14,6 +14,7 @@ from ragas_ops.config import Settings
 from ragas_ops.judge.base import Judge
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.base import Metric
+from ragas_ops.metrics.criteria import register_criteria
 from ragas_ops.scoring.scorer import Scorer
 from ragas_ops.storage import Location, ParquetOutput
 
@@ -26,7 +27,9 @@ class RowCountMismatch(RuntimeError):
 
 
 def configured_metrics(settings: Settings) -> list[Metric]:
-    """The metrics the settings name, with their options."""
+    """The metrics the settings name, with their options; the settings' criteria are
+    registered first (each is a metric of its name)."""
+    register_criteria(settings.criteria)
     return build_metrics(settings.metrics.names, settings.metrics.options)
 
 

@@ -19,6 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 import pyarrow as pa
 
 from ragas_ops.contract.inputs import (
+    REQUIRED_FIELDS,
     ColumnMapping,
     Interaction,
     SizeBudget,
@@ -69,6 +70,12 @@ class RunSummary:
         return self.score_sums[metric] / scored if scored else None
 
 
+def pass_through_columns(metrics: Sequence[Metric]) -> list[str]:
+    """The columns the metrics read besides the contract's (a criterion's `policy`...)."""
+    needed = (name for metric in metrics for name in metric.requires)
+    return list(dict.fromkeys(name for name in needed if name not in REQUIRED_FIELDS))
+
+
 class Scorer:
     """Scores tables with a set of metrics through one judge.
 
@@ -101,7 +108,9 @@ class Scorer:
 
     async def score_table(self, table: pa.Table) -> pa.Table:
         """Score every row of `table`; the result has the same rows, in the same order."""
-        rows = interactions_from_table(table, self.columns, self.size_budget)
+        rows = interactions_from_table(
+            table, self.columns, self.size_budget, pass_through_columns(self.metrics)
+        )
         chosen = self._sample(table)
         picked = [row for row, keep in zip(rows, chosen, strict=True) if keep]
         tickets = self._tickets(picked)

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
+from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.sampling import ROW_ID_COLUMN, is_sampled, row_id_text
 
 NO_CANDIDATE = (
@@ -75,8 +75,10 @@ def candidate_settings(settings: Settings) -> Settings:
     if not spec.enabled:
         raise ConfigError(NO_CANDIDATE)
     judge = settings.judge
+    kind = spec.kind or judge.kind
     endpoint = dataclasses.replace(
         judge.endpoint,
+        embedding_kind=_embedding_kind(judge.endpoint.embedding_kind, kind, judge.kind),
         model=spec.model or judge.endpoint.model,
         embedding_model=spec.embedding_model or judge.endpoint.embedding_model,
         base_url=spec.base_url or judge.endpoint.base_url,
@@ -91,7 +93,7 @@ def candidate_settings(settings: Settings) -> Settings:
     )
     candidate = dataclasses.replace(
         judge,
-        kind=spec.kind or judge.kind,
+        kind=kind,
         endpoint=endpoint,
         limits=limits,
         batch=dataclasses.replace(judge.batch, mode="sync"),
@@ -102,6 +104,16 @@ def candidate_settings(settings: Settings) -> Settings:
     )
     pipeline = dataclasses.replace(settings.pipeline, sample_fraction=1.0)
     return dataclasses.replace(settings, judge=candidate, pipeline=pipeline)
+
+
+def _embedding_kind(own: str | None, candidate: str, record: str) -> str | None:
+    """The candidate's embeddings: the record's setting, else its own provider's; a candidate
+    whose provider has no embeddings API (Anthropic) takes the record's kind's."""
+    from ragas_ops.judge.factory import capabilities_of
+
+    if own is not None or capabilities_of(candidate).embeddings:
+        return own
+    return record
 
 
 @dataclass

@@ -230,3 +230,25 @@ async def test_an_offered_headroom_raises_the_accounts_buckets(tmp_path):
     total = state["nightly"]["tokens"] + state["backfill"]["tokens"]
     assert total == pytest.approx(5_000 - 300, abs=0.05 * BURST)  # nothing in flight here
     assert budget.raised_tokens > 4_000
+
+
+def test_headers_of_a_minute_are_seen_as_the_burst_they_charge_alike():
+    """OpenAI states a minute's window (393,000 of 400,000 left) while its burst of one
+    second (6,667 at 400k TPM) refuses: what the minute is owed, the burst is owed."""
+    from ragas_ops.judge.limits.headroom import BurstView
+
+    view = BurstView(burst_seconds=1.0)
+    burst = RateLimitHeaders(remaining_tokens=5_000, limit_tokens=400_000)
+    assert view.of(burst) == burst  # a burst's own headers: as they are
+    minute = RateLimitHeaders(
+        remaining_tokens=398_000, limit_tokens=400_000, remaining_requests=597, limit_requests=600
+    )
+    seen = view.of(minute)
+    assert seen.remaining_tokens == 6_667 - 2_000
+    assert seen.remaining_requests == 10 - 3
+    # once a longer window was seen, a nearly spent one is no burst's: owed more than it holds
+    assert view.of(RateLimitHeaders(remaining_tokens=5_000, limit_tokens=400_000)) == (
+        RateLimitHeaders(remaining_tokens=6_667 - 395_000, limit_tokens=400_000)
+    )
+    assert in_reach(seen, tpm=400_000, burst_seconds=1.0, pace=1.0)
+    assert not in_reach(minute, tpm=400_000, burst_seconds=1.0, pace=1.0)

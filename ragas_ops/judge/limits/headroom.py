@@ -17,11 +17,17 @@ and `SharedBudget.offer_headroom` raise them to that, and never lower them (lowe
 `RateLimiter.observe_remaining`'s). The same bound is safe against a provider counting
 `max_tokens` (it only counts some requests twice), so it needs no conclusion.
 
-`in_reach` says when the headers describe the bucket the judge paces to: the provider's
-remaining is within its burst (`x-ratelimit-limit-tokens` / 60 x `provider_burst_seconds`;
-OpenAI reports its minute-long window, far above that until nearly spent), the judge's `tpm`
-is the whole account (at least `x-ratelimit-limit-tokens`: a `tpm` set lower is a share to keep
-to, whatever the provider has left), and no 429 slowed the pace (AIMD).
+Headers may describe a longer window than the burst the provider enforces: OpenAI's state a
+minute (`remaining` 393,000-400,000 of 400,000) while its limit refuses over about a second.
+Both buckets refill at the limit / 60 a second and are charged alike, so what the minute's
+window is owed (`limit - remaining`) is what the burst is owed: `BurstView` turns such headers
+into the burst's level (its capacity less that), the view every use of `remaining` here and in
+the limiter takes. A `remaining` above the burst's capacity is what tells the longer window
+(once seen, for the rest of the run: a nearly spent minute's window would read as a burst).
+
+`in_reach` says when the headers describe the bucket the judge paces to: the judge's `tpm` is the
+whole account (at least `x-ratelimit-limit-tokens`: a `tpm` set lower is a share to keep to,
+whatever the provider has left), and no 429 slowed the pace (AIMD).
 
 Across processes, each process's requests in flight are kept in the account's coordinator state
 beside the buckets (`recorded`, written with every take and every raise), so a raise subtracts
@@ -34,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragas_ops.judge.limits.provider import RateLimitHeaders
@@ -112,6 +118,33 @@ class InFlight:
             self._recent.popleft()
 
 
+@dataclass
+class BurstView:
+    """The provider's headers as its burst sees them (see the module's docstring)."""
+
+    burst_seconds: float
+    longer_window: dict[str, bool] = field(default_factory=dict)
+    """Per kind (`requests`, `tokens`): the headers were seen to describe a longer window."""
+
+    def of(self, headers: RateLimitHeaders) -> RateLimitHeaders:
+        """`headers` with each `remaining` the burst's level (the others as they are)."""
+        requests = self._level("requests", headers.remaining_requests, headers.limit_requests)
+        tokens = self._level("tokens", headers.remaining_tokens, headers.limit_tokens)
+        if requests == headers.remaining_requests and tokens == headers.remaining_tokens:
+            return headers
+        return replace(headers, remaining_requests=requests, remaining_tokens=tokens)
+
+    def _level(self, kind: str, remaining: int | None, limit: int | None) -> int | None:
+        if remaining is None or limit is None or limit <= 0:
+            return remaining
+        burst = math.ceil(limit / 60.0 * self.burst_seconds)
+        if remaining > burst:
+            self.longer_window[kind] = True
+        if not self.longer_window.get(kind):
+            return remaining
+        return burst - (limit - remaining)
+
+
 def in_reach(
     headers: RateLimitHeaders, *, tpm: float | None, burst_seconds: float, pace: float
 ) -> bool:
@@ -119,6 +152,7 @@ def in_reach(
     remaining, limit = headers.remaining_tokens, headers.limit_tokens
     if remaining is None or limit is None or limit <= 0 or tpm is None or pace < 1.0:
         return False
+    # a remaining above the burst: headers of a longer window not seen through `BurstView`
     return tpm >= limit and remaining <= math.ceil(limit / 60.0 * burst_seconds)
 
 

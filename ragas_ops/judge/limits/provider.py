@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -140,12 +140,14 @@ class TokenCounting:
     _used_share: dict[str, float] = field(default_factory=dict)
     learner: CountingLearner | None = None
     """With `auto`: what the provider's headers say of its counting (until they say, and
-    without them, `max_tokens`)."""
+    without them, `max_tokens` or what a previous run concluded: `start`)."""
+    start: ProviderCounts | None = None
+    """With `auto`: the way a previous run on the account concluded (`limits.stated`)."""
 
     def __post_init__(self) -> None:
         if self.counts == "auto":
-            self.learner = CountingLearner()
-            self.counts = "max_tokens"
+            self.learner = CountingLearner.starting(self.start)
+            self.counts = self.learner.conclusion or "max_tokens"
 
     def concluded(self, counts: ProviderCounts) -> None:
         """The headers told how the provider counts (with `auto`)."""
@@ -176,10 +178,10 @@ class TokenCounting:
         self._used_share[prompt_id] = known + weight * (share - known)
 
 
-# How many answers' votes the learner weighs (the latest ones), how many it needs before it
+# How many intervals' votes the learner weighs (the latest ones), how many it needs before it
 # concludes, and the share of them one way of counting needs.
 _VOTES, _ENOUGH_VOTES, _MAJORITY = 41, 11, 0.75
-# Below this difference in tokens between the two predictions, an interval says nothing.
+# Below this difference in tokens between the two ways' predictions, an interval says nothing.
 _LEAST_DIFFERENCE = 32
 # How much later than the provider sent it an answer may be read (a busy event loop): the
 # provider's bucket refills meanwhile, and the interval's drop is that uncertain.
@@ -187,6 +189,39 @@ _CLOCK_SLACK_SECONDS = 0.01
 # A request admitted this long before an answer was read may be counted by the provider on
 # either side of that answer.
 _GUARD_SECONDS = 0.05
+# Intervals waiting for the usage of the requests admitted in them: at most this many (a
+# request that never ends must not hold the learner's memory).
+_PENDING = 64
+
+_MAX_TOKENS_WAYS = ("max_tokens at admission", "max_tokens at the answer")
+_USAGE_WAYS = ("usage, prompt at admission", "usage at admission", "usage at the answer")
+
+
+@dataclass
+class _Interval:
+    """Between two answers with headers: the provider's bucket at the first (its level, its
+    capacity, its refill a second), what this process admitted within it (when, key), and the
+    later answer (when it was read, the bucket's level then, its request)."""
+
+    start: float
+    level: float
+    capacity: float
+    rate: float
+    admitted: list[tuple[float, int]]
+    end: float
+    remaining: float
+    answer: tuple[float, float, float]
+    """(prompt, max_completion, used) of the later answer's request."""
+
+    def level_after(self, charges: list[tuple[float, float]]) -> float:
+        """The bucket's level at `end` had it been charged `charges` (when, tokens), in order:
+        refilled at its rate up to its capacity in between (a bucket that filled up meanwhile
+        is followed exactly)."""
+        level, now = self.level, self.start
+        for when, tokens in [*charges, (self.end, 0.0)]:
+            level = min(self.capacity, level + self.rate * max(0.0, when - now)) - tokens
+            now = max(now, when)
+        return level
 
 
 @dataclass
@@ -195,34 +230,51 @@ class CountingLearner:
     `x-ratelimit-remaining-tokens` headers.
 
     Between two answers with the headers, the provider's bucket refilled at its rate (from
-    `x-ratelimit-limit-tokens`) and lost what it charged. Of this process's requests, both
-    ways charge the prompt of those it admitted in between; `max_tokens` also their
-    `max_tokens` x n (at admission), `usage` instead the completion of the later answer (the
-    provider counts it when it answers, before its headers). Each interval votes for the way
-    whose prediction is closer to the bucket's drop; an interval is left out when the bucket
-    (nearly) refilled to full within it (the drop is then unknown), when the two predictions
-    differ by less than 20 ms of refill (an answer is read a little after it was sent), when
-    the drop exceeds both by more than a request of this process (another process of the
-    account sent one meanwhile), when it is within 10 ms of refill of halfway, or when this
-    process admitted a request within 50 ms before either answer was read (the provider may
-    have seen it on the other side of that answer), or when a request of this process was
-    answered 429 within it (admitted here, counted by no provider). The conclusion is the way
-    with at least three quarters of the latest votes (11 at least);
-    until then, `max_tokens` (the one that never lets a burst through that the provider
-    would then count). A 429 only `max_tokens` explains outranks the votes
-    (`refused_with_room`).
+    `x-ratelimit-limit-tokens`, up to its capacity: `remaining` plus `x-ratelimit-reset-tokens`
+    of refill) and lost what it charged. The bucket's level at the later answer is predicted
+    five ways, for the moments a provider may charge at: `max_tokens` at admission (the prompts
+    and `max_tokens` x n of the requests admitted in between, when they were: OpenAI),
+    `max_tokens` when it answers (a provider that admits a request only when it runs it: the
+    later answer's prompt and max_tokens), `usage` with the prompt at admission and the
+    completion when it answers (most gateways), `usage` charged whole at admission (the
+    requests admitted in between, with the completion they then used), and `usage` when it
+    answers. An interval is weighed once every request admitted in it has been answered
+    (their usage known); it is left out when this process admitted a request within 50 ms
+    before either answer was read (the provider may have seen it on the other side of that
+    answer), when a request admitted in it was answered 429 or not at all (the provider
+    counted none of it), when the bucket was empty (its `remaining` stops at 0), or when it
+    holds less than every prediction by more than a quarter of this process's largest request
+    (another process of the account sent one meanwhile). When the best prediction of one way of
+    counting (`max_tokens` or `usage`) is closer to what the headers said than the best of the
+    other by at least `_LEAST_DIFFERENCE` tokens and 20 ms of refill (an answer is read a little
+    after it was sent), it votes for the ways whose predictions are within half that of the
+    closest; with at least 11 votes, a way voted for by three quarters of the latest 41 decides
+    how the provider counts (and a way of the other counting with as many later overturns it).
+    Voting for the ways, not for the countings, keeps the intervals another process spoilt (its
+    charges fall on one way or another by chance) from adding up to a conclusion. Until then,
+    `max_tokens` (the one that never lets a burst through that the provider would then count),
+    or what a previous run concluded (`starting`). A 429 only `max_tokens` explains outranks the
+    votes (`refused_with_room`). The headers' window does not matter: a minute's
+    window and the provider's one-second burst are charged and refilled alike.
     """
 
     conclusion: ProviderCounts | None = None
     overruled: bool = False
     """A 429 showed the provider counts `max_tokens` (`refused_with_room`): so it stays."""
-    _votes: deque[bool] = field(default_factory=lambda: deque(maxlen=_VOTES))
-    """True: a vote for `usage`."""
-    _previous: tuple[float, int, float | None] | None = None
-    """(when, remaining tokens, seconds until full) of the previous answer with headers."""
-    _prompts_since = 0
-    _completions_since = 0
-    _largest_request = 0
+    _votes: deque[frozenset[str]] = field(default_factory=lambda: deque(maxlen=_VOTES))
+    """The ways (of `_MAX_TOKENS_WAYS` and `_USAGE_WAYS`) each interval voted for."""
+    _previous: tuple[float, float, float] | None = None
+    """(when, remaining tokens, capacity) of the previous answer with headers."""
+    _requests: dict[int, tuple[float, float]] = field(default_factory=dict)
+    """Requests admitted and not answered: key -> (prompt, max_completion)."""
+    _since: list[tuple[float, int]] = field(default_factory=list)
+    """(when, key) of the requests admitted since the previous answer with headers."""
+    _pending: deque[_Interval] = field(default_factory=deque)
+    _answered: dict[int, tuple[float, float, float]] = field(default_factory=dict)
+    """Requests a pending interval waits for, once answered: key -> (prompt, max, used)."""
+    _waited: set[int] = field(default_factory=set)
+    _failed: set[int] = field(default_factory=set)
+    _largest_request = 0.0
 
     _last_admitted = -math.inf
     _last_admitted_before = -math.inf
@@ -231,57 +283,130 @@ class CountingLearner:
     """A request was answered 429 since the previous answer: counted among the admitted, not
     by the provider."""
 
+    @classmethod
+    def starting(cls, counts: ProviderCounts | None) -> CountingLearner:
+        """A learner that starts from what a previous run concluded (None: nothing)."""
+        return cls(conclusion=counts if counts in ("max_tokens", "usage") else None)
+
+    @property
+    def weighed(self) -> int:
+        """Votes among the latest (at most 41)."""
+        return len(self._votes)
+
     def refused(self) -> None:
         """A chat request of this process was answered 429: the interval it falls in says
         nothing (the provider counted none of it, and may have refused it on either side of
         an answer)."""
         self._refused_since = True
 
-    def admitted(self, now: float, prompt_tokens: int, max_completion: int) -> None:
-        """A chat request of this process was let go at `now` (`prompt_tokens`: its prompt's
-        estimate, without margin)."""
+    def admitted(self, key: int, now: float, prompt_tokens: int, max_completion: int) -> None:
+        """A chat request of this process was let go at `now` (`key`: this attempt's, unique;
+        `prompt_tokens`: its prompt's estimate, without margin)."""
         self._last_admitted = now
-        self._prompts_since += prompt_tokens
-        self._completions_since += max_completion
+        self._requests[key] = (float(prompt_tokens), float(max_completion))
+        self._since.append((now, key))
         self._largest_request = max(self._largest_request, prompt_tokens + max_completion)
 
-    def answered(self, now: float, used: int, headers: RateLimitHeaders) -> ProviderCounts | None:
-        """A chat answer (`used` completion tokens) and its headers; the conclusion so far."""
+    def ended(self, key: int) -> None:
+        """The attempt `key` ended without an answer (refused, failed): the interval it was
+        admitted in says nothing."""
+        if self._requests.pop(key, None) is not None and key in self._waited:
+            self._failed.add(key)
+            self._weigh_ready()
+
+    def answered(
+        self, key: int | None, now: float, used: int, headers: RateLimitHeaders
+    ) -> ProviderCounts | None:
+        """The answer of the attempt `key` (`used` completion tokens) and its headers; the
+        conclusion so far."""
+        request = None if key is None else self._requests.pop(key, None)
+        answer = None if request is None else (request[0], request[1], float(used))
+        if answer is not None and key in self._waited:
+            self._answered[key] = answer
         remaining, limit = headers.remaining_tokens, headers.limit_tokens
-        if remaining is None or limit is None or limit <= 0:
-            self._previous = None
-            return self.conclusion
-        previous, self._previous = self._previous, (now, remaining, headers.reset_tokens_seconds)
-        admitted_prompts, admitted_completions = self._prompts_since, self._completions_since
-        self._prompts_since = self._completions_since = 0
+        admitted, self._since = self._since, []
         last_before, self._last_admitted_before = self._last_admitted_before, self._last_admitted
         refused, self._refused_since = self._refused_since, False
-        if previous is None:
-            return self.conclusion
-        before, left, until_full = previous
-        elapsed = max(0.0, now - before)
-        drop = left - remaining + limit / 60.0 * elapsed - admitted_prompts
-        at_admission, at_answer = float(admitted_completions), float(used)
-        slack = limit / 60.0 * _CLOCK_SLACK_SECONDS
+        until_full = headers.reset_tokens_seconds
+        if remaining is None or limit is None or limit <= 0 or until_full is None:
+            self._previous = None
+            return self._weigh_ready()
+        rate = limit / 60.0
+        previous = self._previous
+        self._previous = (now, float(remaining), remaining + until_full * rate)
+        if previous is None or answer is None:
+            return self._weigh_ready()
+        before, left, capacity = previous
         says_nothing = (
             refused  # a 429 among the admitted: the provider counted none of it
             # a request admitted just before an answer was read may be on either side of it
             # for the provider (it sent the answer before, saw the request after)
             or self._last_admitted > now - _GUARD_SECONDS
             or last_before > before - _GUARD_SECONDS
-            # near full: it may have filled up meanwhile (the drop is then unknown), the two
-            # clocks differing by the time an answer waits to be read
-            or until_full is None
-            or until_full <= elapsed + _CLOCK_SLACK_SECONDS
             or remaining <= 0  # below zero (not said)
-            or abs(at_admission - at_answer) < max(_LEAST_DIFFERENCE, 2 * slack)
-            or drop > max(at_admission, at_answer) + self._largest_request / 2  # another's
-            # too close to call: the refill over a read's delay is as large
-            or abs(abs(drop - at_answer) - abs(drop - at_admission)) < slack
+            or left <= 0
         )
         if not says_nothing:
-            self._votes.append(abs(drop - at_answer) < abs(drop - at_admission))
+            keys = [key for _, key in admitted]
+            interval = _Interval(
+                before, left, capacity, rate, admitted, now, float(remaining), answer
+            )
+            self._pending.append(interval)
+            self._waited.update(keys)
+            if key in self._waited and answer is not None:
+                self._answered[key] = answer  # admitted and answered within the interval
+            while len(self._pending) > _PENDING:
+                self._forget(self._pending.popleft())
+        return self._weigh_ready()
+
+    def _weigh_ready(self) -> ProviderCounts | None:
+        """Weigh the pending intervals whose admitted requests are all answered (in order)."""
+        while self._pending:
+            interval = self._pending[0]
+            if any(key in self._failed for _, key in interval.admitted):
+                self._forget(self._pending.popleft())
+                continue
+            if not all(key in self._answered for _, key in interval.admitted):
+                break
+            self._pending.popleft()
+            vote = self._vote_of(interval)
+            self._forget(interval)
+            if vote is not None:
+                self._votes.append(vote)
         return self._conclude()
+
+    def _vote_of(self, interval: _Interval) -> frozenset[str] | None:
+        """The ways the interval says the provider may count and charge (several predict the
+        same when the request admitted is the one answered), or None: nothing."""
+        requests = [(when, self._answered[key]) for when, key in interval.admitted]
+        prompt, maximum, used = interval.answer
+        end = interval.end
+        predicted = {
+            "max_tokens at admission": [(when, p + m) for when, (p, m, _) in requests],
+            "max_tokens at the answer": [(end, prompt + maximum)],
+            "usage, prompt at admission": [(when, p) for when, (p, _, _) in requests]
+            + [(end, used)],
+            "usage at admission": [(when, p + u) for when, (p, _, u) in requests],
+            "usage at the answer": [(end, prompt + used)],
+        }
+        levels = {way: interval.level_after(charges) for way, charges in predicted.items()}
+        if interval.remaining < min(levels.values()) - self._largest_request / 4:
+            return None  # another process's requests
+        errors = {way: abs(interval.remaining - level) for way, level in levels.items()}
+        max_tokens = min(errors[way] for way in _MAX_TOKENS_WAYS)
+        usage = min(errors[way] for way in _USAGE_WAYS)
+        slack = interval.rate * _CLOCK_SLACK_SECONDS
+        least = max(_LEAST_DIFFERENCE, 2 * slack)
+        if abs(max_tokens - usage) < least:
+            return None  # too close to call (every request used about its max_tokens, ...)
+        best = min(max_tokens, usage)
+        return frozenset(way for way, error in errors.items() if error <= best + least / 2)
+
+    def _forget(self, interval: _Interval) -> None:
+        for _, key in interval.admitted:
+            self._answered.pop(key, None)
+            self._waited.discard(key)
+            self._failed.discard(key)
 
     def refused_with_room(
         self, headers: RateLimitHeaders, prompt_tokens: int, max_completion: int
@@ -289,8 +414,8 @@ class CountingLearner:
         """A 429 for a request of `prompt_tokens` (with the admission margin) and
         `max_completion`: when its headers show room for the prompt but not for the prompt and
         `max_completion` (and requests left), only a provider counting `max_tokens` at
-        admission refuses it, whatever the votes said: the conclusion is `max_tokens` for the
-        rest of the run. Returns whether it was."""
+        admission refuses it, whatever the intervals said: the conclusion is `max_tokens` for
+        the rest of the run. Returns whether it was."""
         remaining = headers.remaining_tokens
         if remaining is None or max_completion <= 0:
             return False
@@ -304,12 +429,9 @@ class CountingLearner:
         return True
 
     def _conclude(self) -> ProviderCounts | None:
-        if self.overruled:
+        if self.overruled or len(self._votes) < _ENOUGH_VOTES:
             return self.conclusion
-        if len(self._votes) >= _ENOUGH_VOTES:
-            usage = sum(self._votes) / len(self._votes)
-            if usage >= _MAJORITY:
-                self.conclusion = "usage"
-            elif usage <= 1 - _MAJORITY:
-                self.conclusion = "max_tokens"
+        way, votes = Counter(way for ways in self._votes for way in ways).most_common(1)[0]
+        if votes >= _MAJORITY * len(self._votes):
+            self.conclusion = "max_tokens" if way in _MAX_TOKENS_WAYS else "usage"
         return self.conclusion

@@ -14,16 +14,26 @@ SharedBudgetMode = Literal["none", "local", "redis"]
 BudgetPool = Literal["nightly", "backfill"]
 
 
+class DefaultRate(int):
+    """A rate no one configured (`rpm`/`tpm` left at their defaults): the judge starts at it
+    and paces to the limits the provider's `x-ratelimit-limit-*` headers state, above or below
+    it. A value set in the config file, the environment or a flag is a plain int: a share of
+    the account the judge keeps to (lowered only to what the provider states)."""
+
+
 @dataclass
 class LimitsSpec:
     """What the judge may send and spend: the account's rates and a run's budget."""
 
-    rpm: int | None = positive(500)
-    """Requests per minute this run may send (OpenAI tier 1); None: no limit. Lowered to the
-    provider's `x-ratelimit-limit-requests` when that is less."""
-    tpm: int | None = positive(200_000)
-    """Tokens per minute this run may use; None: no limit. Lowered to the provider's
-    `x-ratelimit-limit-tokens` when that is less."""
+    rpm: int | None = positive(DefaultRate(500))
+    """Requests per minute this run may send; None: no limit. Not set: the provider's
+    `x-ratelimit-limit-requests` from its first answer that states it (500, OpenAI's tier 1,
+    until then, and for a provider that states none); set: a share the judge keeps to,
+    lowered to the provider's stated limit when that is less."""
+    tpm: int | None = positive(DefaultRate(200_000))
+    """Tokens per minute this run may use; None: no limit. Not set: the provider's
+    `x-ratelimit-limit-tokens` (200,000 until it states them, and if it never does); set: a
+    share, lowered to the provider's stated limit when that is less."""
     max_concurrency: int = at_least_one(32)
     """Requests in flight at once."""
     rate_limit_patience_seconds: float = positive(3600.0)

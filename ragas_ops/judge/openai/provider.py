@@ -10,13 +10,18 @@ from ragas_ops.judge.cache import open_cache
 from ragas_ops.judge.providers import Capabilities, Provider, ReasoningEstimate
 from ragas_ops.secrets import Secret
 
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+
 if TYPE_CHECKING:
+    from datetime import date
+
     from ragas_ops.config import JudgeSettings, Settings
     from ragas_ops.storage import S3Options
 
 
 def build(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) -> Judge:
-    from ragas_ops.judge.openai.judge import OpenAIJudge
+    from ragas_ops.judge.engine.wire import JudgeRuntime
+    from ragas_ops.judge.openai.wire import openai_judge
 
     endpoint = settings.judge.endpoint
     key = Secret(environ.get(endpoint.api_key_env, ""))
@@ -26,7 +31,37 @@ def build(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) 
             "OpenAI-compatible endpoint (for a local test double: `ragas-ops test-judge`)"
         )
     cache = open_cache(settings.judge.cache, s3)
-    return OpenAIJudge(settings.judge, key, settings.prices, cache=cache)
+    runtime = JudgeRuntime(key, endpoint.base_url, f"${endpoint.api_key_env}")
+    return openai_judge(settings.judge, runtime, settings.prices, cache=cache)
+
+
+def build_embedder(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) -> Judge:
+    """OpenAI's embeddings beside another kind's chat: at `OPENAI_BASE_URL` (else OpenAI's)
+    with the key in `OPENAI_API_KEY`, not the chat judge's endpoint and key."""
+    from ragas_ops.judge.endpoint import effective_base_url
+    from ragas_ops.judge.engine.wire import JudgeRuntime
+    from ragas_ops.judge.openai.wire import openai_judge
+
+    key = Secret(environ.get(OPENAI_KEY_ENV, ""))
+    runtime = JudgeRuntime(key, effective_base_url(None, environ), f"${OPENAI_KEY_ENV}")
+    cache = open_cache(settings.judge.cache, s3)
+    return openai_judge(settings.judge, runtime, settings.prices, cache=cache)
+
+
+def shutdown_lines(settings: Settings, environ: Mapping[str, str], today: date) -> list[str]:
+    """The endpoint's own word on the judge's models (`GET /v1/models/{id}`, `lifecycle`)."""
+    from ragas_ops.judge.openai.lifecycle import shutdown_notices
+
+    endpoint = settings.judge.endpoint
+    notices = shutdown_notices(
+        {"judge": endpoint.model, "embedding": endpoint.embedding_model},
+        endpoint.base_url,
+        Secret(environ.get(endpoint.api_key_env, "")),
+        settings.prices,
+        warning_days=settings.judge.model.shutdown_warning_days,
+        today=today,
+    )
+    return [notice.line() for notice in notices]
 
 
 def identity(settings: JudgeSettings) -> JudgeIdentity:
@@ -49,5 +84,11 @@ def reasoning(settings: JudgeSettings) -> ReasoningEstimate:
 
 
 OPENAI = Provider(
-    "openai", Capabilities(batch=True, endpoint=True), build, identity, reasoning=reasoning
+    "openai",
+    Capabilities(batch=True, endpoint=True, thinking=True, prompt_caching=True, flex_tier=True),
+    build,
+    identity,
+    reasoning=reasoning,
+    shutdown_lines=shutdown_lines,
+    build_embedder=build_embedder,
 )

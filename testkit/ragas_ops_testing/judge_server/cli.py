@@ -169,6 +169,7 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
 def main(argv: list[str] | None = None) -> int:
     """Serve the test double until Ctrl-C or SIGTERM; returns the exit code."""
     config = parse_config(argv)
+    _register_criteria()
     server = JudgeServer(config)
     # Before the banner: whoever reads it may send SIGTERM at once (it was handled only once
     # the main thread got past the banner, and a quick SIGTERM killed the process instead).
@@ -195,6 +196,15 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         restore()
     return 0
+
+
+def _register_criteria() -> None:
+    """Know the criteria of the config file RAGAS_OPS_CONFIG names (`[criteria.<name>]`), as
+    the processes that score them do: their prompts are built from it."""
+    from ragas_ops.config import settings_from_environment
+    from ragas_ops.metrics.criteria import register_criteria
+
+    register_criteria(settings_from_environment().criteria)
 
 
 def _stop_on_sigterm(stop: threading.Event) -> Callable[[], None]:

@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
 from ragas_ops.config import ENV_PREFIX, TableFormat, settings_from_environment
 from ragas_ops.contract.layout import (
     MANIFEST_PREFIX,
@@ -29,7 +30,6 @@ from ragas_ops.contract.layout import (
 from ragas_ops.samples import sample_interactions
 from ragas_ops.tables.format import local_table_formats, missing_for
 from ragas_ops.tables.iceberg import local_catalog_path
-
 from ragas_ops_testing.local_airflow.checkout import DAG_ID, PROJECT
 
 PROJECT_DAGS = PROJECT / "dags"
@@ -41,10 +41,51 @@ def demo_days(count: int, last: date | None = None) -> list[str]:
     return [(end - timedelta(days=offset)).isoformat() for offset in range(count - 1, -1, -1)]
 
 
+DEMO_CRITERIA = """\
+[criteria.cites_source]
+criterion = "The answer names, by its id, a source listed in citations: the one it relies on."
+reads = ["answer", "citations"]
+
+[criteria.completeness]
+criterion = "The answer addresses every part of the question, from the contexts."
+reads = ["question", "answer"]
+steps = [
+    "List the parts of the question (each thing it asks).",
+    "For each part, find whether the answer addresses it.",
+    "Choose the level that matches the share of parts addressed.",
+]
+
+[criteria.completeness.scale]
+1 = "Addresses no part of the question (a refusal, or off topic)."
+2 = "Addresses a small part of the question."
+3 = "Addresses about half of the question."
+4 = "Addresses most of the question; a minor part is missing."
+5 = "Addresses every part of the question."
+
+[[criteria.completeness.examples]]
+question = "When did the Millau Viaduct open and how tall is its highest mast?"
+answer = "It opened in 2004."
+level = "3"
+reason = "It says when the viaduct opened but not how tall its highest mast is: half of it."
+"""
+"""The demo's two criteria (docs/criteria.md shows this file): a pass/fail one reading the
+sample logs' pass-through column `citations`, and a 1-5 scale with steps and an example."""
+
+
+def write_demo_config(folder: Path) -> Path:
+    """The demo's config file (its criteria), written into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "ragas-ops.toml"
+    path.write_text(DEMO_CRITERIA, encoding="utf-8")
+    return path
+
+
 def demo_environment(folder: Path, key_set: bool) -> dict[str, str]:
-    """The settings of the demo deployment, as the environment Airflow and the DAG read."""
+    """The settings of the demo deployment, as the environment Airflow and the DAG read (its
+    config file, holding its criteria, is written into `folder`)."""
     lake = folder / "lake"
     environment = {
+        "RAGAS_OPS_CONFIG": str(write_demo_config(folder)),
         "AIRFLOW_HOME": str(folder / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_DAGS),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -67,7 +108,7 @@ def write_sample_lake(raw: Path, days: list[str], rows: int) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         bad_day = index == len(days) - 1
         table = sample_interactions(
-            rows, seed=index, day=day, unfaithful_share=0.45 if bad_day else 0.10
+            rows, seed=index, day=day, unfaithful_share=0.45 if bad_day else 0.10, citations=True
         )
         pq.write_table(table, folder / "part-0.parquet")
 

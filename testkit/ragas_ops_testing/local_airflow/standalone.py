@@ -38,9 +38,8 @@ from typing import Any, Literal
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import day_of_folder
 from ragas_ops.judge.factory import local_judge_installed
-
 from ragas_ops_testing.local_airflow.checkout import DAG_ID, PROJECT
-from ragas_ops_testing.local_airflow.demo import demo_days, write_sample_lake
+from ragas_ops_testing.local_airflow.demo import demo_days, write_demo_config, write_sample_lake
 from ragas_ops_testing.local_airflow.processes import (
     LauncherError,
     free_port,
@@ -185,6 +184,7 @@ def pipeline_environment(standalone: Standalone, own: OwnLogs) -> dict[str, str]
     if not own.given:
         return {
             "RAGAS_OPS_PIPELINE_RAW_URI": str(standalone.lake / "raw"),
+            "RAGAS_OPS_CONFIG": str(write_demo_config(standalone.home)),  # the demo's criteria
             **warehouse,
             **DEMO_PIPELINE,
         }

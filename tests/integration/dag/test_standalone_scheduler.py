@@ -305,6 +305,8 @@ def test_up_runs_the_dag_on_schedule_manually_and_as_a_backfill(airflow: Running
         scored = pq.read_table(warehouse / "scored" / f"dt={day}" / "scored.parquet")
         assert scored.num_rows == ROWS
         assert "ok" in scored.column("faithfulness_status").to_pylist()
+        for criterion in ("cites_source", "completeness"):  # the demo's, from its config file
+            assert "ok" in scored.column(f"{criterion}_status").to_pylist(), criterion
         assert (warehouse / "daily_metrics" / f"dt={day}" / "daily_metrics.parquet").exists()
         assert (warehouse / "reports" / f"dt={day}" / "report.html").exists()
     for written in (airflow.home / LOG_FILE, airflow.home / ENV_FILE):

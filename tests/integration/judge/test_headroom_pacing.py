@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
+from ragas_ops.judge.engine.judge import EngineJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
 from ragas_ops.judge.limits.headroom import ENTRIES
 from ragas_ops.judge.limits.shared_budget import budget_file
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
-from ragas_ops.secrets import Secret
 from tests.support import settings_for
 
 RPM, TPM = 600, 120_000  # a 1-second burst of 2,000 tokens: a handful of requests
@@ -36,12 +37,12 @@ def rows(judge: int, count: int) -> list[dict[str, str]]:
     ]
 
 
-def score_side_by_side(server: Any, folder: Path, *, tpm: int, count: int) -> list[OpenAIJudge]:
+def score_side_by_side(server: Any, folder: Path, *, tpm: int, count: int) -> list[EngineJudge]:
     """Two judges on one account (one budget file), each asking `count` rows at once."""
     settings = settings_for(server, folder, rpm=RPM, tpm=tpm, shared_budget="local", max_attempts=8)
 
-    async def run() -> list[OpenAIJudge]:
-        judges = [OpenAIJudge(settings.judge, Secret(""), settings.prices) for _ in range(2)]
+    async def run() -> list[EngineJudge]:
+        judges = [openai_judge(settings.judge, JudgeRuntime(), settings.prices) for _ in range(2)]
         try:
             await asyncio.gather(
                 *(
@@ -94,15 +95,16 @@ def test_a_judge_given_a_share_of_the_account_keeps_to_it(start_judge_server, tm
         assert raised_tokens(judge) == 0
 
 
-def raised_tokens(judge: OpenAIJudge) -> float:
+def raised_tokens(judge: EngineJudge) -> float:
     budget = judge._admission.shared_budget
     assert budget is not None
     return budget.raised_tokens
 
 
-def test_headers_of_a_minute_long_window_raise_nothing(start_judge_server, tmp_path):
-    """As OpenAI's: remaining 119,000 of 120,000 says nothing of the 1-second burst that
-    refuses; the judges pace as before, and the burst's 429s cost no row."""
+def test_headers_of_a_minute_long_window_are_read_as_the_burst(start_judge_server, tmp_path):
+    """As OpenAI's: remaining 119,000 of 120,000 is a minute's window; what it is owed, the
+    1-second burst that refuses is owed too (`headroom.BurstView`): the judges pace to what the
+    burst has left as with a burst's own headers, with no more 429s than the pacing allows."""
     server = start_judge_server(
         rpm=RPM,
         tpm=TPM,
@@ -111,9 +113,11 @@ def test_headers_of_a_minute_long_window_raise_nothing(start_judge_server, tmp_p
         admission="usage",
         headers_window="minute",
     )
-    judges = score_side_by_side(server, tmp_path, tpm=TPM, count=12)
+    judges = score_side_by_side(server, tmp_path, tpm=TPM, count=24)
 
-    assert server.stats()["answered_by_endpoint"]["chat"] == 24
-    for judge in judges:
-        assert judge.events["paced_to_headroom"] == 0
-        assert raised_tokens(judge) == 0
+    stats = server.stats()
+    assert stats["answered_by_endpoint"]["chat"] == 48
+    assert stats["rate_limited"] <= 0.02 * stats["requests"]
+    # raised (none without reading the minute as the burst; under a heavy load one judge may
+    # finish its rows before its own bucket needs a raise)
+    assert sum(judge.events["paced_to_headroom"] for judge in judges) > 0

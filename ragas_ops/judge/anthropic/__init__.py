@@ -1,0 +1,1 @@
+"""The `anthropic` judge: Anthropic's Messages API over HTTP, around the engine (`judge.engine`)."""
