@@ -46,6 +46,16 @@ integration: install  ## the integration tests: real HTTP, moto S3, dag.test() (
 cluster-test: install  ## the multi-worker scenario over `make cluster` (tests/integration/cluster, a few minutes)
 	$(BIN)/pytest -q $(DURATIONS) -n 0 -m cluster tests/integration/cluster
 
+# The compose deployment in containers (docs/deploy.md): every image built here from Debian's
+# packages and PyPI (no registry), two worker containers, one killed mid-night, then three, and
+# `docker compose down -v` leaving nothing. Needs root, `apt-get install docker.io debootstrap`;
+# starts dockerd if none runs. Not in `make test`: 12-30 minutes here with the images built
+# (two cores at a load of 7-41), and 9 minutes more for the images from nothing (527 s here).
+.PHONY: compose-test
+compose-test: install  ## the compose deployment in real containers, a worker container killed (tests/integration/compose)
+	docker/local/dockerd.sh
+	$(BIN)/pytest -q -s $(DURATIONS) -n 0 -m cluster tests/integration/compose/test_compose_deployment.py
+
 # mypy (one core for a minute or two) runs beside the unit tests (one core), the output of each
 # printed in one piece when it ends; then the integration tests, which want both cores.
 test: install  ## everything CI runs: lint, types, all the tests

@@ -48,20 +48,18 @@ def compose_binary() -> Path:
     return binary
 
 
-def compose_config(env_file: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def compose_config(
+    env_file: Path,
+    tmp_path: Path,
+    *more_env_files: Path,
+    overrides: tuple[Path, ...] = (),
+) -> subprocess.CompletedProcess[str]:
     # A bare environment: nothing from the developer's shell (an exported OPENAI_API_KEY)
     # may make the file look complete.
+    files = [part for path in (COMPOSE_FILE, *overrides) for part in ("-f", str(path))]
+    env_files = [part for path in (env_file, *more_env_files) for part in ("--env-file", path)]
     return subprocess.run(
-        [
-            compose_binary(),
-            "-f",
-            COMPOSE_FILE,
-            "--env-file",
-            env_file,
-            "config",
-            "--format",
-            "json",
-        ],
+        [compose_binary(), *files, *env_files, "config", "--format", "json"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -70,11 +68,12 @@ def compose_config(env_file: Path, tmp_path: Path) -> subprocess.CompletedProces
     )
 
 
-def example_with_secrets(tmp_path: Path) -> Path:
-    """docker/.env.example with a recognisable value for every secret."""
+def example_with_secrets(tmp_path: Path, *, but: tuple[str, ...] = ()) -> Path:
+    """docker/.env.example with a recognisable value for every secret (but those named)."""
     text = (DOCKER / ".env.example").read_text()
     for name in SECRETS:
-        text = re.sub(rf"(?m)^{name}=$", f"{name}=value-of-{name.lower()}", text)
+        if name not in but:
+            text = re.sub(rf"(?m)^{name}=$", f"{name}=value-of-{name.lower()}", text)
     env_file = tmp_path / "deploy.env"
     env_file.write_text(text)
     return env_file
@@ -188,3 +187,100 @@ def test_the_iceberg_catalog_is_a_database_of_its_own_on_the_postgres_server(
     assert '"${RAGAS_OPS_WAREHOUSE_TABLE_FORMAT:-parquet}" = "iceberg"' in init
     assert "CREATE DATABASE" in init
     assert "[s3,iceberg]" in (DOCKER / "Dockerfile").read_text()
+
+
+def published(rendered: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {name: spec["ports"] for name, spec in rendered["services"].items() if spec.get("ports")}
+
+
+def test_ports_are_published_on_the_hosts_loopback_only(
+    rendered: dict[str, Any], tmp_path: Path
+) -> None:
+    assert set(published(rendered)) == {"airflow-apiserver", "object-store"}
+    test_overlay = Path(__file__).with_name("compose.test.yaml")
+    finished = compose_config(
+        example_with_secrets(tmp_path),
+        tmp_path,
+        DOCKER / "test-judge.env",
+        overrides=(DOCKER / "compose.local.yaml", test_overlay),
+    )
+    assert finished.returncode == 0, finished.stderr
+    with_tests = published(json.loads(finished.stdout))
+    assert set(with_tests) == {
+        "airflow-apiserver",
+        "object-store",
+        "postgres",
+        "test-judge",
+    }
+    for ports in (*published(rendered).values(), *with_tests.values()):
+        assert all(port["host_ip"] == "127.0.0.1" for port in ports), ports
+
+
+def test_the_base_images_and_the_package_index_are_settings(
+    rendered: dict[str, Any], tmp_path: Path
+) -> None:
+    build = rendered["services"]["airflow-worker"]["build"]
+    assert build["args"]["AIRFLOW_IMAGE"] == "apache/airflow:3.3.2-python3.11", "official"
+    assert build["args"]["PIP_INDEX_URL"] == "https://pypi.org/simple"
+    mirror = tmp_path / "mirror.env"
+    mirror.write_text(
+        "AIRFLOW_IMAGE=mirror.example.com/apache/airflow:3.3.2-python3.11\n"
+        "POSTGRES_IMAGE=mirror.example.com/library/postgres:16\n"
+        "PIP_INDEX_URL=https://pypi.mirror.example.com/simple\n"
+    )
+    finished = compose_config(example_with_secrets(tmp_path), tmp_path, mirror)
+    assert finished.returncode == 0, finished.stderr
+    services = json.loads(finished.stdout)["services"]
+    for name in AIRFLOW_COMPONENTS:
+        args = services[name]["build"]["args"]
+        assert args["AIRFLOW_IMAGE"].startswith("mirror.example.com/")
+        assert args["PIP_INDEX_URL"] == "https://pypi.mirror.example.com/simple"
+    assert services["postgres"]["image"] == "mirror.example.com/library/postgres:16"
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    assert "FROM ${AIRFLOW_IMAGE} AS airflow" in dockerfile
+
+
+def test_the_test_judge_profile_needs_no_key_but_every_other_secret(tmp_path: Path) -> None:
+    no_key = example_with_secrets(tmp_path, but=("OPENAI_API_KEY",))
+    assert compose_config(no_key, tmp_path).returncode != 0, "a real judge needs its key"
+
+    finished = compose_config(no_key, tmp_path, DOCKER / "test-judge.env")
+
+    assert finished.returncode == 0, finished.stderr
+    services = json.loads(finished.stdout)["services"]
+    assert "test-judge" in services
+    assert services["test-judge"]["build"]["target"] == "test-judge"
+    worker = services["airflow-worker"]["environment"]
+    assert worker["RAGAS_OPS_JUDGE_BASE_URL"] == "http://test-judge:8000/v1"
+    for missing in ("POSTGRES_PASSWORD", "S3_SECRET_KEY", "AIRFLOW_ADMIN_PASSWORD"):
+        without = example_with_secrets(tmp_path, but=(missing, "OPENAI_API_KEY"))
+        refused = compose_config(without, tmp_path, DOCKER / "test-judge.env")
+        assert refused.returncode != 0
+        assert missing in refused.stderr
+
+
+def test_without_the_profile_there_is_no_test_judge(rendered: dict[str, Any]) -> None:
+    assert "test-judge" not in rendered["services"]
+    worker = rendered["services"]["airflow-worker"]["environment"]
+    assert worker["RAGAS_OPS_JUDGE_BASE_URL"] == ""
+
+
+def test_the_local_images_stand_in_for_every_registry_image(tmp_path: Path) -> None:
+    local = tmp_path / "local.env"
+    local.write_text("AIRFLOW_IMAGE=ragas-ops-local/airflow:3.3.2-python3.11\n")
+    finished = compose_config(
+        example_with_secrets(tmp_path),
+        tmp_path,
+        local,
+        overrides=(DOCKER / "compose.local.yaml",),
+    )
+    assert finished.returncode == 0, finished.stderr
+    services = json.loads(finished.stdout)["services"]
+    for name in ("postgres", "redis", "object-store"):
+        assert services[name]["image"].startswith("ragas-ops-local/"), name
+    assert services["object-store"]["entrypoint"] == ["moto_server"]
+    assert services["airflow-worker"]["build"]["args"]["AIRFLOW_IMAGE"].startswith(
+        "ragas-ops-local/"
+    )
+    for dockerfile in (DOCKER / "local").glob("*.Dockerfile"):
+        assert "FROM ${DEBIAN_IMAGE}" in dockerfile.read_text(), dockerfile.name
