@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from ragas_ops.config import ConfigError, JudgeSettings, Settings
-from ragas_ops.judge.base import Judge, JudgeFatalError, JudgeIdentity
+from ragas_ops.judge.base import Judge, JudgeIdentity
 from ragas_ops.judge.batch import BatchMode
 from ragas_ops.judge.engine.roles import RoleJudge
 from ragas_ops.judge.providers import (
@@ -70,15 +70,14 @@ def build_judge(
 def batch_mode(
     settings: Settings, environ: Mapping[str, str] | None = None, s3: S3Options | None = None
 ) -> BatchMode:
-    """The judge's batch capability (`judge.mode = batch`), its key from the environment."""
-    from ragas_ops.judge.openai.batch_mode import OpenAIBatchMode
-
-    environ = os.environ if environ is None else environ
-    endpoint = settings.judge.endpoint
-    key = Secret(environ.get(endpoint.api_key_env, ""))
-    if not key and endpoint.base_url is None:
-        raise JudgeFatalError(f"batch mode needs an API key: set ${endpoint.api_key_env}")
-    return OpenAIBatchMode(settings.judge, settings.prices, key, s3)
+    """The judge's batch capability (`judge.mode = batch`), its key from the environment: its
+    provider's (`Provider.batch_mode`)."""
+    provider = provider_for(settings.judge.kind)
+    if provider.batch_mode is None:
+        raise ConfigError(
+            f"batch mode needs a judge with a Batch API; the {provider.name} judge has none"
+        )
+    return provider.batch_mode(settings, os.environ if environ is None else environ, s3)
 
 
 def batch_watcher(base_url: str | None, api_key: Secret) -> BatchMode:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from ragas_ops.config import JudgeSettings, Settings
     from ragas_ops.judge.base import Judge, JudgeIdentity
+    from ragas_ops.judge.batch import BatchMode
     from ragas_ops.storage import S3Options
 
 
@@ -70,6 +71,8 @@ class ReasoningEstimate:
 BuildJudge = Callable[["Settings", Mapping[str, str], "S3Options | None"], "Judge"]
 """(the settings, the environment its key is read from, the lake's S3 options for a shared
 cache) -> the judge."""
+BuildBatchMode = Callable[["Settings", Mapping[str, str], "S3Options | None"], "BatchMode"]
+"""(the settings, the environment, the lake's S3 options) -> the judge's batch capability."""
 ShutdownLines = Callable[["Settings", Mapping[str, str], "date"], list[str]]
 """(the settings, the environment, today) -> a line per model of the judge shutting down soon."""
 
@@ -96,6 +99,8 @@ class Provider:
     shutdown_lines: ShutdownLines | None = None
     """Its endpoint's lifecycle lookups: which of the judge's models shut down soon; None:
     its API says nothing of it."""
+    batch_mode: BuildBatchMode | None = None
+    """Its batch capability (`judge.mode = batch`); None: it has no Batch API here."""
     build_embedder: BuildJudge | None = None
     """Its judge as the embedder beside another kind's chat (`judge.embedding_kind`), with
     its own endpoint; None: `build`."""

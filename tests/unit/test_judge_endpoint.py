@@ -78,6 +78,9 @@ def test_what_a_judge_can_do_is_asked_of_its_kind_not_tested_where_it_is_used() 
     assert (openai.batch, openai.endpoint, openai.embeddings) == (True, True, True)
     local = capabilities(JudgeSettings(kind="local"))
     assert (local.batch, local.endpoint) == (False, False)
+    for provider in providers.values():  # a capability is what the provider supplies
+        assert provider.capabilities.batch == (provider.batch_mode is not None), provider.name
+        assert provider.capabilities.endpoint or provider.shutdown_lines is None, provider.name
 
 
 def test_the_built_in_providers_are_found_through_their_entry_points() -> None:

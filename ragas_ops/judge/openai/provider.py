@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from datetime import date
 
     from ragas_ops.config import JudgeSettings, Settings
+    from ragas_ops.judge.batch import BatchMode
     from ragas_ops.storage import S3Options
 
 
@@ -33,6 +34,17 @@ def build(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) 
     cache = open_cache(settings.judge.cache, s3)
     runtime = JudgeRuntime(key, endpoint.base_url, f"${endpoint.api_key_env}")
     return openai_judge(settings.judge, runtime, settings.prices, cache=cache)
+
+
+def batch_mode(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) -> BatchMode:
+    """Batch mode on the endpoint's Batch API (`openai.batch_mode`)."""
+    from ragas_ops.judge.openai.batch_mode import OpenAIBatchMode
+
+    endpoint = settings.judge.endpoint
+    key = Secret(environ.get(endpoint.api_key_env, ""))
+    if not key and endpoint.base_url is None:
+        raise JudgeFatalError(f"batch mode needs an API key: set ${endpoint.api_key_env}")
+    return OpenAIBatchMode(settings.judge, settings.prices, key, s3)
 
 
 def build_embedder(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) -> Judge:
@@ -90,5 +102,6 @@ OPENAI = Provider(
     identity,
     reasoning=reasoning,
     shutdown_lines=shutdown_lines,
+    batch_mode=batch_mode,
     build_embedder=build_embedder,
 )
