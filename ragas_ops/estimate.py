@@ -26,13 +26,17 @@ import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import (
+    ColumnMapping,
     Interaction,
     check_columns,
     repair_utf8,
+    schema_with_contract_names,
     validate_row,
+    with_contract_names,
 )
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.contract.logs import is_text_log
+from ragas_ops.contract.row_ids import derived_id, file_key
 from ragas_ops.judge.factory import reasoning_estimate
 from ragas_ops.judge.tokens import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
 from ragas_ops.metrics import metric_kind
@@ -420,31 +424,55 @@ def _read_groups(filesystem: Any, path: str, settings: Settings) -> Iterator[_Re
         check_columns(table.schema, mapping)
         has_id = ROW_ID_COLUMN in table.column_names
         batches = table.to_batches(max_chunksize=READ_BATCH_ROWS)
+        position = 0
         for index, batch in enumerate(batches):
             last = index == len(batches) - 1
-            yield _read_batch(batch, contract, has_id, ends_row_group=last)
+            yield _read_batch(batch, mapping, has_id, (path, position), ends_row_group=last)
+            position += batch.num_rows
         return
     with filesystem.open_input_file(path) as handle:
         parquet = pq.ParquetFile(handle)
         check_columns(parquet.schema_arrow, mapping)
-        has_id = ROW_ID_COLUMN in parquet.schema_arrow.names
-        read = list(dict.fromkeys([*contract, ROW_ID_COLUMN] if has_id else contract))
+        names = schema_with_contract_names(parquet.schema_arrow, mapping).names
+        has_id = ROW_ID_COLUMN in names
+        id_source = mapping.source(ROW_ID_COLUMN)
+        id_column = (
+            id_source.split(".")[0] if id_source not in parquet.schema_arrow.names else id_source
+        )
+        read = list(dict.fromkeys([*contract, id_column] if has_id else contract))
+        position = 0
         for group in range(parquet.metadata.num_row_groups):
             previous = None
             for batch in parquet.iter_batches(
                 batch_size=READ_BATCH_ROWS, row_groups=[group], columns=read
             ):
                 if previous is not None:
-                    yield _read_batch(previous, contract, has_id, ends_row_group=False)
+                    yield _read_batch(previous, mapping, has_id, (path, position), False)
+                    position += previous.num_rows
                 previous = batch
             if previous is not None:
-                yield _read_batch(previous, contract, has_id, ends_row_group=True)
+                yield _read_batch(previous, mapping, has_id, (path, position), True)
+                position += previous.num_rows
 
 
-def _read_batch(batch: Any, contract: list[str], has_id: bool, ends_row_group: bool) -> _ReadBatch:
-    batch = repair_utf8(pa.Table.from_batches([batch]))
+def _read_batch(
+    batch: Any,
+    mapping: ColumnMapping,
+    has_id: bool,
+    at: tuple[str, int],
+    ends_row_group: bool,
+) -> _ReadBatch:
+    """One batch's contract fields and ids (derived ones, as `score` derives them, for a file
+    without an id column; `at`: the file and the batch's first row number in it)."""
+    batch = repair_utf8(with_contract_names(pa.Table.from_batches([batch]), mapping))
+    contract = [mapping.question, mapping.contexts, mapping.answer]
     question, contexts, answer = (batch.column(name).to_pylist() for name in contract)
-    ids = batch.column(ROW_ID_COLUMN).to_pylist() if has_id else [None] * batch.num_rows
+    if has_id:
+        ids = batch.column(ROW_ID_COLUMN).to_pylist()
+    else:
+        key, first = file_key(at[0]), at[1]
+        rows = zip(question, contexts, answer, strict=True)
+        ids = [derived_id(key, first + n, *row) for n, row in enumerate(rows)]
     return _ReadBatch(ids, question, contexts, answer, ends_row_group)
 
 

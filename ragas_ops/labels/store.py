@@ -202,6 +202,8 @@ def queue_rows(
     columns = settings.columns
     texts = (columns.question, columns.contexts, columns.answer)
     scored = tables.read_scored(day, columns=[ROW_ID_COLUMN, *texts])
+    if ROW_ID_COLUMN not in scored.column_names:  # a day scored before ids were derived
+        return []
     by_id: dict[str, dict[str, Any]] = {}
     for row in scored.to_pylist():
         by_id.setdefault(str(row[ROW_ID_COLUMN]), row)

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import ConfigError, Settings
-from ragas_ops.contract.inputs import FileSchema, unify_inputs
+from ragas_ops.contract.inputs import OPTIONAL_FIELDS, FileSchema, unify_inputs
 from ragas_ops.contract.layout import (
     EMPTY_DAY_FOLDER,
     NO_DAY_FOLDER,
@@ -42,6 +42,7 @@ from ragas_ops.contract.layout import (
     partition_days,
 )
 from ragas_ops.contract.outputs import output_column_names
+from ragas_ops.contract.row_ids import needs_derived_ids, with_id_column
 from ragas_ops.storage import Location, StorageError, decode_check, listing, read_footer
 from ragas_ops.tables.format import day_tables
 
@@ -108,6 +109,8 @@ class DayPlan:
     """On a day without traffic: the days in a row, this one included, since the raw root's
     last earlier day folder (0 on a day with traffic, and when the root holds no earlier day:
     a backfill before the lake's first day is no outage)."""
+    derived_ids: int = 0
+    """Rows of files without an id column, which get derived ids (`contract.row_ids`)."""
 
     @property
     def rows(self) -> int:
@@ -151,6 +154,7 @@ class DayPlan:
             "lake_days": self.lake_days,
             "no_traffic_reason": self.no_traffic_reason,
             "quiet_days": self.quiet_days,
+            "derived_ids": self.derived_ids,
         }
 
 
@@ -226,11 +230,17 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
         for footer in footers
         if footer.path not in reasons
     ]
-    plan.schema = unified.schema
+    accepted = [footer for footer in footers if footer.path not in reasons]
+    plan.schema = None if unified.schema is None else with_id_column(unified.schema)
+    if plan.schema is not None:
+        plan.derived_ids = sum(
+            footer.rows for footer in accepted if needs_derived_ids(footer.schema, plan.schema)
+        )
     if plan.no_traffic_reason is not None:
         raw_days = raw_days if raw_days is not None else partition_days(lake.raw)
         plan.quiet_days = quiet_days(day, raw_days)
     check_segments(plan, settings)
+    check_mapped_columns(plan, settings, {name for f in accepted for name in f.schema.names})
     check_shrink(lake, day, plan.rows, settings, allow_shrink=allow_shrink, raw_present=present)
     plan.chunk_rows = max(
         settings.pipeline.chunk_rows, math.ceil(plan.rows / settings.pipeline.max_chunks)
@@ -264,6 +274,27 @@ def check_segments(plan: DayPlan, settings: Settings) -> None:
             f"{plan.schema.names}. Set pipeline.segments (RAGAS_OPS_PIPELINE_SEGMENTS) to "
             "columns your logs have (a nested JSON field by its dotted path); nothing was "
             "scored"
+        )
+
+
+def check_mapped_columns(plan: DayPlan, settings: Settings, found: set[str]) -> None:
+    """Refuse, before any request, a day none of whose files has the column `columns.id` or
+    `columns.timestamp` names, when they name one (`found`: the columns of the day's files,
+    under the contract's names): a misspelt path would otherwise give every row a derived id
+    and no time, night after night, unseen."""
+    if plan.schema is None:
+        return
+    missing = [
+        f"columns.{name} = {settings.columns.source(name)!r}"
+        for name in OPTIONAL_FIELDS
+        if settings.columns.source(name) != name and name not in found
+    ]
+    if missing:
+        raise ConfigError(
+            f"{' and '.join(missing)}, but no file of {plan.day} ({plan.folder}) has such a "
+            f"column (a nested JSON field by its dotted path); their columns are "
+            f"{[name for name in plan.schema.names if name not in OPTIONAL_FIELDS]}. Fix the "
+            "mapping ([columns] in the config file, or --column id=PATH); nothing was scored"
         )
 
 
