@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
-from ragas_ops.contract.inputs import ID, ColumnMapping
-from ragas_ops.contract.layout import day_of_folder
+from ragas_ops.contract.inputs import ID, PARTITION_COLUMN, ColumnMapping
 
 if TYPE_CHECKING:  # pyarrow stays out of imports that DAG parsing makes
     import pyarrow as pa
 
 DERIVED_ID_PREFIX = "row-"
 _DIGITS = 20  # 80 bits: no two rows of a lake meet by chance
+# contract.layout's day folder, matched here: the layout imports storage, which derives ids.
+_DAY_FOLDER = re.compile(rf"{PARTITION_COLUMN}=\d{{4}}-\d{{2}}-\d{{2}}")
 
 
 def file_key(path: str) -> str:
@@ -37,7 +39,7 @@ def file_key(path: str) -> str:
     every store the lake is copied to; a file outside any day folder: its name."""
     parts = path.split("/")
     for index in range(len(parts) - 1, -1, -1):
-        if day_of_folder(parts[index]) is not None:
+        if _DAY_FOLDER.fullmatch(parts[index]):
             return "/".join(parts[index:])
     return parts[-1]
 
