@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "settings_fields",
         }
     ),
-    frozenset({"prompts", "config", "tables", "labels"}),
+    frozenset({"prompts", "config", "tables", "labels", "notify"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.openai", "judge.local"}),
     frozenset({"judge.factory"}),
@@ -191,6 +191,7 @@ def test_the_judges_parts_have_their_settings_modules() -> None:
         "ragas_ops.judge.openai.spec",
         "ragas_ops.judge.spec",
         "ragas_ops.labels.spec",
+        "ragas_ops.notify.spec",
     ]
 
 
