@@ -42,6 +42,8 @@ class MorningNotifier(BaseNotifier):
         from ragas_ops.quality.morning_message import is_due
 
         spec = self.spec or task_context.pipeline_settings().notify
+        if spec.when == "never":
+            return
         message = night_message(context, spec)
         if not is_due(message, spec):
             log.info(

@@ -36,6 +36,7 @@ from ragas_ops.config import ConfigError, Settings
 from ragas_ops.contract.inputs import OPTIONAL_FIELDS, FileSchema, unify_inputs
 from ragas_ops.contract.layout import (
     EMPTY_DAY_FOLDER,
+    MANIFEST_PREFIX,
     NO_DAY_FOLDER,
     Lake,
     no_folder_sentence,
@@ -331,6 +332,16 @@ def check_shrink(
         "If this is on purpose, rerun with allow_shrink: "
         f"airflow dags trigger ragas_ops_nightly -c '{conf}'"
     )
+    elsewhere = scored_from(lake, day)
+    if elsewhere is not None and elsewhere != lake.raw_day(day).uri:
+        # Another lake's day (the demo's, under `airflow up --raw` in its home): allow_shrink
+        # would mix the two lakes in one warehouse, and its baseline.
+        remedy = (
+            f"The published day was scored from another lake, {elsewhere}: give these logs a "
+            "warehouse of their own (pipeline.warehouse_uri; `ragas-ops airflow up --raw` "
+            "without --home uses .airflow-own/) rather than allow_shrink, which would mix the "
+            "two lakes' days and baselines"
+        )
     if not raw_present:
         raise ShrinkRefused(
             f"the raw partition {lake.raw_day(day).uri} does not exist, but {scored_uri} holds "
@@ -343,6 +354,20 @@ def check_shrink(
             f"{before:,} for {day} (below pipeline.min_republish_fraction {fraction:g}): "
             f"refusing to shrink the published day. {remedy}"
         )
+
+
+def scored_from(lake: Lake, day: str) -> str | None:
+    """The raw day folder the warehouse's latest run of `day` read (its manifest's plan), or
+    None when no manifest says."""
+    try:
+        found = lake.manifest_files(day)
+        if not found:
+            return None
+        latest = max(found, key=lambda location: location.name.removeprefix(MANIFEST_PREFIX))
+        folder = json.loads(latest.read_text()).get("plan", {}).get("folder")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(folder) if folder else None
 
 
 def cut_chunks(files: list[InputFile], chunk_rows: int) -> list[Chunk]:

@@ -18,10 +18,12 @@ from ragas_ops.config import ConfigError, settings_from_environment
 from ragas_ops.contract.layout import Lake
 from ragas_ops.contract.status import Status
 from ragas_ops.labels.store import queue_rows
-from ragas_ops.pipeline.plan import plan_day
+from ragas_ops.pipeline.plan import ShrinkRefused, plan_day
+from ragas_ops.samples import sample_interactions
 from ragas_ops.tables.format import day_tables
 from tests.integration.dag import test_pipeline_dag as dag_tests
 from tests.integration.dag.test_pipeline_dag import DAY, manifest_of, run_dag, state
+from tests.pipeline_steps import run_day
 from tests.support import USERS_LOG_SEGMENTS, users_log_config, write_users_jsonl_log
 
 airflow_database = dag_tests.airflow_database
@@ -149,3 +151,24 @@ def test_a_mapped_id_the_logs_lack_is_refused_before_any_request_naming_the_sett
     with pytest.raises(ConfigError, match=r"columns.id = 'request.identifier', but no file"):
         plan_day(Lake(settings.pipeline), DAY, settings)
     assert judge_server.stats()["requests"] == 0
+
+
+def test_own_logs_over_another_lakes_warehouse_are_refused_naming_a_warehouse_of_their_own(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = settings_from_environment()  # the demo-like lake of the fixture
+    run_day(Lake(settings.pipeline), DAY, settings, sample_interactions(40, seed=1, day=DAY))
+    mine = tmp_path / "my-logs"
+    write_users_jsonl_log(mine / f"dt={DAY}" / "app.jsonl", rows=10, day=DAY)
+    config = users_log_config(tmp_path / "my.toml")
+    monkeypatch.setenv("RAGAS_OPS_CONFIG", str(config))
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_RAW_URI", str(mine))
+    monkeypatch.setenv("RAGAS_OPS_PIPELINE_SEGMENTS", "tenant")
+    own = settings_from_environment()
+
+    with pytest.raises(ShrinkRefused) as refused:
+        plan_day(Lake(own.pipeline), DAY, own)
+
+    message = str(refused.value)
+    assert f"scored from another lake, {lake / 'raw' / f'dt={DAY}'}" in message
+    assert "give these logs a warehouse of their own (pipeline.warehouse_uri" in message
