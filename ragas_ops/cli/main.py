@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ragas_ops.cli.warehouse import add_warehouse_parser
 
     add_warehouse_parser(commands)
+    from ragas_ops.cli.init import add_init_parser
+
+    add_init_parser(commands)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",
