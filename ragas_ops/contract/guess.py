@@ -98,7 +98,7 @@ def guess_columns(table: pa.Table) -> Guess:
                     named = wanted in parts if anywhere else parts[-1] == wanted
                     if column not in taken and named and fits(value_type):
                         taken.add(column)
-                        return column
+                        return str(column)
         return None
 
     def is_text(value_type: pa.DataType) -> bool:
