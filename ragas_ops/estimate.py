@@ -14,6 +14,8 @@ Only the columns the contract needs are read, a batch of rows at a time.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -84,6 +86,9 @@ class Tally:
     rows_sampled: int = 0
     rows_without_id: int = 0
     """Rows scored though a sample fraction was set, because they have no usable id."""
+    repeated_rows: int = 0
+    """Sampled rows whose question, contexts and answer an earlier row of the input has: the
+    run asks the judge once for them (the cache answers the others), the estimate counts each."""
     chat_requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -99,6 +104,7 @@ class Tally:
         self.rows += other.rows
         self.rows_sampled += other.rows_sampled
         self.rows_without_id += other.rows_without_id
+        self.repeated_rows += other.repeated_rows
         self.chat_requests += other.chat_requests
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
@@ -188,6 +194,7 @@ class Estimate:
             "rows": tally.rows,
             "rows_sampled": tally.rows_sampled,
             "rows_without_id": tally.rows_without_id,
+            "repeated_rows": tally.repeated_rows,
             "files": tally.files,
             "rejected_files": tally.rejected_files,
             "chat_requests": tally.chat_requests,
@@ -256,6 +263,13 @@ class Estimate:
             notes.append(
                 f"note: {total.rows_without_id:,} row(s) have no usable `{ROW_ID_COLUMN}`: "
                 "they are scored in full, as sampling cannot choose them"
+            )
+        if total.repeated_rows:
+            notes.append(
+                f"note: {total.repeated_rows:,} of the {total.rows_sampled:,} rows scored repeat "
+                "an earlier row's question, contexts and answer: the run asks the judge once for "
+                "each content (its cache answers the repeats), so it sends fewer requests and "
+                "pays less than counted here; so does a rerun, whose answers are cached"
             )
         notes += [f"note: rejected, not scored: {file}" for file in total.rejected_files]
         return ["", *notes] if notes else []
@@ -489,6 +503,7 @@ def _tally_rows(
     tally = Tally()
     batches = _Batches(settings, tally)
     fraction = settings.pipeline.sample_fraction
+    seen: set[str] = set()
     for filesystem, path in files:
         tally.files += 1
         for read in _read(filesystem, path, settings):
@@ -505,6 +520,9 @@ def _tally_rows(
                     batches.add([])
                     continue
                 tally.rows_sampled += 1
+                content = _content_key(question, contexts, answer)
+                tally.repeated_rows += content in seen
+                seen.add(content)
                 row = validate_row(question, contexts, answer, settings.size_budget)
                 counter.count(row, tally)
                 batches.add(counter.embedding_inputs(row))
@@ -512,6 +530,12 @@ def _tally_rows(
                 batches.close()
     batches.close()
     return tally
+
+
+def _content_key(question: Any, contexts: Any, answer: Any) -> str:
+    """A row's content, as a short key: rows with the same key send the same prompts."""
+    text = json.dumps([question, contexts, answer], ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 # --- the two sources ----------------------------------------------------------------------------

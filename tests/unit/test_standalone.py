@@ -393,3 +393,15 @@ def test_down_without_a_home_stops_every_home_up_started(
     assert sleeper.wait(timeout=10) is not None, "the group up started is stopped"
     assert f"stopped Airflow of {home}" in capsys.readouterr().out
     assert standalone.remembered_homes() == []
+
+
+def test_up_with_the_openai_judge_says_which_model_and_url_it_calls() -> None:
+    said = standalone.judge_sentence("openai", {"RAGAS_OPS_JUDGE_MODEL": "gpt-5.4-nano"})
+    assert (
+        "model gpt-5.4-nano (embeddings text-embedding-3-small) at https://api.openai.com/v1"
+        in said
+    )
+
+    proxy = {"RAGAS_OPS_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}
+    assert standalone.judge_sentence("openai", proxy).endswith("at http://127.0.0.1:9/v1")
+    assert "model" not in standalone.judge_sentence("local", {})

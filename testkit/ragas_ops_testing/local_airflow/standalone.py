@@ -583,7 +583,7 @@ def up(
     check_home_for_own_logs(home, own, settings)
     environment = process_environment(settings)
     say(f"home: {home}")
-    say(f"judge: {JUDGE_DESCRIPTIONS[chosen]}")
+    say(f"judge: {judge_sentence(chosen, environment)}")
     said, held, new_lake = prepare(standalone, environment, days, rows, own)
     say(said)
     write_env_file(standalone, settings)
@@ -609,6 +609,17 @@ JUDGE_DESCRIPTIONS: dict[JudgeChoice, str] = {
     "test": "the TEST DOUBLE `ragas-ops test-judge` on 127.0.0.1: lexical heuristics, not an "
     "LLM; rpm 60000, no tpm limit",
 }
+
+
+def judge_sentence(chosen: JudgeChoice, environment: Mapping[str, str]) -> str:
+    """What `up` says of its judge: for OpenAI, the model and the URL it will call (from the
+    settings the tasks get: a config file's or a variable's model and endpoint)."""
+    said = JUDGE_DESCRIPTIONS[chosen]
+    if chosen != "openai":
+        return said
+    endpoint = settings_from_environment(environment).judge.endpoint
+    url = endpoint.base_url or "https://api.openai.com/v1 (the default endpoint)"
+    return f"{said}; model {endpoint.model} (embeddings {endpoint.embedding_model}) at {url}"
 
 
 def print_ready(

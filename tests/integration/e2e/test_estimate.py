@@ -299,3 +299,18 @@ def test_the_estimate_of_each_metric_matches_a_run_over_wikieval_sized_rows(
     assert tally.completion_tokens == pytest.approx(real.completion_tokens, rel=completion_within)
     assert real.cost_usd is not None
     assert estimate.prices.cost(tally, batch=False) == pytest.approx(real.cost_usd, rel=0.10)
+
+
+def test_repeated_rows_are_counted_and_the_estimate_says_the_run_sends_fewer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    distinct = sample_interactions(5, seed=30)
+    pq.write_table(pa.concat_tables([distinct] * 4), tmp_path / "logs.parquet")
+
+    tally = estimate_input(str(tmp_path / "logs.parquet"), Settings()).total
+
+    assert (tally.rows, tally.repeated_rows) == (20, 15)
+    args = ["estimate", str(tmp_path / "logs.parquet"), "--base-url", "http://127.0.0.1:9/v1"]
+    assert main(args) == EXIT_OK, "--base-url is taken as score takes it"
+    out = capsys.readouterr().out
+    assert "note: 15 of the 20 rows scored repeat an earlier row's question" in out

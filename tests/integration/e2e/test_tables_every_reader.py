@@ -167,7 +167,8 @@ def duckdb_reads(root: Path, settings: Settings) -> Read:
         kind = connection.execute(f"SELECT typeof(dt) FROM {source} LIMIT 1").fetchone()
         assert rows is not None
         assert kind is not None
-        read[table] = (int(rows[0]), str(kind[0]), connection.execute(f"FROM {source}").fetch_arrow_table())
+        whole = connection.execute(f"FROM {source}").fetch_arrow_table()
+        read[table] = (int(rows[0]), str(kind[0]), whole)
     return read
 
 
