@@ -31,7 +31,7 @@ from ragas_ops.judge.engine.wire import (
 )
 from ragas_ops.judge.limits.provider import RateLimitHeaders, rate_limit_headers
 from ragas_ops.judge.openai.replies import read_chat_reply, read_embedding_reply, retry_after
-from ragas_ops.judge.openai.shape import RequestShape, shape_for
+from ragas_ops.judge.openai.shape import RequestShape, refused_in_message, shape_for
 from ragas_ops.judge.openai.transport import (
     Transport,
     connection_problem,
@@ -83,12 +83,16 @@ def failure_of(error: BaseException) -> Failure | None:
     """What an error of the OpenAI SDK (as `transport` raises it) means; None: not one."""
     if isinstance(error, openai.APIStatusError):
         headers = error.response.headers
+        detail, code, param = error_message(error), error.code, error.param
+        if param is None and error.status_code == 400:  # a gateway's `param: null`
+            named = refused_in_message(detail)
+            code, param = (code or named[0], named[1]) if named else (code, param)
         return Failure(
             status_kind(error),
             status=error.status_code,
-            detail=error_message(error),
-            code=error.code,
-            param=error.param,
+            detail=detail,
+            code=code,
+            param=param,
             retry_after=retry_after(headers),
             headers=headers,
         )
