@@ -18,6 +18,7 @@ from typing import Any
 from ragas_ops.config import ConfigError, load_settings
 from ragas_ops.contract.guess import Guess, check_guess, flattened, guess_columns
 from ragas_ops.contract.inputs import check_columns
+from ragas_ops.contract.layout import day_of_folder
 
 
 def add_init_parser(commands: Any) -> None:
@@ -71,7 +72,8 @@ def run_init(options: argparse.Namespace) -> int:
     check_written(options.output, options.sample)
     config = options.output
     print(f"wrote {config}; next: ragas-ops estimate {options.sample} --config {config}")
-    folder = options.sample.parent.parent if options.sample.parent.name.startswith("dt=") else None
+    in_day_folder = day_of_folder(options.sample.parent.name) is not None
+    folder = options.sample.parent.parent if in_day_folder else None
     if folder is not None:
         print(f"  or: ragas-ops airflow up --raw {folder} --config {options.output}")
     return 0
