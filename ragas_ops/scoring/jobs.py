@@ -91,7 +91,8 @@ class ScoreOutcome:
         lines += [
             f"requests: {total.requests:,} chat + {total.embedding_requests:,} embeddings; "
             f"retried: {retries or 'none'}; repairs: {self.events['repair']}; "
-            f"cache hits: {self.events['cache_hit']:,}",
+            f"cache hits: {self.events['cache_hit']:,} chat answers, "
+            f"{self.events['embedding_cache_hit']:,} embeddings",
             f"tokens: {total.prompt_tokens:,} prompt ({total.cached_prompt_tokens:,} cached), "
             f"{total.completion_tokens:,} completion"
             + (f" ({total.reasoning_tokens:,} reasoning)" if total.reasoning_tokens else "")
