@@ -106,8 +106,8 @@ $(SUPERSET_VENV)/.installed: $(SUPERSET_REQUIREMENTS)
 
 superset-venv: $(SUPERSET_VENV)/.installed  ## build .venv-superset (Apache Superset 6.1.0, DuckDB) only
 
-dashboard: $(DEMO_STAMP) $(SUPERSET_VENV)/.installed  ## Apache Superset with the RAG quality dashboard over the demo's warehouse, on 127.0.0.1 (after make demo)
-	$(DEMO_VENV)/bin/python -m ragas_ops_testing.local_superset up
+dashboard: $(DEMO_STAMP) $(SUPERSET_VENV)/.installed  ## Apache Superset with the RAG quality dashboard over the demo's warehouse (or WAREHOUSE=folder), on 127.0.0.1 (after make demo)
+	$(DEMO_VENV)/bin/python -m ragas_ops_testing.local_superset up $(if $(WAREHOUSE),--warehouse $(WAREHOUSE))
 
 # The dashboard's test builds two demo lakes and a fresh Superset (minutes of CPU): not in `make
 # test`. Without the venv (no package index) the test is skipped, saying why.

@@ -25,6 +25,7 @@ from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_conte
 
 from ragas_ops.airflow.assets import DAILY_METRICS, SCORED, announce_day
 from ragas_ops.airflow.lineage import declare_outputs
+from ragas_ops.airflow.notify import MorningNotifier
 from ragas_ops.airflow.operators import JUDGE_MODES, ScoreChunkOperator
 from ragas_ops.config import settings_from_environment
 
@@ -175,6 +176,9 @@ def report(published: dict[str, Any]) -> dict[str, Any]:
     },
     tags=["ragas-ops", "rag-quality"],
     doc_md=__doc__,
+    # The morning message ([notify]): sent after the run, whatever its outcome.
+    on_success_callback=MorningNotifier(),
+    on_failure_callback=MorningNotifier(),
 )
 def ragas_ops_nightly() -> None:
     day_plan = plan()

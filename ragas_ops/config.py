@@ -33,6 +33,7 @@ from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
 from ragas_ops.judge.spec import BatchSpec, CandidateSpec, EndpointSpec, check_judge_kind
 from ragas_ops.labels.spec import LabelsSpec
+from ragas_ops.notify.spec import NotifySpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
 from ragas_ops.settings_fields import ConfigError as ConfigError  # noqa: PLC0414 (re-exported)
 from ragas_ops.settings_fields import at_least_one, fraction, positive, setting_key
@@ -293,6 +294,7 @@ class Settings:
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
     labels: LabelsSpec = field(default_factory=LabelsSpec)
+    notify: NotifySpec = field(default_factory=NotifySpec)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     batch_rows: int = at_least_one(256)
     """Rows scored together: the unit of streaming, progress and embeddings batching."""
@@ -301,7 +303,16 @@ class Settings:
     scored as a metric of that name, after the metrics `[metrics] names` lists."""
 
 
-SECTIONS = ("judge", "metrics", "columns", "size_budget", "pipeline", "warehouse", "labels")
+SECTIONS = (
+    "judge",
+    "metrics",
+    "columns",
+    "size_budget",
+    "pipeline",
+    "warehouse",
+    "labels",
+    "notify",
+)
 _BATCH_ROWS = next(f for f in dataclasses.fields(Settings) if f.name == "batch_rows")
 
 

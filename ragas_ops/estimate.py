@@ -14,6 +14,8 @@ Only the columns the contract needs are read, a batch of rows at a time.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -27,14 +29,18 @@ import pyarrow.parquet as pq
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import (
     ABSENT,
+    ColumnMapping,
     Interaction,
     add_pass_through,
     check_columns,
     repair_utf8,
+    schema_with_contract_names,
     validate_row,
+    with_contract_names,
 )
 from ragas_ops.contract.layout import Lake, parse_day
 from ragas_ops.contract.logs import is_text_log
+from ragas_ops.contract.row_ids import derived_id, file_key
 from ragas_ops.judge.factory import reasoning_estimate
 from ragas_ops.judge.tokens import MAX_EMBEDDING_TOKENS_PER_REQUEST, MESSAGE_OVERHEAD_TOKENS
 from ragas_ops.metrics import metric_kind
@@ -83,6 +89,9 @@ class Tally:
     rows_sampled: int = 0
     rows_without_id: int = 0
     """Rows scored though a sample fraction was set, because they have no usable id."""
+    repeated_rows: int = 0
+    """Sampled rows whose question, contexts and answer an earlier row of the input has: the
+    run asks the judge once for them (the cache answers the others), the estimate counts each."""
     chat_requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -98,6 +107,7 @@ class Tally:
         self.rows += other.rows
         self.rows_sampled += other.rows_sampled
         self.rows_without_id += other.rows_without_id
+        self.repeated_rows += other.repeated_rows
         self.chat_requests += other.chat_requests
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
@@ -188,6 +198,7 @@ class Estimate:
             "rows": tally.rows,
             "rows_sampled": tally.rows_sampled,
             "rows_without_id": tally.rows_without_id,
+            "repeated_rows": tally.repeated_rows,
             "files": tally.files,
             "rejected_files": tally.rejected_files,
             "chat_requests": tally.chat_requests,
@@ -257,6 +268,13 @@ class Estimate:
             notes.append(
                 f"note: {total.rows_without_id:,} row(s) have no usable `{ROW_ID_COLUMN}`: "
                 "they are scored in full, as sampling cannot choose them"
+            )
+        if total.repeated_rows:
+            notes.append(
+                f"note: {total.repeated_rows:,} of the {total.rows_sampled:,} rows scored repeat "
+                "an earlier row's question, contexts and answer: the run asks the judge once for "
+                "each content (its cache answers the repeats), so it sends fewer requests and "
+                "pays less than counted here; so does a rerun, whose answers are cached"
             )
         notes += [f"note: rejected, not scored: {file}" for file in total.rejected_files]
         return ["", *notes] if notes else []
@@ -502,35 +520,66 @@ def _read_groups(
         has_id = ROW_ID_COLUMN in table.column_names
         present = [name for name in extra if name in table.column_names]
         batches = table.to_batches(max_chunksize=READ_BATCH_ROWS)
+        position = 0
         for index, batch in enumerate(batches):
             last = index == len(batches) - 1
-            yield _read_batch(batch, contract, has_id, present, ends_row_group=last)
+            yield _read_batch(
+                batch, mapping, has_id, present, (path, position), ends_row_group=last
+            )
+            position += batch.num_rows
         return
     with filesystem.open_input_file(path) as handle:
         parquet = pq.ParquetFile(handle)
         check_columns(parquet.schema_arrow, mapping)
-        has_id = ROW_ID_COLUMN in parquet.schema_arrow.names
+        names = schema_with_contract_names(parquet.schema_arrow, mapping).names
+        has_id = ROW_ID_COLUMN in names
         present = [name for name in extra if name in parquet.schema_arrow.names]
-        wanted = [*contract, ROW_ID_COLUMN] if has_id else contract
+        id_source = mapping.source(ROW_ID_COLUMN)
+        id_column = (
+            id_source.split(".")[0] if id_source not in parquet.schema_arrow.names else id_source
+        )
+        wanted = [*contract, id_column] if has_id else contract
         read = list(dict.fromkeys([*wanted, *present]))
+        position = 0
         for group in range(parquet.metadata.num_row_groups):
             previous = None
             for batch in parquet.iter_batches(
                 batch_size=READ_BATCH_ROWS, row_groups=[group], columns=read
             ):
                 if previous is not None:
-                    yield _read_batch(previous, contract, has_id, present, ends_row_group=False)
+                    yield _read_batch(
+                        previous, mapping, has_id, present, (path, position), ends_row_group=False
+                    )
+                    position += previous.num_rows
                 previous = batch
             if previous is not None:
-                yield _read_batch(previous, contract, has_id, present, ends_row_group=True)
+                yield _read_batch(
+                    previous, mapping, has_id, present, (path, position), ends_row_group=True
+                )
+                position += previous.num_rows
 
 
 def _read_batch(
-    batch: Any, contract: list[str], has_id: bool, present: Sequence[str], ends_row_group: bool
+    batch: Any,
+    mapping: ColumnMapping,
+    has_id: bool,
+    present: Sequence[str],
+    at: tuple[str, int],
+    *,
+    ends_row_group: bool,
 ) -> _ReadBatch:
-    batch = repair_utf8(pa.Table.from_batches([batch]))
+    """One batch's contract fields, ids (derived ones, as `score` derives them, for a file
+    without an id column; `at`: the file and the batch's first row number in it) and the
+    pass-through columns the metrics read that the file has (`present`)."""
+    batch = repair_utf8(with_contract_names(pa.Table.from_batches([batch]), mapping))
+    contract = [mapping.question, mapping.contexts, mapping.answer]
     question, contexts, answer = (batch.column(name).to_pylist() for name in contract)
-    ids = batch.column(ROW_ID_COLUMN).to_pylist() if has_id else [None] * batch.num_rows
+    if has_id:
+        ids = batch.column(ROW_ID_COLUMN).to_pylist()
+    else:
+        key, first = file_key(at[0]), at[1]
+        rows = zip(question, contexts, answer, strict=True)
+        ids = [derived_id(key, first + n, *row) for n, row in enumerate(rows)]
     passed = {name: batch.column(name).to_pylist() for name in present}
     return _ReadBatch(ids, question, contexts, answer, ends_row_group, passed)
 
@@ -549,6 +598,7 @@ def _tally_rows(
     tally = Tally()
     batches = _Batches(settings, tally)
     fraction = settings.pipeline.sample_fraction
+    seen: set[str] = set()
     for filesystem, path in files:
         tally.files += 1
         for read in _read(filesystem, path, settings, extra):
@@ -565,6 +615,9 @@ def _tally_rows(
                     batches.add([])
                     continue
                 tally.rows_sampled += 1
+                content = _content_key(question, contexts, answer)
+                tally.repeated_rows += content in seen
+                seen.add(content)
                 row = validate_row(question, contexts, answer, settings.size_budget)
                 for name in extra:  # a column the file lacks: the row's problem, as in `score`
                     values = read.passed.get(name)
@@ -575,6 +628,12 @@ def _tally_rows(
                 batches.close()
     batches.close()
     return tally
+
+
+def _content_key(question: Any, contexts: Any, answer: Any) -> str:
+    """A row's content, as a short key: rows with the same key send the same prompts."""
+    text = json.dumps([question, contexts, answer], ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 # --- the two sources ----------------------------------------------------------------------------

@@ -106,6 +106,20 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-5.4": Price(2.50, 15.00, 0.25),
     "gpt-5.4-mini": Price(0.75, 4.50, 0.075),
     "gpt-5.5": Price(5.00, 30.00, 0.50),
+    # The models OpenAI's deprecations page names as replacements of gpt-5, gpt-5-mini,
+    # gpt-5-nano and o3 (shut down 2026-12-11), and their families, as published pages quoted
+    # OpenAI's list prices, taken here on 2026-12-06 (docs/judge.md#successors-and-their-prices):
+    # gpt-6.1-terra (2026-10-26) and gpt-6.1-sol: LiteLLM's launch note and price table, and
+    # two token-cost tools' releases citing OpenAI's pricing page; gpt-6 sol and luna
+    # (2026-09-22): a token-cost tool's release citing OpenAI's pricing page, LiteLLM's
+    # announcement; gpt-5.6 luna and terra after their 2026-07-30 cuts: OpenAI's gpt-5.6-luna
+    # model page and a gateway's notice. gpt-5.6-sol has none: the pages found disagree.
+    "gpt-6.1-sol": Price(2.00, 10.00, 0.10),
+    "gpt-6.1-terra": Price(1.00, 5.00, 0.05),
+    "gpt-6-sol": Price(2.00, 10.00, 0.20),
+    "gpt-6-luna": Price(0.10, 0.50, 0.01),
+    "gpt-5.6-terra": Price(2.00, 12.00, 0.20),
+    "gpt-5.6-luna": Price(0.20, 1.20, 0.02),
     # Anthropic's Claude models (the `anthropic` judge): list prices per million tokens as
     # platform.claude.com/docs/en/about-claude/pricing gave them, taken 2026-12-05: input,
     # output, cache hits, and 5-minute cache writes (1.25 x input); the Message Batches API
@@ -126,13 +140,15 @@ SUCCESSORS: Mapping[str, str] = {
     "gpt-4o-mini": "gpt-5.4-mini",
     "gpt-4.1-mini": "gpt-5.4-mini",
     "gpt-4.1-nano": "gpt-5.4-mini",
-    "gpt-5-mini": "gpt-5.4-mini",
-    "gpt-5-nano": "gpt-5.4-mini",
     "o4-mini": "gpt-5.4-mini",
     "gpt-4o": "gpt-5.4",
     "gpt-4.1": "gpt-5.4",
-    "gpt-5": "gpt-5.4",
-    "o3": "gpt-5.4",
+    # OpenAI's recommended replacements (deprecations page, "2026-06-11: GPT-5 and o3 model
+    # deprecations", as read 2026-12-06; copies from before October name gpt-5.6-*).
+    "gpt-5": "gpt-6.1-sol",
+    "gpt-5-mini": "gpt-6.1-terra",
+    "gpt-5-nano": "gpt-6-luna",
+    "o3": "gpt-6.1-sol",
 }
 """The model a user of a model shutting down moves to (the same size, still served), as far as
 the price table knows: a shutdown warning names it when it has a price."""

@@ -24,7 +24,13 @@ import pyarrow.dataset  # unused here, imported up front: see the note below the
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ragas_ops.contract.inputs import ColumnMapping, ContractError
+from ragas_ops.contract.inputs import (
+    ColumnMapping,
+    ContractError,
+    repair_utf8,
+    schema_with_contract_names,
+    with_contract_names,
+)
 from ragas_ops.contract.logs import TEXT_LOG_SUFFIXES, is_text_log, read_text_log
 from ragas_ops.secrets import Secret
 
@@ -279,7 +285,9 @@ def read_footer(filesystem: pafs.FileSystem, path: str, columns: ColumnMapping) 
         info = filesystem.get_file_info(path)
         with filesystem.open_input_file(path) as handle:
             metadata = pq.ParquetFile(handle).metadata
-            schema = metadata.schema.to_arrow_schema()
+            schema = schema_with_contract_names(metadata.schema.to_arrow_schema(), columns)
+    except ContractError as error:
+        raise StorageError(f"{path}: {error}") from None
     except (OSError, pa.ArrowException) as error:
         _raise_if_unreachable(filesystem, path)
         raise StorageError(f"{path}: not a readable Parquet file: {error}") from None
@@ -332,6 +340,19 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+def in_day_schema(
+    rows: pa.Table, schema: pa.Schema, path: str, first_row: int, columns: ColumnMapping
+) -> pa.Table:
+    """Rows `first_row`... of the file at `path` (under the contract's names) in the day's
+    `schema`, with derived ids when the file has none (`contract.row_ids`)."""
+    from ragas_ops.contract.row_ids import needs_derived_ids, with_derived_ids
+
+    conformed = conform(rows, schema)
+    if not needs_derived_ids(rows.schema, schema):
+        return conformed
+    return with_derived_ids(repair_utf8(conformed), path, first_row, columns)
+
+
 def read_files(
     filesystem: pafs.FileSystem,
     paths: list[str],
@@ -341,18 +362,23 @@ def read_files(
 ) -> Iterator[pa.Table]:
     """The files' rows, in order, as tables of at most `batch_rows` rows with `schema`; a file
     whose data cannot be decoded is a StorageError naming it. A JSON Lines or CSV log is read
-    in the shape `columns` gives it."""
+    in the shape `columns` gives it. A file without ids gets derived ones
+    (`contract.row_ids`) when `schema` has an `id` column of text."""
     for path in paths:
         if is_text_log(path):
             table = read_text_log_or_fail(filesystem, path, columns)
             for start in range(0, table.num_rows, batch_rows):
-                yield conform(table.slice(start, batch_rows), schema)
+                rows = table.slice(start, batch_rows)
+                yield in_day_schema(rows, schema, path, start, columns)
             continue
         try:
             with filesystem.open_input_file(path) as handle:
+                position = 0
                 for batch in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
                     if batch.num_rows:
-                        yield conform(pa.Table.from_batches([batch]), schema)
+                        rows = with_contract_names(pa.Table.from_batches([batch]), columns)
+                        yield in_day_schema(rows, schema, path, position, columns)
+                    position += batch.num_rows
         except (OSError, pa.ArrowException) as error:
             _raise_if_unreachable(filesystem, path)
             raise StorageError(f"{path}: its data cannot be read: {error}") from None

@@ -72,14 +72,20 @@ USERS_LOG_COLUMNS = {
     "answer": "response.text",
 }
 """The `[columns]` of the user's own JSON log that `write_users_jsonl_log` writes."""
+NESTED_KEY_COLUMNS = {"id": "request.id", "timestamp": "meta.ts"}
+"""The `[columns]` naming the nested id and time of `write_users_jsonl_log(nested_keys=True)`."""
 USERS_LOG_SEGMENTS = ("tenant", "channel")
 
 
-def write_users_jsonl_log(path: Path, rows: int = 30, day: str = "2026-11-21") -> list[Any]:
+def write_users_jsonl_log(
+    path: Path, rows: int = 30, day: str = "2026-11-21", *, nested_keys: bool = False
+) -> list[Any]:
     """A user's own log as an application writes it: one JSON object a line, the question and
     answer nested (`USERS_LOG_COLUMNS`), the contexts as objects with a text field and a score,
     ISO 8601 timestamps, ids, and two segment columns of their own (`USERS_LOG_SEGMENTS`).
-    Returns the lines written, as dicts."""
+    With `nested_keys`, the id and the time are nested too (`request.id`, `meta.ts`:
+    `NESTED_KEY_COLUMNS`) instead of `request_id` and `timestamp`. Returns the lines written,
+    as dicts."""
     import json
 
     from ragas_ops.samples import sample_interactions
@@ -104,15 +110,21 @@ def write_users_jsonl_log(path: Path, rows: int = 30, day: str = "2026-11-21") -
         }
         for index, row in enumerate(answered)
     ]
+    if nested_keys:
+        for line in lines:
+            line["request"]["id"] = line.pop("request_id")
+            line["meta"] = {"ts": line.pop("timestamp"), "region": "eu"}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return lines
 
 
-def users_log_config(path: Path, **pipeline: Any) -> Path:
-    """A config file for the user's log: its `[columns]`, its segments, and `pipeline`."""
+def users_log_config(path: Path, *, nested_keys: bool = False, **pipeline: Any) -> Path:
+    """A config file for the user's log: its `[columns]` (with `nested_keys`, the nested id
+    and time's too), its segments, and `pipeline`."""
+    columns = {**USERS_LOG_COLUMNS, **(NESTED_KEY_COLUMNS if nested_keys else {})}
     lines = ["[columns]"]
-    lines += [f'{name} = "{column}"' for name, column in USERS_LOG_COLUMNS.items()]
+    lines += [f'{name} = "{column}"' for name, column in columns.items()]
     lines += ["[pipeline]", f"segments = {list(USERS_LOG_SEGMENTS)!r}".replace("'", '"')]
     lines += [f"{key} = {value!r}".replace("'", '"') for key, value in pipeline.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ragas_ops.cli.warehouse import add_warehouse_parser
 
     add_warehouse_parser(commands)
+    from ragas_ops.cli.init import add_init_parser
+
+    add_init_parser(commands)
     commands.add_parser(
         "test-judge",
         help="serve the local OpenAI-compatible test double (see `ragas-ops test-judge --help`)",
@@ -228,7 +231,12 @@ def _add_airflow_parser(commands: Any) -> None:
         "up",
         help="start Airflow standalone with the DAG, its pools and a demo lake; print the URL",
     )
-    up.add_argument("--home", type=Path, default=Path(".airflow"), help="AIRFLOW_HOME and lake")
+    up.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="AIRFLOW_HOME and lake (default .airflow; with --raw or --config: .airflow-own)",
+    )
     up.add_argument("--port", type=int, default=8080, help="api-server port (if taken: a free one)")
     up.add_argument(
         "--judge",
@@ -256,7 +264,9 @@ def _add_airflow_parser(commands: Any) -> None:
         help="a ragas-ops config file for the pipeline ([columns], [pipeline]...)",
     )
     down = actions.add_parser("down", help="stop the Airflow that `up` started")
-    down.add_argument("--home", type=Path, default=Path(".airflow"))
+    down.add_argument(
+        "--home", type=Path, default=None, help="default: every home `up` started from here"
+    )
     for action in (up, down):
         action.add_argument("-v", "--verbose", action="store_true")
         action.set_defaults(run=_run_airflow)

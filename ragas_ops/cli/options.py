@@ -80,8 +80,9 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
     SettingFlag(
         "--base-url",
         "judge.base_url",
-        "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8787/v1",
-        JUDGE_FLAG_COMMANDS,
+        "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8787/v1 (estimate: taken as score "
+        "takes it, nothing is sent)",
+        BOTH | JUDGE_FLAG_COMMANDS,
     ),
     SettingFlag(
         "--api-key-env",

@@ -32,7 +32,7 @@ def add_warehouse_parser(commands: Any) -> None:
 
 
 def _run_upgrade(options: argparse.Namespace) -> int:
-    from ragas_ops.pipeline.manifest import migrate_manifests
+    from ragas_ops.pipeline.manifest import migrate_manifests, retype_run_rows
 
     settings = load_settings(options.config)
     lake = Lake(settings.pipeline)
@@ -44,4 +44,8 @@ def _run_upgrade(options: argparse.Namespace) -> int:
     for uri in moved:
         print(f"  {uri}")
     print(f"{where}: {len(moved)} run manifest(s) given their row of the runs table")
+    retyped = retype_run_rows(lake)
+    for uri in retyped:
+        print(f"  {uri}")
+    print(f"{where}: {len(retyped)} runs row(s) given published_at and finished_at as timestamps")
     return 0

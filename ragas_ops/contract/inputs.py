@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # pyarrow stays out of imports that DAG parsing makes
 QUESTION, CONTEXTS, ANSWER = "question", "contexts", "answer"
 REQUIRED_FIELDS = (QUESTION, CONTEXTS, ANSWER)
 ID, TIMESTAMP = "id", "timestamp"
+OPTIONAL_FIELDS = (ID, TIMESTAMP)
+"""Read when the log has them: the scored table calls them `id` and `timestamp` whatever the
+log's names (`ColumnMapping.id`, `ColumnMapping.timestamp`)."""
 EpochUnit = Literal["s", "ms", "us", "ns"]
 REPLACEMENT_CHARACTER = "\ufffd"
 """What an undecodable byte of a text cell is read as (see `repair_utf8`)."""
@@ -48,10 +51,16 @@ class ColumnMapping:
     the field holding a context's text (`contract.logs`)."""
     epoch_unit: EpochUnit = "s"
     """In a JSON Lines or CSV log whose `timestamp` is a number: its unit since the epoch."""
+    id: str = ID
+    """The column holding the row id (strings or integers), a nested one by its dotted path
+    (`request.id`): read as the scored table's `id` (see `with_contract_names`)."""
+    timestamp: str = TIMESTAMP
+    """The column holding the row's time, a nested one by its dotted path (`meta.ts`): read as
+    the scored table's `timestamp`."""
 
     def __post_init__(self) -> None:
         fields_by_column: dict[str, list[str]] = {}
-        for name in REQUIRED_FIELDS:
+        for name in (*REQUIRED_FIELDS, *OPTIONAL_FIELDS):
             fields_by_column.setdefault(self.source(name), []).append(name)
         shared = {column: names for column, names in fields_by_column.items() if len(names) > 1}
         if shared:
@@ -60,22 +69,83 @@ class ColumnMapping:
             )
             raise ContractError(
                 f"the column mapping reads two contract fields from one column ({told}): "
-                "each of question, contexts and answer needs a column of its own"
+                "each of question, contexts, answer, id and timestamp needs a column of its own"
             )
 
     @classmethod
     def from_mapping(cls, names: Mapping[str, str]) -> ColumnMapping:
-        unknown = set(names) - set(REQUIRED_FIELDS)
+        known = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
+        unknown = set(names) - set(known)
         if unknown:
             raise ContractError(
                 f"unknown contract field(s) in the column mapping: {sorted(unknown)}; "
-                f"the fields are {list(REQUIRED_FIELDS)}"
+                f"the fields are {list(known)}"
             )
-        fields: dict[str, Any] = dict(names)  # only the three names: checked above
+        fields: dict[str, Any] = dict(names)  # only the contract's names: checked above
         return cls(**fields)
 
     def source(self, contract_field: str) -> str:
         return str(getattr(self, contract_field))
+
+    def renamed(self) -> dict[str, str]:
+        """The optional fields read from a column of another name: source -> contract name."""
+        return {self.source(name): name for name in OPTIONAL_FIELDS if self.source(name) != name}
+
+
+def with_contract_names(table: pa.Table, mapping: ColumnMapping) -> pa.Table:
+    """`table` with its id and time under the contract's names, `id` and `timestamp`, when the
+    mapping reads them from other columns: the column `request.id` renamed (a JSON log's
+    nested field, flattened), or the field `id` of a Parquet struct column `request` copied
+    out (the struct is carried through as it is). A log lacking the mapped column is left as
+    it is (`check_mapped_columns` refuses a day none of whose files has it); one that has
+    both the mapped column and a column of the contract's name is a ContractError."""
+    for source, name in mapping.renamed().items():
+        if source in table.column_names:
+            if name in table.column_names:
+                raise ContractError(
+                    f"the log has a column {name!r} and the column {source!r} that "
+                    f"columns.{name} names: the scored table calls the latter {name!r}; "
+                    f"rename or drop the log's {name!r}, or map {name} to it"
+                )
+            names = [name if column == source else column for column in table.column_names]
+            table = table.rename_columns(names)
+            continue
+        nested = _struct_field(table, source)
+        if nested is not None:
+            if name in table.column_names:
+                raise ContractError(
+                    f"the log has a column {name!r} and the nested field {source!r} that "
+                    f"columns.{name} names: rename or drop the log's {name!r}"
+                )
+            table = table.append_column(name, nested)
+    return table
+
+
+def schema_with_contract_names(schema: pa.Schema, mapping: ColumnMapping) -> pa.Schema:
+    """The schema `with_contract_names` gives a table of `schema`."""
+    if not mapping.renamed():
+        return schema
+    return with_contract_names(schema.empty_table(), mapping).schema
+
+
+def _struct_field(table: pa.Table, dotted: str) -> pa.ChunkedArray | None:
+    """The field a dotted path names inside a struct column (`request.id`: the field `id` of
+    the column `request`), or None when there is none."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = dotted.split(".")
+    for split in range(len(parts) - 1, 0, -1):  # the longest column name that is a struct
+        column = ".".join(parts[:split])
+        if column not in table.column_names:
+            continue
+        value: pa.ChunkedArray = table.column(column)
+        for part in parts[split:]:
+            if not pa.types.is_struct(value.type) or value.type.get_field_index(part) < 0:
+                return None
+            value = pc.struct_field(value, [value.type.get_field_index(part)])
+        return value
+    return None
 
 
 @dataclass(frozen=True)

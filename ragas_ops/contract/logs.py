@@ -10,6 +10,8 @@ planned, checked and scored exactly as a Parquet one:
 - the contexts, when they are objects (`[{"text": ..., "score": ...}]`), become the list of
   their `columns.context_text` field; in a CSV file the contexts cell holds a JSON array (of
   strings or of such objects);
+- the columns `columns.id` and `columns.timestamp` name (`request.id`, `meta.ts`) are
+  renamed `id` and `timestamp`;
 - the `timestamp` column, when it holds ISO 8601 text (an offset or `Z`; none is UTC) or
   numbers since the epoch (in `columns.epoch_unit`), becomes a UTC timestamp;
 - every other column is carried through as the reader typed it.
@@ -25,7 +27,12 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ragas_ops.contract.inputs import TIMESTAMP, ColumnMapping, ContractError
+from ragas_ops.contract.inputs import (
+    TIMESTAMP,
+    ColumnMapping,
+    ContractError,
+    with_contract_names,
+)
 
 if TYPE_CHECKING:  # pyarrow stays out of imports that DAG parsing makes
     import pyarrow as pa
@@ -89,8 +96,9 @@ def _read_csv(data: bytes, mapping: ColumnMapping) -> pa.Table:
 
 def shaped_log(table: pa.Table, mapping: ColumnMapping) -> pa.Table:
     """`table` (as pyarrow's JSON or CSV reader gives it) with nested objects flattened into
-    dotted names, the contexts as a list of strings and the timestamp as a UTC timestamp."""
-    table = _flattened(table)
+    dotted names, the id and time under the contract's names (`with_contract_names`), the
+    contexts as a list of strings and the timestamp as a UTC timestamp."""
+    table = with_contract_names(_flattened(table), mapping)
     if mapping.contexts in table.column_names:
         index = table.column_names.index(mapping.contexts)
         table = table.set_column(

@@ -216,6 +216,8 @@ def queue_rows(
     # the pass-through columns a criterion reads: a person judges what the judge was shown
     passed = list(dict.fromkeys(n for c in settings.criteria.values() for n in c.pass_through))
     scored = tables.read_scored(day, columns=[ROW_ID_COLUMN, *texts, *passed])
+    if ROW_ID_COLUMN not in scored.column_names:  # a day scored before ids were derived
+        return []
     by_id: dict[str, dict[str, Any]] = {}
     for row in scored.to_pylist():
         by_id.setdefault(str(row[ROW_ID_COLUMN]), row)

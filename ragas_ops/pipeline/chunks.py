@@ -10,13 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import Settings
-from ragas_ops.contract.inputs import ColumnMapping, repair_utf8
+from ragas_ops.contract.inputs import ColumnMapping, repair_utf8, with_contract_names
 from ragas_ops.contract.layout import Lake
 from ragas_ops.contract.logs import is_text_log
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.scoring.scorer import Scorer
-from ragas_ops.storage import conform, read_text_log_or_fail
+from ragas_ops.storage import in_day_schema, read_text_log_or_fail
 
 READ_BATCH_ROWS = 1024
 
@@ -26,7 +26,9 @@ def read_slices(lake: Lake, chunk: Chunk, columns: ColumnMapping) -> Iterator[pa
     JSON Lines or CSV log, which has none, is read whole, in the shape `columns` gives it).
 
     Every table has the day's schema (`chunk.schema`, from the plan; missing columns null),
-    and text that is not valid UTF-8 is repaired for `validate_row` to flag (`repair_utf8`).
+    and text that is not valid UTF-8 is repaired for `validate_row` to flag (`repair_utf8`);
+    the id and time are under the contract's names, and a file without ids gets derived ones
+    (`contract.row_ids`).
     """
     filesystem = lake.raw.filesystem
     schema = chunk.schema or chunk_schema(lake, chunk)
@@ -35,7 +37,9 @@ def read_slices(lake: Lake, chunk: Chunk, columns: ColumnMapping) -> Iterator[pa
             log_rows = read_text_log_or_fail(filesystem, piece.path, columns)
             for start in range(piece.start, piece.start + piece.rows, READ_BATCH_ROWS):
                 rows = min(READ_BATCH_ROWS, piece.start + piece.rows - start)
-                yield repair_utf8(conform(log_rows.slice(start, rows), schema))
+                yield repair_utf8(
+                    in_day_schema(log_rows.slice(start, rows), schema, piece.path, start, columns)
+                )
             continue
         with filesystem.open_input_file(piece.path) as handle:
             parquet = pq.ParquetFile(handle)
@@ -45,8 +49,10 @@ def read_slices(lake: Lake, chunk: Chunk, columns: ColumnMapping) -> Iterator[pa
             for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=groups):
                 lo, hi = max(piece.start, position), min(end, position + batch.num_rows)
                 if hi > lo:
-                    piece_rows = pa.Table.from_batches([batch.slice(lo - position, hi - lo)])
-                    yield repair_utf8(conform(piece_rows, schema))
+                    piece_rows = with_contract_names(
+                        pa.Table.from_batches([batch.slice(lo - position, hi - lo)]), columns
+                    )
+                    yield repair_utf8(in_day_schema(piece_rows, schema, piece.path, lo, columns))
                 position += batch.num_rows
                 if position >= end:
                     break

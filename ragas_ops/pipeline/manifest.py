@@ -78,12 +78,42 @@ def migrate_manifests(lake: Lake) -> list[str]:
             row = runs_row(manifest)
             if row["finished_at"] is not None:  # the report's rewrite was the file's last
                 modified = location.filesystem.get_file_info(location.path).mtime
-                row["finished_at"] = modified.astimezone(UTC).isoformat(timespec="seconds")
+                row["finished_at"] = modified.astimezone(UTC).replace(microsecond=0)
             tables.write_run_row(day, row)
             target = location.parent().child(f"{MANIFEST_PREFIX}{location.name}")
             location.filesystem.move(location.path, target.path)
             moved.append(target.uri)
     return moved
+
+
+def retype_run_rows(lake: Lake) -> list[str]:
+    """Rewrite the Parquet `runs` rows written when `published_at` and `finished_at` were text
+    with those times as timestamps (UTC), every other value kept: a reader of the folder then
+    meets one type. Returns the rows rewritten; running it again rewrites none."""
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    tables = ParquetDayTables(lake)
+    rewritten = []
+    for day in lake.table_days("runs"):
+        folder = lake.manifests(day)
+        selector = pafs.FileSelector(folder.path, allow_not_found=True)
+        names = sorted(
+            info.base_name
+            for info in folder.filesystem.get_file_info(selector)
+            if info.is_file
+            and info.base_name.endswith(".parquet")
+            and not info.base_name.startswith((".", "_"))
+        )
+        for name in names:
+            location = folder.child(name)
+            rows = pq.read_table(location.path, filesystem=location.filesystem)
+            if rows.schema.field("published_at").type != pa.string():
+                continue
+            for row in rows.to_pylist():
+                tables.write_run_row(day, row)  # runs_table types the times
+            rewritten.append(location.uri)
+    return rewritten
 
 
 def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -33,15 +33,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragas_ops.config import ConfigError, Settings
-from ragas_ops.contract.inputs import FileSchema, unify_inputs
+from ragas_ops.contract.inputs import OPTIONAL_FIELDS, FileSchema, unify_inputs
 from ragas_ops.contract.layout import (
     EMPTY_DAY_FOLDER,
+    MANIFEST_PREFIX,
     NO_DAY_FOLDER,
     Lake,
     no_folder_sentence,
     partition_days,
 )
 from ragas_ops.contract.outputs import output_column_names
+from ragas_ops.contract.row_ids import needs_derived_ids, with_id_column
 from ragas_ops.storage import Location, StorageError, decode_check, listing, read_footer
 from ragas_ops.tables.format import day_tables
 
@@ -108,6 +110,8 @@ class DayPlan:
     """On a day without traffic: the days in a row, this one included, since the raw root's
     last earlier day folder (0 on a day with traffic, and when the root holds no earlier day:
     a backfill before the lake's first day is no outage)."""
+    derived_ids: int = 0
+    """Rows of files without an id column, which get derived ids (`contract.row_ids`)."""
 
     @property
     def rows(self) -> int:
@@ -151,6 +155,7 @@ class DayPlan:
             "lake_days": self.lake_days,
             "no_traffic_reason": self.no_traffic_reason,
             "quiet_days": self.quiet_days,
+            "derived_ids": self.derived_ids,
         }
 
 
@@ -226,11 +231,17 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
         for footer in footers
         if footer.path not in reasons
     ]
-    plan.schema = unified.schema
+    accepted = [footer for footer in footers if footer.path not in reasons]
+    plan.schema = None if unified.schema is None else with_id_column(unified.schema)
+    if plan.schema is not None:
+        plan.derived_ids = sum(
+            footer.rows for footer in accepted if needs_derived_ids(footer.schema, plan.schema)
+        )
     if plan.no_traffic_reason is not None:
         raw_days = raw_days if raw_days is not None else partition_days(lake.raw)
         plan.quiet_days = quiet_days(day, raw_days)
     check_segments(plan, settings)
+    check_mapped_columns(plan, settings, {name for f in accepted for name in f.schema.names})
     check_shrink(lake, day, plan.rows, settings, allow_shrink=allow_shrink, raw_present=present)
     plan.chunk_rows = max(
         settings.pipeline.chunk_rows, math.ceil(plan.rows / settings.pipeline.max_chunks)
@@ -267,6 +278,27 @@ def check_segments(plan: DayPlan, settings: Settings) -> None:
         )
 
 
+def check_mapped_columns(plan: DayPlan, settings: Settings, found: set[str]) -> None:
+    """Refuse, before any request, a day none of whose files has the column `columns.id` or
+    `columns.timestamp` names, when they name one (`found`: the columns of the day's files,
+    under the contract's names): a misspelt path would otherwise give every row a derived id
+    and no time, night after night, unseen."""
+    if plan.schema is None:
+        return
+    missing = [
+        f"columns.{name} = {settings.columns.source(name)!r}"
+        for name in OPTIONAL_FIELDS
+        if settings.columns.source(name) != name and name not in found
+    ]
+    if missing:
+        raise ConfigError(
+            f"{' and '.join(missing)}, but no file of {plan.day} ({plan.folder}) has such a "
+            f"column (a nested JSON field by its dotted path); their columns are "
+            f"{[name for name in plan.schema.names if name not in OPTIONAL_FIELDS]}. Fix the "
+            "mapping ([columns] in the config file, or --column id=PATH); nothing was scored"
+        )
+
+
 def published_rows(location: Location) -> int:
     """Rows of the table published at `location` (0 when there is none), from its footer."""
     if not location.exists():
@@ -300,6 +332,16 @@ def check_shrink(
         "If this is on purpose, rerun with allow_shrink: "
         f"airflow dags trigger ragas_ops_nightly -c '{conf}'"
     )
+    elsewhere = scored_from(lake, day)
+    if elsewhere is not None and elsewhere != lake.raw_day(day).uri:
+        # Another lake's day (the demo's, under `airflow up --raw` in its home): allow_shrink
+        # would mix the two lakes in one warehouse, and its baseline.
+        remedy = (
+            f"The published day was scored from another lake, {elsewhere}: give these logs a "
+            "warehouse of their own (pipeline.warehouse_uri; `ragas-ops airflow up --raw` "
+            "without --home uses .airflow-own/) rather than allow_shrink, which would mix the "
+            "two lakes' days and baselines"
+        )
     if not raw_present:
         raise ShrinkRefused(
             f"the raw partition {lake.raw_day(day).uri} does not exist, but {scored_uri} holds "
@@ -312,6 +354,20 @@ def check_shrink(
             f"{before:,} for {day} (below pipeline.min_republish_fraction {fraction:g}): "
             f"refusing to shrink the published day. {remedy}"
         )
+
+
+def scored_from(lake: Lake, day: str) -> str | None:
+    """The raw day folder the warehouse's latest run of `day` read (its manifest's plan), or
+    None when no manifest says."""
+    try:
+        found = lake.manifest_files(day)
+        if not found:
+            return None
+        latest = max(found, key=lambda location: location.name.removeprefix(MANIFEST_PREFIX))
+        folder = json.loads(latest.read_text()).get("plan", {}).get("folder")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(folder) if folder else None
 
 
 def cut_chunks(files: list[InputFile], chunk_rows: int) -> list[Chunk]:

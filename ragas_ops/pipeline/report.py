@@ -3,6 +3,7 @@ saw of the day's rows, and the run failed when a policy says so."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,6 +25,7 @@ from ragas_ops.pipeline.input_health import ALL_FILES_REJECTED, FAILURE, input_a
 from ragas_ops.pipeline.lake_safety import check_current
 from ragas_ops.pipeline.manifest import read_manifest, replaced_publish, write_manifest
 from ragas_ops.sampling import ROW_ID_COLUMN
+from ragas_ops.storage import Location
 from ragas_ops.tables.format import DayTables, day_tables
 
 if TYPE_CHECKING:
@@ -105,10 +107,25 @@ def report_day(
     write_manifest(lake, day, run_id, manifest, settings)
     if published is not None:
         lake.staging(day, run_id).delete_tree()  # the run is done: its table is in place
+        remove_if_empty(lake.staging_day(day))
     problems = run_problems(manifest, regression.verdict.value, settings)
     if problems:
         raise RunProblem("; ".join(problems) + f" (report: {html.uri})")
     return manifest["report"]  # type: ignore[no-any-return]
+
+
+def remove_if_empty(folder: Location) -> None:
+    """Remove a local folder left empty (the day's `_staging/dt=D/` once its last run is
+    done): `os.rmdir` refuses a folder another run of the day has just written into, where a
+    check-then-delete would race it. A store without folders (S3) keeps none to remove."""
+    import os
+
+    import pyarrow.fs as pafs
+
+    if not isinstance(folder.filesystem, pafs.LocalFileSystem):
+        return
+    with contextlib.suppress(OSError):  # not empty (another run's), or already gone
+        os.rmdir(folder.path)
 
 
 def day_comparison_rows(lake: Lake, day: str) -> list[dict[str, Any]]:

@@ -41,8 +41,9 @@ def chunk_result(
     chunk: Chunk, scorer: Scorer, judge: Judge, started: float, **extra: Any
 ) -> dict[str, Any]:
     """What the manifest records of a scored chunk; also logged, as one INFO line. Cache hits
-    are the judge's `cache_hit` events, as `ragas-ops score` counts them (its spend totals
-    hold only what was sent)."""
+    are the judge's `cache_hit` events (chat answers, as each row's `judge_cache_hits`
+    counts them); the vectors the embeddings cache gave are its `embedding_cache_hit` events,
+    which the line says beside them."""
     usage = dataclasses.replace(judge.usage_total(), cache_hits=judge.events["cache_hit"])
     result = {
         "index": chunk.index,
@@ -74,7 +75,8 @@ def chunk_summary(result: dict[str, Any]) -> str:
     return (
         f"chunk {result['index']} scored: {result['rows']:,} rows in {result['seconds']:.1f} s "
         f"({result['judge']}); {statuses or 'no metric'}; requests {usage['requests']:,} chat "
-        f"+ {usage['embedding_requests']:,} embeddings, {usage['cache_hits']:,} cache hits; "
+        f"+ {usage['embedding_requests']:,} embeddings, {usage['cache_hits']:,} cache hits "
+        f"+ {result['events'].get('embedding_cache_hit', 0):,} embeddings from the cache; "
         f"tokens {usage['prompt_tokens']:,} prompt + {usage['completion_tokens']:,} completion "
         f"+ {usage['embedding_tokens']:,} embedding; cost {cost}; waited "
         f"{result['rate_limit_wait_seconds']:.1f} s for the rate limit"

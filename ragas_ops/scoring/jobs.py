@@ -21,6 +21,7 @@ from ragas_ops.contract.inputs import (
     unify_inputs,
 )
 from ragas_ops.contract.outputs import output_column_names, output_schema
+from ragas_ops.contract.row_ids import with_id_column
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import Judge, Usage
 from ragas_ops.judge.factory import build_judge, judge_identity, shutdown_warnings
@@ -90,7 +91,8 @@ class ScoreOutcome:
         lines += [
             f"requests: {total.requests:,} chat + {total.embedding_requests:,} embeddings; "
             f"retried: {retries or 'none'}; repairs: {self.events['repair']}; "
-            f"cache hits: {self.events['cache_hit']:,}",
+            f"cache hits: {self.events['cache_hit']:,} chat answers, "
+            f"{self.events['embedding_cache_hit']:,} embeddings",
             f"tokens: {total.prompt_tokens:,} prompt ({total.cached_prompt_tokens:,} cached), "
             f"{total.completion_tokens:,} completion"
             + (f" ({total.reasoning_tokens:,} reasoning)" if total.reasoning_tokens else "")
@@ -170,7 +172,8 @@ def input_schema(source: Location, settings: Settings) -> InputFiles:
             check_columns(footers[0].schema, settings.columns)
         reasons = [*unreadable, *(f"{path}: {why}" for path, why in unified.rejected.items())]
         raise ContractError(f"input file(s) rejected: {'; '.join(reasons)}")
-    return InputFiles(unified.schema, paths, sum(footer.rows for footer in footers), ignored)
+    rows = sum(footer.rows for footer in footers)
+    return InputFiles(with_id_column(unified.schema), paths, rows, ignored)
 
 
 def check_output(source: Location, paths: list[str], target: Location) -> None:

@@ -478,8 +478,8 @@ RUNS_SCHEMA_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"),
     ("publish_id", "string"),
     ("try_number", "int64"),
-    ("published_at", "string"),
-    ("finished_at", "string"),
+    ("published_at", "timestamp"),
+    ("finished_at", "timestamp"),
     ("verdict", "string"),
     ("rows_in", "int64"),
     ("rows_out", "int64"),
@@ -493,7 +493,8 @@ RUNS_SCHEMA_COLUMNS: tuple[tuple[str, str], ...] = (
     ("report", "string"),
     ("manifest", "string"),
 )
-"""The `runs` table's columns (and `dt`): one row per publish of a run, its manifest whole."""
+"""The `runs` table's columns (and `dt`): one row per publish of a run, its manifest whole.
+`timestamp` is UTC, to the microsecond, as the scored table's `scored_at`."""
 
 
 # -- iceberg -------------------------------------------------------------------------------------
@@ -790,8 +791,8 @@ def runs_row(manifest: Mapping[str, Any]) -> dict[str, Any]:
         "run_id": str(manifest.get("run_id") or ""),
         "publish_id": str(published.get("publish_id") or "unpublished"),
         "try_number": manifest.get("try_number"),
-        "published_at": published.get("published_at") or manifest.get("created_at"),
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds") if report else None,
+        "published_at": _instant(published.get("published_at") or manifest.get("created_at")),
+        "finished_at": datetime.now(UTC).replace(microsecond=0) if report else None,
         "verdict": regression.get("verdict"),
         "rows_in": plan.get("rows"),
         "rows_out": scoring.get("rows_out"),
@@ -807,11 +808,26 @@ def runs_row(manifest: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _instant(value: Any) -> datetime | None:
+    """A manifest's ISO 8601 time as a UTC datetime (none: None; no offset: UTC)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    moment = datetime.fromisoformat(str(value))
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def runs_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     import pyarrow as pa
 
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in RUNS_SCHEMA_COLUMNS])
-    return pa.Table.from_pylist([dict(row) for row in rows], schema=schema)
+    def arrow_type(kind: str) -> pa.DataType:
+        return pa.timestamp("us", tz="UTC") if kind == "timestamp" else getattr(pa, kind)()
+
+    schema = pa.schema([(name, arrow_type(kind)) for name, kind in RUNS_SCHEMA_COLUMNS])
+    rows = [
+        {**row, **{name: _instant(row.get(name)) for name in ("published_at", "finished_at")}}
+        for row in rows
+    ]
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 def _without_day(rows: pa.Table) -> pa.Table:

@@ -100,10 +100,19 @@ class SupersetHome:
         return environment
 
 
-def demo_settings(demo: Path, environ: Mapping[str, str]) -> Settings:
-    """The demo's settings (its lake, its segments); the table format the warehouse holds
+def demo_settings(
+    demo: Path, environ: Mapping[str, str], warehouse_uri: str | None = None
+) -> Settings:
+    """The demo's settings (its lake, its segments), or with `warehouse_uri` another
+    warehouse (yours: `make dashboard WAREHOUSE=...`); the table format the warehouse holds
     unless RAGAS_OPS_WAREHOUSE_TABLE_FORMAT names one."""
     environment = {**environ, **demo_environment(demo.resolve(), key_set=True)}
+    if warehouse_uri is not None:
+        local = "://" not in warehouse_uri
+        chosen = str(Path(warehouse_uri).resolve()) if local else warehouse_uri
+        if local and not Path(chosen).is_dir():
+            raise LauncherError(f"--warehouse {warehouse_uri}: no such folder")
+        environment["RAGAS_OPS_PIPELINE_WAREHOUSE_URI"] = chosen
     if "RAGAS_OPS_WAREHOUSE_TABLE_FORMAT" not in environ:
         warehouse = Path(environment["RAGAS_OPS_PIPELINE_WAREHOUSE_URI"])
         formats = sorted(local_table_formats(warehouse))
@@ -257,8 +266,10 @@ def up(
     venv: Path = DEFAULT_VENV,
     port: int = DEFAULT_PORT,
     timeout: float = 120,
+    warehouse: str | None = None,
 ) -> int:
-    """Set up and start Superset with the dashboard over the demo's warehouse (the module)."""
+    """Set up and start Superset with the dashboard over the demo's warehouse, or over
+    `warehouse` (the module)."""
     home = home.resolve()
     if running_group(home):
         say(f"Superset already runs from {home}; `make dashboard-down` stops it")
@@ -266,7 +277,7 @@ def up(
     if not (venv / "bin" / "superset").exists():
         raise LauncherError(f"no Superset in {venv}: `make dashboard` builds it")
     started = time.monotonic()
-    settings = demo_settings(demo, os.environ)
+    settings = demo_settings(demo, os.environ, warehouse)
     superset = SupersetHome(home, venv.resolve())
     say(f"warehouse: {settings.pipeline.warehouse_uri} ({settings.warehouse.table_format})")
     written = set_up(superset, settings)
@@ -304,11 +315,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--demo", type=Path, default=DEFAULT_DEMO, help="the demo's folder")
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="Superset's venv")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--warehouse", help="another warehouse than the demo's (a folder, s3://)")
     arguments = parser.parse_args(argv)
     try:
         if arguments.command == "down":
             return down(arguments.home)
-        return up(arguments.home, demo=arguments.demo, venv=arguments.venv, port=arguments.port)
+        return up(
+            arguments.home,
+            demo=arguments.demo,
+            venv=arguments.venv,
+            port=arguments.port,
+            warehouse=arguments.warehouse,
+        )
     except (LauncherError, FileNotFoundError) as error:
         print(f"dashboard: error: {error}", file=sys.stderr)
         return 2

@@ -38,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "settings_fields",
         }
     ),
-    frozenset({"prompts", "config", "tables", "labels", "criteria"}),
+    frozenset({"prompts", "config", "tables", "labels", "criteria", "notify"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
     frozenset({"judge.engine", "judge.chat_completions"}),
     frozenset({"judge.openai", "judge.anthropic", "judge.local", "judge.azure", "judge.bedrock"}),
@@ -222,6 +222,7 @@ def test_the_judges_parts_have_their_settings_modules() -> None:
         "ragas_ops.judge.local.spec",
         "ragas_ops.judge.spec",
         "ragas_ops.labels.spec",
+        "ragas_ops.notify.spec",
     ]
 
 

@@ -150,7 +150,7 @@ def test_column_mapping_refuses_unknown_fields_and_names_the_known_ones():
         ColumnMapping.from_mapping({"question": "query", "reply": "response"})
     message = str(error.value)
     assert "['reply']" in message
-    assert "['question', 'contexts', 'answer']" in message
+    assert "['question', 'contexts', 'answer', 'id', 'timestamp']" in message
 
 
 def test_check_columns_lists_the_missing_fields_and_the_available_columns():

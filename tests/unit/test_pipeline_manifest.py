@@ -4,7 +4,7 @@ built in `pipeline.manifest` and `pipeline.plan`, so that the DAG file only wire
 from __future__ import annotations
 
 import os
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -306,7 +306,9 @@ def test_migrate_manifests_gives_every_legacy_manifest_its_row_once(tmp_path: An
     rows = ds.dataset(str(tmp_path / "warehouse" / "runs"), partitioning="hive").to_table()
     assert sorted(rows.column("run_id").to_pylist()) == ["new", "old"]
     finished = {row["run_id"]: row["finished_at"] for row in rows.to_pylist()}
-    assert finished == {"new": None, "old": "2026-03-04T04:53:20+00:00"}, "not the migration's"
+    old_finished = datetime(2026, 3, 4, 4, 53, 20, tzinfo=UTC)
+    assert finished == {"new": None, "old": old_finished}, "not the migration's"
+    assert rows.schema.field("finished_at").type == pa.timestamp("us", tz="UTC")
     assert day_spend(lake, DAY, "p-new")["day_spend_usd"] == 0.75, "each manifest read once"
     assert migrate_manifests(lake) == []
 
@@ -355,3 +357,40 @@ def test_warehouse_upgrade_migrates_an_older_warehouse_and_then_finds_nothing(
     assert "0 run manifest(s)" in second
     runs = pd.read_parquet(tmp_path / "warehouse" / "runs")
     assert sorted(runs["run_id"]) == ["new", "old"]
+
+
+def test_warehouse_upgrade_types_the_times_of_runs_rows_written_as_text(tmp_path: Any) -> None:
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    from ragas_ops.pipeline.manifest import migrate_manifests, retype_run_rows
+    from ragas_ops.tables.format import RUNS_SCHEMA_COLUMNS
+
+    lake = legacy_warehouse(tmp_path)
+    migrate_manifests(lake)
+    folder = tmp_path / "warehouse" / "runs" / f"dt={DAY}"
+    text = {
+        name: ("2026-03-04T02:00:00+00:00" if kind == "timestamp" else None)
+        for name, kind in RUNS_SCHEMA_COLUMNS
+    }
+    old = pa.table(
+        {
+            name: pa.array(
+                [value], pa.string() if kind in ("string", "timestamp") else getattr(pa, kind)()
+            )
+            for (name, kind), value in zip(RUNS_SCHEMA_COLUMNS, text.values(), strict=True)
+        }
+    )
+    old = old.set_column(0, "run_id", pa.array(["text"])).set_column(
+        1, "publish_id", pa.array(["p-text"])
+    )
+    pq.write_table(old, folder / "text.p-text.parquet")
+
+    rewritten = retype_run_rows(lake)
+
+    assert [uri.rsplit("/", 1)[-1] for uri in rewritten] == ["text.p-text.parquet"]
+    rows = ds.dataset(str(folder), format="parquet").to_table()
+    assert rows.schema.field("published_at").type == pa.timestamp("us", tz="UTC")
+    (row,) = [row for row in rows.to_pylist() if row["run_id"] == "text"]
+    assert row["finished_at"] == datetime(2026, 3, 4, 2, 0, tzinfo=UTC)
+    assert retype_run_rows(lake) == []

@@ -5,6 +5,7 @@ tests/integration/dag/test_standalone_scheduler.py."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import socket
 import sqlite3
 import subprocess
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ragas_ops_testing.local_airflow import supervisor
+from ragas_ops_testing.local_airflow import standalone, supervisor
 from ragas_ops_testing.local_airflow.processes import free_port
 from ragas_ops_testing.local_airflow.sqlite import (
     LOCAL_SETTINGS,
@@ -22,15 +23,19 @@ from ragas_ops_testing.local_airflow.sqlite import (
     create_metadata_engine,
 )
 from ragas_ops_testing.local_airflow.standalone import (
+    DEFAULT_HOME,
+    OWN_LOGS_HOME,
     PASSWORDS_FILE,
     OwnLogs,
     Standalone,
     StandaloneError,
     admin_password,
     airflow_environment,
+    check_home_for_own_logs,
     check_judge,
     choose_judge,
     down,
+    home_for,
     judge_environment,
     pipeline_environment,
     pools,
@@ -341,3 +346,62 @@ def test_up_with_own_logs_refuses_what_it_cannot_read(
 
     with pytest.raises(StandaloneError, match=message):
         pipeline_environment(Standalone(tmp_path, 8080, 8081), own)
+
+
+# -- a first `up --raw` never meets the demo; `down` finds what `up` started -----------------
+
+
+def test_own_logs_get_a_home_of_their_own_unless_one_is_given() -> None:
+    assert home_for(None, OwnLogs()) == DEFAULT_HOME
+    assert home_for(None, OwnLogs(raw="my-logs")) == OWN_LOGS_HOME
+    assert home_for(Path("mine"), OwnLogs(raw="my-logs")) == Path("mine")
+
+
+def test_own_logs_in_the_demos_home_are_refused_naming_the_fix(tmp_path: Path) -> None:
+    home = tmp_path / ".airflow"
+    for day in ("2026-11-20", "2026-11-21"):
+        (home / "lake" / "raw" / f"dt={day}").mkdir(parents=True)
+        (home / "lake" / "warehouse" / "scored" / f"dt={day}").mkdir(parents=True)
+    own = OwnLogs(raw=str(tmp_path))
+    in_home = {"RAGAS_OPS_PIPELINE_WAREHOUSE_URI": str(home / "lake" / "warehouse")}
+
+    with pytest.raises(StandaloneError) as refused:
+        check_home_for_own_logs(home, own, in_home)
+
+    message = str(refused.value)
+    assert "holds the demo lake's 2 scored day(s)" in message
+    assert "leave out --home (your logs get .airflow-own/)" in message
+    assert f"ragas-ops airflow down --home {home} && rm -rf {home}" in message
+    check_home_for_own_logs(home, OwnLogs(), in_home)  # the demo itself
+    check_home_for_own_logs(home, own, {"RAGAS_OPS_PIPELINE_WAREHOUSE_URI": "s3://my/ware"})
+    check_home_for_own_logs(tmp_path / ".airflow-own", own, in_home)
+
+
+def test_down_without_a_home_stops_every_home_up_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(standalone, "HOMES_FILE", tmp_path / "homes.json")
+    monkeypatch.chdir(tmp_path)  # the default homes: none runs there
+    home = tmp_path / "elsewhere"
+    home.mkdir()
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    (home / standalone.STATE_FILE).write_text(json.dumps({"groups": [sleeper.pid]}))
+    standalone.remember_home(home)
+
+    assert down() == 0
+
+    assert sleeper.wait(timeout=10) is not None, "the group up started is stopped"
+    assert f"stopped Airflow of {home}" in capsys.readouterr().out
+    assert standalone.remembered_homes() == []
+
+
+def test_up_with_the_openai_judge_says_which_model_and_url_it_calls() -> None:
+    said = standalone.judge_sentence("openai", {"RAGAS_OPS_JUDGE_MODEL": "gpt-5.4-nano"})
+    assert (
+        "model gpt-5.4-nano (embeddings text-embedding-3-small) at https://api.openai.com/v1"
+        in said
+    )
+
+    proxy = {"RAGAS_OPS_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}
+    assert standalone.judge_sentence("openai", proxy).endswith("at http://127.0.0.1:9/v1")
+    assert "model" not in standalone.judge_sentence("local", {})

@@ -88,3 +88,14 @@ def test_the_views_read_both_formats_and_quote_what_they_are_given() -> None:
     assert iceberg[-1].count("UNION ALL") == 1
     with pytest.raises(ValueError, match="at least one metric"):
         view_statements(parquet_sources("/lake"), [])
+
+
+def test_the_verdict_table_is_sorted_by_day_newest_first() -> None:
+    """In aggregate mode Superset sorts a table by its sort metric (else by its first metric,
+    the regressed groupings): the verdicts' is the day, in the form the UI runs and in the
+    saved query alike. Checked here as the bundle says it; `make dashboard-test` renders it."""
+    chart = yaml.safe_load((BUNDLE / "charts" / "regressions.yaml").read_text())
+    form = json.loads(chart["query_context"])["form_data"]
+    for data in (chart["params"], form):
+        assert data["timeseries_limit_metric"]["sqlExpression"] == "MAX(dt)"
+        assert data["order_desc"] is True

@@ -3,7 +3,8 @@
 A profile says the name of the output limit, whether a temperature other than 1 is taken, `n`,
 the reasoning efforts (lowest first) and the reasoning tokens a judge's reply typically needs at
 each, flex and batch, and how the provider's rate limit counts tokens. A model's name picks its
-profile (a dated snapshot as its family); a name it does not know gets `generic`, which sends
+profile by its family (a dated snapshot, a new size of a known version, a gateway's
+`openai/` prefix); a name it does not know gets `generic`, which sends
 what every OpenAI-compatible server knows and learns from the endpoint's own 400s
 (`shape.RequestShape`). As checked 2026-12-05 (docs/judge.md): every current OpenAI model takes
 `max_completion_tokens`; reasoning models take only temperature 1 (the gpt-5.1 kind also
@@ -22,7 +23,7 @@ from ragas_ops.settings_fields import ConfigError
 
 Temperature = Literal["any", "default_only", "with_effort_none"]
 
-EFFORT_ORDER = ("none", "minimal", "low", "medium", "high", "xhigh")
+EFFORT_ORDER = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """Every effort OpenAI names, least thought first."""
 PROVIDER_DEFAULT_EFFORT = "medium"
 """The effort a reasoning model spends when none is sent (OpenAI's default)."""
@@ -34,10 +35,13 @@ JUDGE_REASONING_TOKENS: Mapping[str, int] = {
     "medium": 192,
     "high": 512,
     "xhigh": 1024,
+    "max": 1024,
 }
 """The hidden reasoning tokens one reply of a ragas-ops prompt takes on average at each
 effort, as measured on the test judge (`ragas-ops estimate` counts them; a run sizes
-`max_completion_tokens` for twice them and then for the most it saw)."""
+`max_completion_tokens` for twice them and then for the most it saw). `max` (the gpt-5.6 and
+gpt-6 families) is not measured: counted as `xhigh`, a lower bound, which a run corrects by
+the most it saw."""
 
 
 @dataclass(frozen=True)
@@ -84,20 +88,30 @@ GENERIC = ModelProfile("generic", limit_parameter="max_tokens", known=False)
 CLASSIC = ModelProfile("classic")
 GPT5 = _reasoning("gpt-5", ("minimal", "low", "medium", "high"), "default_only")
 GPT51 = _reasoning("gpt-5.1", ("none", "low", "medium", "high", "xhigh"), "with_effort_none")
+GPT6 = _reasoning("gpt-6", ("none", "low", "medium", "high", "xhigh", "max"), "with_effort_none")
+"""gpt-5.6 and gpt-6.x (-sol, -terra, -luna...): OpenAI's model pages list the efforts none
+to max (medium the default) and a temperature only with effort none (docs/judge.md)."""
 O_SERIES = _reasoning("o-series", ("low", "medium", "high"), "default_only")
 
 PROFILES: Mapping[str, ModelProfile] = {
-    profile.name: profile for profile in (GENERIC, CLASSIC, GPT5, GPT51, O_SERIES)
+    profile.name: profile for profile in (GENERIC, CLASSIC, GPT5, GPT51, GPT6, O_SERIES)
 }
 
+_SIZE = r"(-[a-z][a-z0-9]*)*"
+"""A family member's name after its version: a size or a kind (`-mini`, `-terra`, `-pro`),
+any word: a new name of a known family takes the family's profile."""
 FAMILIES: tuple[tuple[str, ModelProfile], ...] = (
-    (r"gpt-5\.\d+(-(mini|nano|chat-latest|pro))?", GPT51),
-    (r"gpt-5(-(mini|nano))?", GPT5),
-    (r"o[134](-mini)?", O_SERIES),
+    (rf"gpt-(5\.([6-9]|[1-9]\d)|6(\.\d+)?){_SIZE}", GPT6),
+    (rf"gpt-5\.[1-5]{_SIZE}", GPT51),
+    (r"gpt-5(-(mini|nano|pro|codex))?", GPT5),
+    (rf"o[1-9]\d*{_SIZE}", O_SERIES),
     (r"gpt-4o(-mini)?|gpt-4\.1(-(mini|nano))?|gpt-4(-turbo)?|gpt-3\.5-turbo", CLASSIC),
 )
-"""A model's name (a dated snapshot `-YYYY-MM-DD` as its family) and its profile."""
+"""A model's name (a dated snapshot `-YYYY-MM-DD` as its family, a gateway's provider prefix
+`openai/` left out) and its profile: by family, so that `gpt-6.1-terra` or a size OpenAI
+adds later is known by its version (a version no family holds, `gpt-7`, is `generic`)."""
 _SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+_PROVIDER_PREFIX = re.compile(r"^[\w.-]+/")
 
 
 def profile_for(model: str, chosen: str = "auto") -> ModelProfile:
@@ -110,7 +124,7 @@ def profile_for(model: str, chosen: str = "auto") -> ModelProfile:
                 f"{', '.join(PROFILES)} (or auto)"
             )
         return PROFILES[chosen]
-    family = _SNAPSHOT.sub("", model)
+    family = _SNAPSHOT.sub("", _PROVIDER_PREFIX.sub("", model.lower()))
     for pattern, profile in FAMILIES:
         if re.fullmatch(pattern, family):
             return profile

@@ -6,7 +6,8 @@ effort asked for) and fitted at the wire (`fit`): the output limit under the nam
 takes, no temperature where it takes only its default, no `n` where it takes none (the judge
 then asks for the samples one by one), the effort it reasons at. A 400 naming a parameter
 (`unsupported_parameter`, `unsupported_value`, `invalid_value` with `param`) is learnt once
-(`learn`) and kept for the run, by every request of the run: the refused request is asked
+(`learn`; a gateway that sends `param: null` is read from OpenAI's message, `refused_in_message`)
+and kept for the run, by every request of the run: the refused request is asked
 again, and no row is lost to a parameter. Until a first chat reply arrives, a model no
 profile names is asked one request at a time (`first_answer`), so that a refusal is learnt from
 one request, not from every request in flight.
@@ -38,6 +39,30 @@ log = logging.getLogger(__name__)
 
 LEARNT_CODES = frozenset({"unsupported_parameter", "unsupported_value", "invalid_value"})
 """The codes of a 400 that refuse a parameter of the request, not its content."""
+_REFUSED_IN_MESSAGE = re.compile(
+    r"^\s*(Unsupported parameter|Unsupported value|Invalid value|Unrecognized request "
+    r"argument supplied)\s*:\s*'?([A-Za-z_]+)'?",
+    re.IGNORECASE,
+)
+_CODE_OF_PHRASE = {
+    "unsupported parameter": "unsupported_parameter",
+    "unsupported value": "unsupported_value",
+    "invalid value": "invalid_value",
+    "unrecognized request argument supplied": "unsupported_parameter",
+}
+
+
+def refused_in_message(message: str) -> tuple[str, str] | None:
+    """The (code, param) a 400's message names when its `param` (and maybe its `code`) is
+    null, as some gateways send OpenAI's refusals: OpenAI's messages begin "Unsupported
+    parameter: 'max_tokens' is not supported with this model..." or "Unsupported value:
+    'temperature' does not support 0.7...". None: the message names no parameter so."""
+    found = _REFUSED_IN_MESSAGE.match(message or "")
+    if found is None:
+        return None
+    return _CODE_OF_PHRASE[found.group(1).lower()], found.group(2)
+
+
 _SUPPORTED_VALUES = re.compile(r"Supported values are:? (.*?)\.?$")
 REASONING_HEADROOM = 2.0
 """`max_completion_tokens` holds this many times the reasoning a reply typically takes."""

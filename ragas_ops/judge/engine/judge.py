@@ -444,6 +444,7 @@ class EngineJudge:
         vectors = {text: cached[keys[text]] for text in distinct if keys[text] in cached}
         missing = [text for text in distinct if text not in vectors]
         call = _Call(Usage(cache_hits=len(vectors)), CURRENT_ROW.get())
+        self.events["embedding_cache_hit"] += len(vectors)  # the summaries' cache hits
         try:
             for batch in self._embedding_batches(missing):
                 async with STOP_GATE.sending():

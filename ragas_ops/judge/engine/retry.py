@@ -68,7 +68,9 @@ def misconfigured(refusal: Refusal, model: str) -> str:
     setting = SETTING_OF_PARAM.get(refusal.param or "", "judge.model (or judge.base_url)")
     return (
         f"every request was refused the same way ({MISCONFIGURED_AFTER} in a row, none "
-        f"answered): {refusal.describe()}; check {setting} (model {model!r})"
+        f"answered): {refusal.describe()}; check {setting} (model {model!r}); a model of a "
+        "known family served under a name of its own takes that family's profile with "
+        "judge.model_profile (docs/judge.md#what-a-model-takes)"
     )
 
 

@@ -2,11 +2,14 @@
 (`GET /v1/models/{model}`: OpenAI's `shutdown_date`, and a `Sunset` header where a provider
 sends one, RFC 8594), and a model that shuts down within `judge.shutdown_warning_days` is
 named with its date and the successor the price table knows. An endpoint that does not
-answer this, or answers without a date, gives no warning and no failure."""
+answer this, or answers without a date (a gateway, a proxy), is not the last word: the dates
+OpenAI announced that this project keeps (`ANNOUNCED_SHUTDOWNS`) are used then, and a model
+neither names gives no warning and no failure."""
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -23,6 +26,27 @@ log = logging.getLogger(__name__)
 
 LOOKUP_TIMEOUT_SECONDS = 5.0
 """A model's lookup is a courtesy: it never holds a run up for long."""
+
+ANNOUNCED_SHUTDOWNS: Mapping[str, date] = {
+    # OpenAI's deprecations page, "2026-06-11: GPT-5 and o3 model deprecations" (read
+    # 2026-12-06 through the copies quoted in docs/judge.md): the aliases and their snapshots.
+    **dict.fromkeys(
+        ("gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5-pro", "o3", "o3-pro"), date(2026, 12, 11)
+    ),
+    # "2026-10-14: GPT-4 series model deprecations".
+    **dict.fromkeys(("gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini"), date(2027, 1, 14)),
+}
+"""Shutdown dates OpenAI announced, by model (a dated snapshot `-YYYY-MM-DD` of one shares its
+date): what a run warns of when the endpoint does not say."""
+
+
+def announced_shutdown(model: str) -> date | None:
+    """The announced shutdown of `model` or of the model it is a dated snapshot of."""
+    name = _SNAPSHOT.sub("", model)
+    return ANNOUNCED_SHUTDOWNS.get(name)
+
+
+_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
 @dataclass(frozen=True)
@@ -72,7 +96,7 @@ def shutdown_notices(
         max_retries=0,
     ) as client:
         for role, model in dict.fromkeys(models.items()):
-            ends = _shutdown_date(client, model)
+            ends = _shutdown_date(client, model) or announced_shutdown(model)
             if ends is None:
                 continue
             days_left = (ends - today).days

@@ -24,7 +24,7 @@ from ragas_ops.judge.chat_completions.replies import (
     read_embedding_reply,
     retry_after,
 )
-from ragas_ops.judge.chat_completions.shape import RequestShape, shape_for
+from ragas_ops.judge.chat_completions.shape import RequestShape, refused_in_message, shape_for
 from ragas_ops.judge.endpoint import effective_base_url, endpoint_name
 from ragas_ops.judge.engine.judge import EngineJudge
 from ragas_ops.judge.engine.wire import (
@@ -87,12 +87,16 @@ def failure_of(error: BaseException) -> Failure | None:
     """What an error of the OpenAI SDK (as `transport` raises it) means; None: not one."""
     if isinstance(error, openai.APIStatusError):
         headers = error.response.headers
+        detail, code, param = error_message(error), error.code, error.param
+        if param is None and error.status_code == 400:  # a gateway's `param: null`
+            named = refused_in_message(detail)
+            code, param = (code or named[0], named[1]) if named else (code, param)
         return Failure(
             status_kind(error),
             status=error.status_code,
-            detail=error_message(error),
-            code=error.code,
-            param=error.param,
+            detail=detail,
+            code=code,
+            param=param,
             retry_after=retry_after(headers),
             headers=headers,
         )

@@ -567,6 +567,16 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
                 "day's folder",
             )
         )
+    if plan.get("derived_ids"):
+        facts.append(
+            (
+                "derived ids",
+                f"{plan['derived_ids']:,} row(s) came from files without an id column (map "
+                "yours with columns.id): each got an id derived from its file, its row number "
+                "and its content, the same on every rerun, which labels, sampling and the "
+                "shadow judge key on",
+            )
+        )
     repeated = manifest.get("repeated_ids") or {}
     if repeated.get("rows"):
         facts.append(

@@ -205,6 +205,8 @@ class App:
         with self._lock:
             self._stats.refused_by_param[refusal.param or refusal.code] += 1
         kind = "invalid_request_error"
+        if self.settings().refusal_param_null:  # a gateway: the message alone names it
+            return error_reply(refusal.status, str(refusal), kind, None, param=None)
         return error_reply(refusal.status, str(refusal), kind, refusal.code, param=refusal.param)
 
     def _serve_batch_api(

@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep every chat and embeddings request (times, status, body) for GET /requests",
     )
     add(
+        "--refusal-param-null",
+        action="store_true",
+        help="pass refusals on as some gateways do: param and code null, the parameter named "
+        "only in the message",
+    )
+    add(
         "--echo-key",
         action="store_true",
         help="reflect the caller's key in every reply's headers and body, as a leaky gateway does",
@@ -147,6 +153,7 @@ def parse_config(argv: list[str] | None = None) -> JudgeServerConfig:
         ignore_n=args.ignore_n,
         request_log=args.request_log,
         echo_key=args.echo_key,
+        refusal_param_null=args.refusal_param_null,
         prompt_cache_min_tokens=args.prompt_cache_min_tokens,
         seed=args.seed,
         batch_seconds=args.batch_seconds,

@@ -75,6 +75,10 @@ class JudgeServerConfig:
     # `GET /v1/models/{id}` besides the table's.
     model_aliases: dict[str, str] = field(default_factory=dict)
     shutdown_dates: dict[str, str] = field(default_factory=dict)
+    # Behave like a gateway that passes OpenAI's refusals on with `"param": null` (and
+    # `"code": null`): the refused parameter is named only in the message ("Unsupported
+    # parameter: 'max_tokens' is not supported with this model...").
+    refusal_param_null: bool = False
     # Behave like a gateway that reflects the caller's credential (seen in the wild: debug
     # headers, "invalid key sk-..." errors): every reply carries the Authorization header it
     # was sent in `x-echo-authorization` and its bare key in `x-echo-key`, and a JSON reply

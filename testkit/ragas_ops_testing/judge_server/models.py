@@ -21,6 +21,8 @@ from typing import Any
 
 GPT5_EFFORTS = ("minimal", "low", "medium", "high")
 GPT51_EFFORTS = ("none", "low", "medium", "high", "xhigh")
+GPT6_EFFORTS = ("none", "low", "medium", "high", "xhigh", "max")
+"""gpt-5.6 and gpt-6.x, as OpenAI's model pages list them (temperature only with none)."""
 O_SERIES_EFFORTS = ("low", "medium", "high")
 DEFAULT_EFFORT = "medium"
 
@@ -31,6 +33,7 @@ REASONING_TOKENS_BY_EFFORT: Mapping[str, int] = {
     "medium": 192,
     "high": 512,
     "xhigh": 1024,
+    "max": 2048,
 }
 """The mean hidden reasoning tokens of one reply at each effort; a reply spends this
 +-25%, drawn from its prompt (the same request thinks as long each time)."""
@@ -83,6 +86,9 @@ MODELS: Mapping[str, ServedModel] = {
         ServedModel("gpt-5.1", GPT51_EFFORTS, temperature_with_effort="none"),
         ServedModel("gpt-5.4", GPT51_EFFORTS, temperature_with_effort="none"),
         ServedModel("gpt-5.4-mini", GPT51_EFFORTS, temperature_with_effort="none"),
+        ServedModel("gpt-6.1-terra", GPT6_EFFORTS, temperature_with_effort="none"),
+        ServedModel("gpt-6.1-sol", GPT6_EFFORTS, temperature_with_effort="none"),
+        ServedModel("gpt-6-luna", GPT6_EFFORTS, temperature_with_effort="none"),
         ServedModel("o3", O_SERIES_EFFORTS, shutdown_date="2026-12-11"),
         ServedModel("o4-mini", O_SERIES_EFFORTS),
         ServedModel("gpt-4.5-preview", shutdown_date="2025-07-14", retired=True),

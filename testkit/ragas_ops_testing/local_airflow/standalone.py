@@ -52,6 +52,12 @@ from ragas_ops_testing.local_airflow.processes import (
 from ragas_ops_testing.local_airflow.sqlite import LOCAL_SETTINGS
 
 DEFAULT_HOME = Path(".airflow")
+OWN_LOGS_HOME = Path(".airflow-own")
+"""The home of `up --raw`/`--config` without `--home`: never the demo's, whose scored days
+would meet the user's (ShrinkRefused) and mix into their baseline."""
+HOMES_FILE = PROJECT / ".airflow-homes.json"
+"""Every home `up` started from this checkout and `down` has not stopped: `down` without
+`--home` stops them all."""
 DEFAULT_PORT = 8080
 ADMIN = "admin"
 PASSWORDS_FILE = "simple_auth_manager_passwords.json.generated"
@@ -471,6 +477,60 @@ class AirflowApi:
             self.call(f"dags/{dag_id}", method="PATCH", body={"is_paused": False})
 
 
+def home_for(home: Path | None, own: OwnLogs | None) -> Path:
+    """The home `up` uses: the one given, else the demo's, or for the user's own logs a home
+    of their own (`OWN_LOGS_HOME`)."""
+    if home is not None:
+        return home
+    return OWN_LOGS_HOME if own is not None and own.given else DEFAULT_HOME
+
+
+def check_home_for_own_logs(
+    home: Path, own: OwnLogs | None, environment: Mapping[str, str]
+) -> None:
+    """Refuse the user's own logs in a home whose warehouse holds the demo's scored days: the
+    demo's days would refuse theirs (ShrinkRefused) and their baseline would be the demo's."""
+    if own is None or not own.given:
+        return
+    warehouse = environment.get("RAGAS_OPS_PIPELINE_WAREHOUSE_URI")
+    demo_raw = home / "lake" / "raw"
+    if warehouse != str(home / "lake" / "warehouse") or not demo_raw.is_dir():
+        return  # a warehouse the config names, or a home without the demo's lake
+    scored_root = home / "lake" / "warehouse" / "scored"
+    scored = lake_days(scored_root) if scored_root.is_dir() else []
+    raise StandaloneError(
+        f"{home} is the demo's home: its warehouse holds the demo lake's {len(scored)} scored "
+        "day(s), which would refuse your days (ShrinkRefused) and be your baseline. Give your "
+        f"logs a home of their own: leave out --home (your logs get {OWN_LOGS_HOME}/), or "
+        f"--home ANOTHER_FOLDER; or start this one over: ragas-ops airflow down --home {home} "
+        f"&& rm -rf {home}"
+    )
+
+
+def remember_home(home: Path) -> None:
+    homes = remembered_homes()
+    if home not in homes:
+        HOMES_FILE.write_text(json.dumps([str(path) for path in [*homes, home]]) + "\n")
+
+
+def forget_home(home: Path) -> None:
+    homes = [path for path in remembered_homes() if path != home]
+    if homes:
+        HOMES_FILE.write_text(json.dumps([str(path) for path in homes]) + "\n")
+    else:
+        HOMES_FILE.unlink(missing_ok=True)
+
+
+def remembered_homes() -> list[Path]:
+    """The homes `up` started from this checkout (see `HOMES_FILE`)."""
+    if not HOMES_FILE.exists():
+        return []
+    try:
+        return [Path(path) for path in json.loads(HOMES_FILE.read_text())]
+    except (ValueError, TypeError):
+        return []
+
+
 def running_groups(home: Path) -> list[int]:
     """The process groups `up` started from `home` that still run."""
     state = home / STATE_FILE
@@ -493,7 +553,7 @@ def write_env_file(standalone: Standalone, settings: Mapping[str, str]) -> Path:
 
 
 def up(
-    home: Path = DEFAULT_HOME,
+    home: Path | None = None,
     *,
     port: int = DEFAULT_PORT,
     judge: JudgeChoice = "auto",
@@ -502,8 +562,9 @@ def up(
     timeout: float = 240,
     own: OwnLogs | None = None,
 ) -> int:
-    """Start Airflow standalone for this project and wait until it is ready (see the module)."""
-    home = home.resolve()
+    """Start Airflow standalone for this project and wait until it is ready (see the module).
+    No `home`: the demo's, `.airflow`, or for the user's own logs `.airflow-own`."""
+    home = home_for(home, own).resolve()
     if not (PROJECT / "dags" / f"{DAG_ID}.py").exists():
         raise StandaloneError(f"no DAG file under {PROJECT / 'dags'}: run this from a checkout")
     if running_groups(home):
@@ -519,12 +580,15 @@ def up(
     test_judge_port = free_port(taken=taken) if chosen == "test" else 0
     test_judge_url = f"http://127.0.0.1:{test_judge_port}/v1" if chosen == "test" else None
     settings = airflow_environment(standalone, judge_environment(chosen, test_judge_url), own)
+    check_home_for_own_logs(home, own, settings)
     environment = process_environment(settings)
-    say(f"judge: {JUDGE_DESCRIPTIONS[chosen]}")
+    say(f"home: {home}")
+    say(f"judge: {judge_sentence(chosen, environment)}")
     said, held, new_lake = prepare(standalone, environment, days, rows, own)
     say(said)
     write_env_file(standalone, settings)
     group = start(standalone, environment, test_judge_port)
+    remember_home(home)
     say(f"starting Airflow (log: {standalone.path(LOG_FILE)}) ...")
     try:
         wait_until_ready(standalone, group, timeout)
@@ -545,6 +609,17 @@ JUDGE_DESCRIPTIONS: dict[JudgeChoice, str] = {
     "test": "the TEST DOUBLE `ragas-ops test-judge` on 127.0.0.1: lexical heuristics, not an "
     "LLM; rpm 60000, no tpm limit",
 }
+
+
+def judge_sentence(chosen: JudgeChoice, environment: Mapping[str, str]) -> str:
+    """What `up` says of its judge: for OpenAI, the model and the URL it will call (from the
+    settings the tasks get: a config file's or a variable's model and endpoint)."""
+    said = JUDGE_DESCRIPTIONS[chosen]
+    if chosen != "openai":
+        return said
+    endpoint = settings_from_environment(environment).judge.endpoint
+    url = endpoint.base_url or "https://api.openai.com/v1 (the default endpoint)"
+    return f"{said}; model {endpoint.model} (embeddings {endpoint.embedding_model}) at {url}"
 
 
 def print_ready(
@@ -578,18 +653,28 @@ def print_ready(
         say(f"lake days: {days[0]} to {days[-1]}; to score them all (the quality page then shows")
         say("  the last day's regression against the days before it):")
         say(f"  source {standalone.path(ENV_FILE)} && {backfill_command(days)}")
-    say("stop it: make airflow-down  (or ragas-ops airflow down)")
+    say("stop it: make airflow-down  (or ragas-ops airflow down: every home up started)")
 
 
-def down(home: Path = DEFAULT_HOME) -> int:
-    """Stop the standalone Airflow of `home` and its test judge: their whole process groups."""
-    home = home.resolve()
-    stopped = stop(home)
-    say(
-        f"stopped Airflow (process groups {stopped})"
-        if stopped
-        else f"no Airflow of `ragas-ops airflow up` runs from {home}"
+def down(home: Path | None = None) -> int:
+    """Stop the standalone Airflow of `home` and its test judge: their whole process groups;
+    no `home`: of every home `up` started from this checkout, and of the default ones."""
+    homes = (
+        [home.resolve()]
+        if home is not None
+        else list(
+            dict.fromkeys([*remembered_homes(), DEFAULT_HOME.resolve(), OWN_LOGS_HOME.resolve()])
+        )
     )
+    stopped_any = False
+    for each in homes:
+        stopped = stop(each)
+        if stopped:
+            stopped_any = True
+            say(f"stopped Airflow of {each} (process groups {stopped})")
+    if not stopped_any:
+        shown = ", ".join(str(each) for each in homes)
+        say(f"no Airflow of `ragas-ops airflow up` runs from {shown}")
     return 0
 
 
@@ -599,6 +684,7 @@ def stop(home: Path) -> list[int]:
     for group in groups:
         stop_group(group)
     (home / STATE_FILE).unlink(missing_ok=True)
+    forget_home(home)
     return groups
 
 

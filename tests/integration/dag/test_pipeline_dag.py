@@ -214,6 +214,7 @@ def test_a_day_is_scored_published_aggregated_and_reported(
     assert "<svg" in html
     assert warehouse(lake, "reports", f"dt={DAY}", "report.md").exists()
     assert not list(warehouse(lake, "_staging").rglob("*.parquet")), "staging is cleaned up"
+    assert not list(warehouse(lake, "_staging").glob("dt=*")), "no empty day folder left"
 
     # Rerunning the day republishes the same rows and pays nothing.
     before = judge_server.stats()["requests"]

@@ -137,7 +137,7 @@ def test_a_model_shutting_down_in_20_days_is_in_the_plan_log_and_the_manifest(
     said = f"judge model {MODEL} shuts down on {ends} (in 20 days)"
     [warning] = manifest_of(lake, DAY)["plan"]["model_warnings"]
     assert warning.startswith(said)
-    assert "the price table's successor is gpt-5.4-mini" in warning
+    assert "the price table's successor is gpt-6.1-terra" in warning
     logged = [record.getMessage() for record in plan_log if record.levelno == logging.WARNING]
     assert f"plan warning: {warning}" in logged
     assert judge_server.stats()["model_lookups"] == {MODEL: 1, EMBEDDING_MODEL: 1}

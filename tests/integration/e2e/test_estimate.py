@@ -13,6 +13,7 @@ from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import EXIT_OK, EXIT_USAGE, main
 from ragas_ops.config import Settings
+from ragas_ops.contract.row_ids import derived_id
 from ragas_ops.estimate import Tally, estimate_input
 from ragas_ops.samples import sample_interactions
 from ragas_ops.sampling import is_sampled
@@ -138,17 +139,19 @@ def test_what_to_estimate_must_be_clear(
     assert "ragas-ops: error:" in capsys.readouterr().err
 
 
-def test_rows_without_an_id_are_counted_as_scored_in_full(tmp_path: Path) -> None:
+def test_rows_without_an_id_are_sampled_by_the_ids_score_derives(tmp_path: Path) -> None:
     table = sample_interactions(30).drop_columns(["id"])
     pq.write_table(table, tmp_path / "logs.parquet")
     settings = Settings()
-    settings.pipeline.sample_fraction = 0.1
+    settings.pipeline.sample_fraction = 0.5
 
     tally = estimate_input(str(tmp_path / "logs.parquet"), settings).total
 
-    assert (tally.rows, tally.rows_sampled, tally.rows_without_id) == (30, 30, 30)
-    lines = estimate_input(str(tmp_path / "logs.parquet"), settings).lines()
-    assert any("30 row(s) have no usable `id`" in line for line in lines)
+    rows = table.select(["question", "contexts", "answer"]).to_pylist()
+    ids = [derived_id("logs.parquet", n, *row.values()) for n, row in enumerate(rows)]
+    expected = sum(is_sampled(row_id, 0.5) for row_id in ids)
+    assert (tally.rows, tally.rows_sampled, tally.rows_without_id) == (30, expected, 0)
+    assert 0 < expected < 30
 
 
 def test_rows_that_break_the_contract_cost_nothing(tmp_path: Path) -> None:
@@ -296,3 +299,18 @@ def test_the_estimate_of_each_metric_matches_a_run_over_wikieval_sized_rows(
     assert tally.completion_tokens == pytest.approx(real.completion_tokens, rel=completion_within)
     assert real.cost_usd is not None
     assert estimate.prices.cost(tally, batch=False) == pytest.approx(real.cost_usd, rel=0.10)
+
+
+def test_repeated_rows_are_counted_and_the_estimate_says_the_run_sends_fewer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    distinct = sample_interactions(5, seed=30)
+    pq.write_table(pa.concat_tables([distinct] * 4), tmp_path / "logs.parquet")
+
+    tally = estimate_input(str(tmp_path / "logs.parquet"), Settings()).total
+
+    assert (tally.rows, tally.repeated_rows) == (20, 15)
+    args = ["estimate", str(tmp_path / "logs.parquet"), "--base-url", "http://127.0.0.1:9/v1"]
+    assert main(args) == EXIT_OK, "--base-url is taken as score takes it"
+    out = capsys.readouterr().out
+    assert "note: 15 of the 20 rows scored repeat an earlier row's question" in out

@@ -94,6 +94,33 @@ def test_an_unknown_reasoning_model_is_learnt_and_every_row_scored(
     assert cost == pytest.approx((prompt * PRICE[0] + completion * PRICE[1] + embedded) / 1e6)
 
 
+def test_an_unknown_reasoning_model_behind_a_gateway_sending_param_null_scores_every_row(
+    start_judge_server: Callable[..., JudgeServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A gateway passes the model's refusals on with `"param": null` and `"code": null` (the
+    parameter named only in OpenAI's message): the judge reads the message, adapts after at
+    most two refusals of each kind, and every row is scored (before: the run stopped after 3
+    requests, saying "check judge.model")."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    server = start_judge_server(
+        model_aliases={"acme-thinker-2": "gpt-5-mini"}, refusal_param_null=True
+    )
+
+    code, target = score(server, tmp_path, "acme-thinker-2")
+
+    out = capsys.readouterr()
+    assert code == EXIT_OK, out.err
+    assert judge_statuses(target) == []
+    assert pq.read_table(target).num_rows == ROWS
+    refused = server.stats()["refused_by_param"]
+    assert set(refused) == {"max_tokens", "temperature"}  # the server's own count
+    assert max(refused.values()) <= 2
+    assert server.stats()["reasoning_tokens"] > 0
+
+
 def test_a_lower_effort_spends_fewer_tokens_for_the_same_scores(
     gateway: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,6 +187,7 @@ def test_a_run_refused_the_same_way_stops_within_ten_requests_naming_the_setting
     assert server.stats()["requests_by_endpoint"]["chat"] <= 10
     [line] = [line for line in err.splitlines() if "stopping" in line]
     assert setting in line
+    assert "takes that family's profile with judge.model_profile" in line
     assert TEST_KEY not in err
 
 
@@ -239,6 +267,23 @@ def test_an_endpoint_that_cannot_say_gives_no_warning_and_no_failure(
     settings = Settings()
     settings.judge.endpoint.base_url = "http://127.0.0.1:9/v1"  # nothing listens on port 9
     assert shutdown_warnings(settings, {"OPENAI_API_KEY": TEST_KEY}) == []
+
+
+def test_an_endpoint_that_cannot_say_leaves_the_projects_own_shutdown_dates(
+    tmp_path: Path,
+) -> None:
+    """gpt-5-mini's date (2026-12-11, OpenAI's deprecations page, docs/judge.md) is warned of
+    through a gateway that answers no lookup, with OpenAI's named replacement."""
+    from ragas_ops.config import Settings
+    from ragas_ops.judge.factory import shutdown_warnings
+
+    settings = Settings()
+    settings.judge.endpoint.base_url = "http://127.0.0.1:9/v1"  # nothing listens on port 9
+    settings.judge.endpoint.model = "gpt-5-mini"
+    [warning] = shutdown_warnings(settings, {"OPENAI_API_KEY": TEST_KEY})
+    assert "judge model gpt-5-mini shut" in warning
+    assert "2026-12-11" in warning
+    assert "the price table's successor is gpt-6.1-terra" in warning
 
 
 @pytest.mark.parametrize(

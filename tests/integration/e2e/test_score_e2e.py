@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -133,6 +134,10 @@ def test_scores_every_row_and_reruns_for_free(
     assert judge_server.stats()["requests"] == first_run["requests"], (
         "a cached rerun must not call the judge"
     )
+    said = [line for line in capsys.readouterr().out.splitlines() if "cache hits: " in line]
+    embedded = re.search(r"cache hits: [\d,]+ chat answers, ([\d,]+) embeddings", said[-1])
+    assert embedded is not None, said
+    assert int(embedded.group(1).replace(",", "")) > 0, "the rerun's vectors came from the cache"
     rerun = pq.read_table(tmp_path / "again.parquet")
     for metric in METRICS:
         assert (

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer, JudgeServerConfig
@@ -40,6 +41,8 @@ from tests.support import TEST_KEY, settings_for
 
 duckdb = pytest.importorskip("duckdb")
 DAYS = {"2026-11-26": 14, "2026-11-27": 9}
+NEW_COLUMN = "channel"
+"""A pass-through column the second day's logs have and the first day's lack."""
 TABLES = ("scored", "daily_metrics", "runs")
 Warehouse = tuple[Path, Settings, dict[str, int]]
 
@@ -68,7 +71,10 @@ def warehouse(
         for seed, (day, rows) in enumerate(DAYS.items()):
             folder = root / "raw" / f"dt={day}"
             folder.mkdir(parents=True)
-            pq.write_table(sample_interactions(rows, seed=seed, day=day), folder / "p.parquet")
+            logs = sample_interactions(rows, seed=seed, day=day)
+            if seed == 1:  # the logs gain a field: the second day's scored rows a column
+                logs = logs.append_column(NEW_COLUMN, pa.array(["web"] * rows))
+            pq.write_table(logs, folder / "p.parquet")
             plan = plan_day(lake, day, settings)
             results = [
                 run_score_chunk(lake, day, "run-1", chunk=chunk, settings=settings)
@@ -105,6 +111,9 @@ def warehouse(
         server.stop()
 
 
+PROJECT = Path(__file__).resolve().parents[3]
+
+
 def parquet_path(root: Path, table: str) -> str:
     return str(root / table)
 
@@ -121,7 +130,23 @@ def dt_as_date() -> Any:
     return ds.partitioning(pa.schema([("dt", pa.date32())]), flavor="hive")
 
 
-def duckdb_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
+def bi_recipes() -> dict[str, Any]:
+    """docs/bi.md's recipes for days whose columns differ: its Python block, run as written
+    (its last line reads the demo's warehouse, which is not here: left out)."""
+    text = (PROJECT / "docs" / "bi.md").read_text(encoding="utf-8")
+    marker = "```python\n# tests/integration/e2e/test_tables_every_reader.py"
+    block = text.split(marker)[1].split("\n", 1)[1]
+    code = block.split("```")[0].rsplit("\nscored = ", 1)[0]
+    recipes: dict[str, Any] = {}
+    exec(compile(code, "docs/bi.md", "exec"), recipes)
+    return recipes
+
+
+Read = dict[str, tuple[int, str, Any]]
+"""Table -> (rows, the type of `dt`, the table as read)."""
+
+
+def duckdb_reads(root: Path, settings: Settings) -> Read:
     from ragas_ops.quality.bi import connect, load_extension_sql
 
     connection = connect()
@@ -134,12 +159,16 @@ def duckdb_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
             metadata = iceberg_tables(root).metadata_location(table)
             source = f"iceberg_scan('{metadata}')"
         else:
-            source = f"read_parquet('{parquet_glob(root, table)}', hive_partitioning = true)"
+            source = (
+                f"read_parquet('{parquet_glob(root, table)}', hive_partitioning = true, "
+                "union_by_name = true)"
+            )
         rows = connection.execute(f"SELECT count(*) FROM {source}").fetchone()
         kind = connection.execute(f"SELECT typeof(dt) FROM {source} LIMIT 1").fetchone()
         assert rows is not None
         assert kind is not None
-        read[table] = (int(rows[0]), str(kind[0]))
+        whole = connection.execute(f"FROM {source}").fetch_arrow_table()
+        read[table] = (int(rows[0]), str(kind[0]), whole)
     return read
 
 
@@ -155,44 +184,37 @@ def iceberg_table(root: Path, table: str) -> Any:
     return iceberg_tables(root).catalog.load_table((NAMESPACE, table))
 
 
-def pandas_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
-    import pandas as pd
-
+def pandas_reads(root: Path, settings: Settings) -> Read:
     read = {}
     for table in TABLES:
         if settings.warehouse.table_format == "iceberg":
             frame = iceberg_table(root, table).scan().to_pandas()
         else:
-            frame = pd.read_parquet(parquet_path(root, table), partitioning=dt_as_date())
-        read[table] = (len(frame), str(frame["dt"].dtype))
+            frame = bi_recipes()["with_pandas"](str(root), table)
+        read[table] = (len(frame), str(frame["dt"].dtype), pa.Table.from_pandas(frame))
     return read
 
 
-def polars_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
-    polars = pytest.importorskip("polars", reason="polars is in the dev extra")
+def polars_reads(root: Path, settings: Settings) -> Read:
+    pytest.importorskip("polars", reason="polars is in the dev extra")
     read = {}
     for table in TABLES:
         if settings.warehouse.table_format == "iceberg":
             frame = iceberg_table(root, table).scan().to_polars()
         else:
-            frame = polars.scan_parquet(
-                str(root / table / "**" / "*.parquet"), hive_partitioning=True
-            ).collect()
-        read[table] = (frame.height, str(frame.schema["dt"]))
+            frame = bi_recipes()["with_polars"](str(root), table)
+        read[table] = (frame.height, str(frame.schema["dt"]), frame.to_arrow())
     return read
 
 
-def pyarrow_reads(root: Path, settings: Settings) -> dict[str, tuple[int, str]]:
-    import pyarrow.dataset as ds
-
+def pyarrow_reads(root: Path, settings: Settings) -> Read:
     read = {}
     for table in TABLES:
         if settings.warehouse.table_format == "iceberg":
             rows = iceberg_table(root, table).scan().to_arrow()
-            read[table] = (rows.num_rows, str(rows.schema.field("dt").type))
-            continue
-        dataset = ds.dataset(parquet_path(root, table), format="parquet", partitioning=dt_as_date())
-        read[table] = (dataset.count_rows(), str(dataset.schema.field("dt").type))
+        else:
+            rows = bi_recipes()["with_pyarrow"](str(root), table)
+        read[table] = (rows.num_rows, str(rows.schema.field("dt").type), rows)
     return read
 
 
@@ -216,10 +238,41 @@ def test_every_table_reads_whole_with_dt_a_date(warehouse: Warehouse, reader: st
     read = READERS[reader](root, settings)
 
     assert set(read) == set(TABLES), f"{reader} read {sorted(read)}"
-    for table, (rows, _kind) in read.items():
+    for table, (rows, _kind, _table) in read.items():
         assert rows == expected[table] > 0, (reader, table)
-    kinds = {table: kind for table, (_rows, kind) in read.items()}
+    kinds = {table: kind for table, (_rows, kind, _table) in read.items()}
     assert kinds == dict.fromkeys(TABLES, DT_TYPE[reader]), f"{reader} reads dt as {kinds}"
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_every_reader_reads_a_column_only_the_second_day_has(
+    warehouse: Warehouse, reader: str
+) -> None:
+    root, settings, _expected = warehouse
+
+    scored = READERS[reader](root, settings)["scored"][2]
+
+    values = scored.column(NEW_COLUMN).to_pylist()
+    assert sorted(value for value in values if value is not None) == ["web"] * DAYS["2026-11-27"]
+    assert values.count(None) == DAYS["2026-11-26"], "the first day's rows: null, not lost"
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_every_time_is_a_timestamp_in_every_reader(warehouse: Warehouse, reader: str) -> None:
+    root, settings, _expected = warehouse
+
+    read = READERS[reader](root, settings)
+
+    times = {
+        (table, column): str(read[table][2].schema.field(column).type)
+        for table, column in (
+            ("scored", "scored_at"),
+            ("scored", "timestamp"),
+            ("runs", "published_at"),
+            ("runs", "finished_at"),
+        )
+    }
+    assert all(kind.startswith("timestamp[") for kind in times.values()), times
 
 
 def test_runs_has_the_same_columns_in_both_formats(warehouse: Warehouse) -> None:
