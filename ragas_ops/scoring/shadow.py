@@ -141,7 +141,12 @@ async def compare_folder(
     share = candidate_share(settings)
     pick = CandidatePick()
     tables = read_files(
-        source.filesystem, inputs.paths, inputs.schema, settings.batch_rows, settings.columns
+        source.filesystem,
+        inputs.paths,
+        inputs.schema,
+        settings.batch_rows,
+        settings.columns,
+        limits=settings.pipeline.read_limits(),
     )
     chosen = list(pick.of((repair_utf8(table) for table in tables), share))
     if not pick.chosen:
