@@ -54,6 +54,8 @@ def chunk_result(
         "seconds": round(time.monotonic() - started, 3),
         # A judge without a rate limiter (the local one) never waits for one.
         "rate_limit_wait_seconds": round(float(getattr(judge, "rate_limit_wait_seconds", 0.0)), 3),
+        # what the provider said that the report tells (a limit far below the configured)
+        "provider_notes": list(getattr(judge, "provider_notes", ())),
         **extra,
     }
     log.info("%s", chunk_summary(result))

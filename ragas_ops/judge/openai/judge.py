@@ -160,6 +160,12 @@ class OpenAIJudge:
         return self._admission.limiter.current_rates()
 
     @property
+    def provider_notes(self) -> list[str]:
+        """What the provider's answers said that the run's manifest and report should tell
+        (a limit stated far below the configured one), once each."""
+        return list(self._admission.notes)
+
+    @property
     def rate_limit_wait_seconds(self) -> float:
         """Seconds requests waited for the RPM/TPM budget or a Retry-After."""
         return self._admission.limiter.waited_seconds

@@ -560,6 +560,8 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             for path in plan.get("ignored_files", [])
         ]
         facts += [("model shutting down", warning) for warning in plan.get("model_warnings", [])]
+    scoring = manifest.get("scoring") or {}
+    facts += [("provider", note) for note in scoring.get("provider_notes", [])]
     replaced = manifest.get("replaced")
     if replaced:
         facts.append(("replaced", replaced_sentence(replaced)))
