@@ -21,7 +21,9 @@ import pyarrow as pa
 from ragas_ops_testing.judge_process import server_stats, test_judge_process
 
 from ragas_ops.config import Settings, apply_mapping
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.engine.judge import EngineJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics import build_metrics
 from ragas_ops.samples import sample_interactions
 from ragas_ops.scoring.scorer import Scorer
@@ -30,7 +32,7 @@ from ragas_ops.secrets import Secret
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 
 
-async def score(base_url: str, table: pa.Table, **judge: Any) -> tuple[pa.Table, OpenAIJudge]:
+async def score(base_url: str, table: pa.Table, **judge: Any) -> tuple[pa.Table, EngineJudge]:
     settings = Settings()
     settings.judge.endpoint.base_url = base_url
     settings.judge.endpoint.model = "gpt-5-mini"
@@ -40,7 +42,7 @@ async def score(base_url: str, table: pa.Table, **judge: Any) -> tuple[pa.Table,
     settings.judge.limits.tpm = None
     settings.judge.shared_budget.mode = "none"
     apply_mapping(settings, {"judge": judge}, source="settings_for")  # by their config keys
-    client = OpenAIJudge(settings.judge, Secret("benchmark"), settings.prices)
+    client = openai_judge(settings.judge, JudgeRuntime(Secret("benchmark")), settings.prices)
     try:
         scorer = Scorer(build_metrics(METRICS), client)
         return await scorer.score_table(table), client

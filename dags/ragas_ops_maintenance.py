@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
+
 from ragas_ops.config import settings_from_environment
 
 SETTINGS = settings_from_environment()

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
+
 from ragas_ops.airflow.assets import DAILY_METRICS, SCORED, announce_day
 from ragas_ops.airflow.lineage import declare_outputs
 from ragas_ops.airflow.operators import JUDGE_MODES, ScoreChunkOperator

@@ -24,6 +24,7 @@ DAG_ID = "ragas_ops_nightly"
 def build_app() -> Any:
     """The page's FastAPI app, guarded by Airflow's authentication."""
     from airflow.api_fastapi.core_api.security import requires_access_dag
+
     from ragas_ops.quality.app import create_app
 
     return create_app(
@@ -53,6 +54,7 @@ def _s3_options(settings: Any) -> Any:
     if not conn_id:
         return None
     from airflow.models.connection import Connection
+
     from ragas_ops.airflow.task_context import s3_options_from
 
     return s3_options_from(Connection.get_connection_from_secrets(conn_id))

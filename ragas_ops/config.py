@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
 from ragas_ops.contract.logs import ReadLimits
 from ragas_ops.judge.cache.spec import CacheSpec
+from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.limits.spec import LimitsSpec, SharedBudgetSpec
 from ragas_ops.judge.local.spec import LocalSpec
-from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.spec import BatchSpec, CandidateSpec, EndpointSpec, check_judge_kind
 from ragas_ops.labels.spec import LabelsSpec
 from ragas_ops.pricing import DEFAULT_PRICES, Price
@@ -64,9 +64,9 @@ class JudgeSettings:
     batch: BatchSpec = field(default_factory=BatchSpec)
     """Sync or batch mode, and the batches' sizes and waits (`judge/spec.py`)."""
     flex: FlexSpec = field(default_factory=FlexSpec)
-    """The service tier and the flex tier's timeouts and deadline (`judge/openai/spec.py`)."""
+    """The service tier and the flex tier's timeouts and deadline (`judge/engine/spec.py`)."""
     model: ModelSpec = field(default_factory=ModelSpec)
-    """What the model takes and the effort asked of it (`judge/openai/spec.py`)."""
+    """What the model takes and the effort asked of it (`judge/engine/spec.py`)."""
     local: LocalSpec = field(default_factory=LocalSpec)
     """The local judge's model and how it runs (`judge/local/spec.py`)."""
     candidate: CandidateSpec = field(default_factory=CandidateSpec, metadata={"table": True})

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from ragas_ops.config import ConfigError, Settings, apply_mapping, load_settings
-from ragas_ops.judge.openai.spec import ServiceTier
+from ragas_ops.judge.engine.spec import ServiceTier
 from ragas_ops.judge.spec import StructuredOutput
 from ragas_ops.metrics import registered_metrics
 

@@ -40,7 +40,7 @@ def endpoint_name(base_url: str) -> str:
     return name if path in ("", "/v1") else name + path
 
 
-def describe_judge(model: str, endpoint: str) -> str:
-    """How output rows name a model of an OpenAI-compatible endpoint, e.g.
-    `openai:gpt-4o-mini@api.openai.com`."""
-    return f"openai:{model}@{endpoint}"
+def describe_judge(model: str, endpoint: str, kind: str = "openai") -> str:
+    """How output rows name a model of a provider's endpoint: `KIND:MODEL@ENDPOINT`, e.g.
+    `openai:gpt-4o-mini@api.openai.com`, `anthropic:claude-haiku-4-5@api.anthropic.com`."""
+    return f"{kind}:{model}@{endpoint}"

@@ -11,29 +11,18 @@ from typing import TYPE_CHECKING
 from ragas_ops.config import ConfigError, JudgeSettings, Settings
 from ragas_ops.judge.base import Judge, JudgeFatalError, JudgeIdentity
 from ragas_ops.judge.batch import BatchMode
-from ragas_ops.judge.local.provider import LOCAL
-from ragas_ops.judge.openai.provider import OPENAI
 from ragas_ops.judge.providers import (
     Capabilities as Capabilities,  # noqa: PLC0414 (re-exported: callers ask the factory)
 )
 from ragas_ops.judge.providers import (
     ReasoningEstimate as ReasoningEstimate,  # noqa: PLC0414 (re-exported)
 )
-from ragas_ops.judge.providers import provider_for, register_provider, registered_providers
+from ragas_ops.judge.providers import provider_for
 from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.secrets import Secret
 
 if TYPE_CHECKING:
     from ragas_ops.storage import S3Options
-
-
-register_provider(OPENAI)
-register_provider(LOCAL)
-
-CAPABILITIES: Mapping[str, Capabilities] = {
-    name: provider.capabilities for name, provider in registered_providers().items()
-}
-"""The built-in kinds' capabilities (a registered provider's: `capabilities`)."""
 
 
 def capabilities(settings: JudgeSettings) -> Capabilities:

@@ -1,15 +1,27 @@
 """The judge providers: each registers its name, what it can do and how it is built, and the
-factory looks them up by `judge.kind` (the built-in `openai` and `local` are registered by the
-factory; a provider package calls `register_provider`). Light: a provider's own modules are
-imported by its functions, when a judge of its kind is asked for."""
+factory looks them up by `judge.kind`.
+
+A provider is found through the `ragas_ops.judge_providers` entry point group (`PROVIDER_GROUP`),
+as Airflow finds its providers: an installed package that declares
+
+    [project.entry-points."ragas_ops.judge_providers"]
+    mykind = "my_package.provider:PROVIDER"
+
+is a judge kind in every process that has it installed (the CLI, each Airflow worker and the
+triggerer), with no file of ragas_ops edited; the built-in `openai` and `local` are declared
+the same way in ragas-ops' own pyproject.toml. `register_provider` makes one known for a while
+in this process only (a test's). Light: a provider's entry point is loaded when a judge of its
+kind is asked for, and its own modules are imported by its functions."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
-from ragas_ops.judge.spec import JUDGE_KINDS
+from ragas_ops.judge.spec import JUDGE_KINDS, PROVIDER_GROUP, installed_kinds
 from ragas_ops.settings_fields import ConfigError
 
 if TYPE_CHECKING:
@@ -28,6 +40,15 @@ class Capabilities:
     endpoint: bool
     """It asks a remote endpoint: it needs a key or a base URL, and its models have a
     lifecycle the endpoint can be asked about."""
+    embeddings: bool = True
+    """It embeds texts itself (answer relevance's embeddings); False: its judge takes them
+    from another provider (`judge.embedding_kind`)."""
+    thinking: bool = False
+    """Its models reason before answering, with an effort or a budget the settings set."""
+    prompt_caching: bool = False
+    """It reads the static part of a prompt from its provider's cache (billed less)."""
+    flex_tier: bool = False
+    """It has a cheaper, slower tier for sync requests (`judge.service_tier = flex`)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +80,7 @@ class Provider:
     reason)."""
 
 
+log = logging.getLogger(__name__)
 _PROVIDERS: dict[str, Provider] = {}
 
 
@@ -78,13 +100,39 @@ def forget_provider(name: str) -> None:
 
 
 def provider_for(kind: str) -> Provider:
-    """The provider of judge kind `kind`; a ConfigError naming the known kinds if none is."""
-    found = _PROVIDERS.get(kind)
+    """The provider of judge kind `kind`, registered or installed (its entry point loaded
+    now); a ConfigError naming the known kinds if none is."""
+    found = _PROVIDERS.get(kind) or _installed(kind)
     if found is None:
-        known = ", ".join(sorted(_PROVIDERS))
+        known = ", ".join(sorted(set(_PROVIDERS) | installed_kinds()))
         raise ConfigError(f"judge.kind: unknown judge kind {kind!r}; the known kinds: {known}")
     return found
 
 
 def registered_providers() -> Mapping[str, Provider]:
+    """Every provider: the installed ones (their entry points loaded) and the registered."""
+    for kind in installed_kinds() - set(_PROVIDERS):
+        _installed(kind)
     return dict(_PROVIDERS)
+
+
+def _installed(kind: str) -> Provider | None:
+    """The provider an installed package declares for `kind` (None: none does). An entry
+    point that does not load, or is no `Provider` of that name, is a ConfigError naming it."""
+    for point in entry_points(group=PROVIDER_GROUP, name=kind):
+        try:
+            provider = point.load()
+        except Exception as error:
+            raise ConfigError(
+                f"judge.kind: the provider {kind!r} ({point.value}, entry point group "
+                f"{PROVIDER_GROUP}) does not load: {type(error).__name__}: {error}"
+            ) from error
+        if not isinstance(provider, Provider) or provider.name != kind:
+            raise ConfigError(
+                f"judge.kind: the entry point {kind!r} of group {PROVIDER_GROUP} is "
+                f"{point.value}, which is no judge Provider named {kind!r}"
+            )
+        log.debug("judge provider %r from %s", kind, point.value)
+        _PROVIDERS[kind] = provider
+        return provider
+    return None

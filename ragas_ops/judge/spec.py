@@ -5,6 +5,7 @@ module: it imports nothing of ragas_ops but the settings toolkit."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -14,16 +15,23 @@ StructuredOutput = Literal["json_schema", "json_object", "none"]
 JudgeMode = Literal["sync", "batch"]
 OnBatchUnanswered = Literal["sync", "status"]
 
+PROVIDER_GROUP = "ragas_ops.judge_providers"
+"""The entry point group a judge provider is declared in (`judge.providers`)."""
 JUDGE_KINDS: set[str] = {"openai", "local"}
-"""The judge kinds `judge.kind` may name: the built-in providers, and each one a package
-registers (`judge.providers.register_provider`). Names only, so that settings are checked while
-a DAG file is parsed without importing any provider."""
+"""The judge kinds known without looking at the installed packages: the built-in providers,
+and each one registered in this process (`judge.providers.register_provider`)."""
+
+
+def installed_kinds() -> set[str]:
+    """The judge kinds the installed packages declare (`PROVIDER_GROUP`): names only, nothing
+    imported, so that settings are checked while a DAG file is parsed."""
+    return set(entry_points(group=PROVIDER_GROUP).names)
 
 
 def check_judge_kind(kind: str, source: str = "judge.kind") -> None:
-    """Refuse a kind no provider registers, naming the ones known."""
-    if kind not in JUDGE_KINDS:
-        known = ", ".join(sorted(JUDGE_KINDS))
+    """Refuse a kind no provider registers or declares, naming the ones known."""
+    if kind not in JUDGE_KINDS and kind not in installed_kinds():
+        known = ", ".join(sorted(JUDGE_KINDS | installed_kinds()))
         raise ConfigError(f"{source}: unknown judge kind {kind!r}; the known kinds: {known}")
 
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ragas_ops.config import ConfigError, Settings
 from ragas_ops.judge.base import Judge, Usage
-from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
+from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.sampling import ROW_ID_COLUMN, is_sampled, row_id_text
 
 NO_CANDIDATE = (

@@ -3,7 +3,7 @@
 Airflow sends SIGTERM on a task's timeout, a worker's warm shutdown or a cleared task; a user's
 `kill` does too. Stopping at once would lose the answers in flight (paid for, not yet in the
 cache: the rerun pays for them again) and leave the output's temporary file. Instead: the judge
-sends nothing more (`judge.stopping.STOP_GATE`), the answers in flight land in the cache for at
+sends nothing more (`engine.stopping.STOP_GATE`), the answers in flight land in the cache for at
 most `grace_seconds`, then the run is cancelled, which discards its output (the temporary file
 is removed, nothing is published), and `ScoringStopped` says what was kept.
 """
@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from ragas_ops.judge.stopping import STOP_GATE, StopCounts
+from ragas_ops.judge.engine.stopping import STOP_GATE, StopCounts
 
 T = TypeVar("T")
 

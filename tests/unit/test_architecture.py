@@ -1,7 +1,8 @@
 """The house's rules, read from the code's own imports: no import circle, no arrow from a lower
 layer to a higher one, no private name taken across modules, settings modules that any floor
-may import. (Which rooms may import Airflow and the SDKs is kept by ruff's banned-api, see
-pyproject.toml.)"""
+may import; the judge's seam (the engine imports no provider, no provider imports another);
+and which rooms speak which SDK, from the one list in pyproject.toml (ruff's banned-api and
+`[tool.ragas_ops.boundaries]`)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,20 @@ import ast
 import json
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "ragas_ops"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "ragas_ops"
 
 # Rooms from the bottom up; a room may import its own floor and the floors below it. The judge
-# is four rooms and its doors: its interface (base, batch, tokens, endpoint) with its pacing
-# and its cache, then the two providers, then the factory that builds them.
+# is its interface (base, batch, tokens, endpoint, providers) with its pacing and its cache,
+# then the provider-neutral engine (the request's life), then the provider packages (each its
+# wire), then the factory that builds them.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
         {
@@ -35,6 +40,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     ),
     frozenset({"prompts", "config", "tables", "labels"}),
     frozenset({"judge", "judge.limits", "judge.cache"}),
+    frozenset({"judge.engine"}),
     frozenset({"judge.openai", "judge.local"}),
     frozenset({"judge.factory"}),
     frozenset({"metrics"}),
@@ -43,11 +49,23 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"airflow"}),
     frozenset({"cli"}),
 )
-SUBROOMS = {"judge.openai", "judge.local", "judge.limits", "judge.cache", "judge.factory"}
+SUBROOMS = {
+    "judge.engine",
+    "judge.openai",
+    "judge.local",
+    "judge.limits",
+    "judge.cache",
+    "judge.factory",
+}
+ENGINE = "judge.engine"
+NOT_PROVIDERS = frozenset({ENGINE, "judge.limits", "judge.cache", "judge.factory"})
+"""The judge's rooms that are no provider package: every other folder of judge/ is one."""
 # What another room may import of a room of the judge. The providers are built by the factory
 # alone; the local judge's toolkit is what the metrics' local rules (and the benchmarks'
-# perturbations) are written with.
+# perturbations) are written with; the engine's graceful stop is what a scoring run's stop
+# flips.
 DOORS: dict[str, frozenset[str]] = {
+    "judge.engine": frozenset({"ragas_ops.judge.engine.stopping"}),
     "judge.openai": frozenset(),
     "judge.local": frozenset(
         f"ragas_ops.judge.local.{name}" for name in ("rules", "evidence", "questions", "generator")
@@ -186,9 +204,9 @@ def settings_modules() -> dict[str, ast.Module]:
 def test_the_judges_parts_have_their_settings_modules() -> None:
     assert sorted(settings_modules()) == [
         "ragas_ops.judge.cache.spec",
+        "ragas_ops.judge.engine.spec",
         "ragas_ops.judge.limits.spec",
         "ragas_ops.judge.local.spec",
-        "ragas_ops.judge.openai.spec",
         "ragas_ops.judge.spec",
         "ragas_ops.labels.spec",
     ]
@@ -257,9 +275,10 @@ def test_no_private_name_is_imported_across_modules() -> None:
     [
         ("ragas_ops.contract.inputs", 0),
         ("ragas_ops.judge.base", 2),
-        ("ragas_ops.judge.openai.judge", 3),
-        ("ragas_ops.judge.factory", 4),
-        ("ragas_ops.cli", 9),
+        ("ragas_ops.judge.engine.judge", 3),
+        ("ragas_ops.judge.openai.wire", 4),
+        ("ragas_ops.judge.factory", 5),
+        ("ragas_ops.cli", 10),
     ],
 )
 def test_floors_are_read_from_the_room(module: str, expected: int) -> None:
@@ -276,3 +295,116 @@ def test_the_library_imports_the_test_kit_only_lazily() -> None:
         if imported.split(".")[0] == "ragas_ops_testing" and top
     ]
     assert eager == []
+
+
+# -- the judge's seam: one engine, a package per provider ------------------------------------
+
+
+def provider_packages() -> set[str]:
+    """The judge's provider packages: every folder of judge/ but the engine, the pacing, the
+    cache (and the factory module)."""
+    return {
+        f"judge.{path.name}"
+        for path in (PACKAGE / "judge").iterdir()
+        if (path / "__init__.py").exists() and f"judge.{path.name}" not in NOT_PROVIDERS
+    }
+
+
+def room_arrows(source: str) -> list[str]:
+    """Every `ragas_ops` import of the modules of room `source`, lazy ones included, as
+    `module imports target`."""
+    known = modules()
+    return [
+        f"{module} imports {target}"
+        for module, tree in known.items()
+        if room(module) == source
+        for imported, names, _ in imports(tree)
+        for target in resolve(imported, names, known)
+    ]
+
+
+def test_the_judge_has_an_engine_and_provider_packages() -> None:
+    assert {"judge.openai", "judge.local"} <= provider_packages()
+    assert ENGINE not in provider_packages()
+
+
+def test_the_engine_imports_no_provider() -> None:
+    providers = provider_packages()
+    assert [arrow for arrow in room_arrows(ENGINE) if room(arrow.split()[-1]) in providers] == []
+
+
+@pytest.mark.parametrize("provider", sorted(provider_packages()))
+def test_no_provider_package_imports_another(provider: str) -> None:
+    others = provider_packages() - {provider}
+    assert [arrow for arrow in room_arrows(provider) if room(arrow.split()[-1]) in others] == []
+
+
+# -- which rooms speak which SDK: the one list in pyproject.toml -----------------------------
+
+
+def pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def boundaries() -> dict[str, Any]:
+    table: dict[str, Any] = pyproject()["tool"]["ragas_ops"]["boundaries"]
+    return table
+
+
+def source_files() -> Iterator[Path]:
+    """The code the boundaries hold: the library, the DAGs, the plugin and the test kit."""
+    for top in ("ragas_ops", "dags", "plugins", "testkit"):
+        yield from sorted((ROOT / top).rglob("*.py"))
+
+
+def top_module_imports(path: Path) -> set[str]:
+    """The top-level package of every module `path` imports, lazy ones included."""
+    return {name.split(".")[0] for name in every_import(ast.parse(path.read_text(), str(path)))}
+
+
+def in_rooms(path: Path, rooms: list[str]) -> bool:
+    relative = path.relative_to(ROOT).as_posix()
+    return any(relative.startswith(room.rstrip("/") + "/") for room in rooms)
+
+
+def test_the_ban_list_is_one_list() -> None:
+    """No ruff.toml of a room copies the ban list: pyproject.toml holds it, and names the
+    rooms each banned SDK is spoken in."""
+    copies = sorted(
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("ruff.toml")
+        if ".venv" not in path.parts and "node_modules" not in path.parts
+    )
+    assert copies == []
+    lint = pyproject()["tool"]["ruff"]["lint"]
+    banned = set(lint["flake8-tidy-imports"]["banned-api"])
+    assert banned == set(boundaries()["sdk_rooms"])
+    lifted = {
+        pattern.removesuffix("/*")
+        for pattern, codes in lint["per-file-ignores"].items()
+        if "TID251" in codes and not pattern.startswith(("tests", "benchmarks"))
+    }
+    assert lifted == {room for rooms in boundaries()["sdk_rooms"].values() for room in rooms}
+
+
+def test_each_sdk_is_spoken_only_in_its_rooms() -> None:
+    sdk_rooms: dict[str, list[str]] = boundaries()["sdk_rooms"]
+    strays = [
+        f"{path.relative_to(ROOT)} imports {sdk}"
+        for path in source_files()
+        for sdk in sorted(top_module_imports(path) & set(sdk_rooms))
+        if not in_rooms(path, sdk_rooms[sdk])
+    ]
+    assert strays == []
+
+
+def test_the_bottom_rooms_speak_no_transport() -> None:
+    table = boundaries()
+    transports = set(table["transports"])
+    strays = [
+        f"{path.relative_to(ROOT)} imports {transport}"
+        for path in source_files()
+        if in_rooms(path, table["no_transport"])
+        for transport in sorted(top_module_imports(path) & transports)
+    ]
+    assert strays == []

@@ -15,16 +15,17 @@ import pytest
 
 from ragas_ops.config import ConfigError, JudgeSettings, load_settings, updated_section
 from ragas_ops.judge.base import Usage
-from ragas_ops.judge.openai.replies import BadReplyError, read_chat_reply
-from ragas_ops.judge.openai.spec import parse_flex_deadline
-from ragas_ops.judge.openai.tiers import (
+from ragas_ops.judge.engine.spec import parse_flex_deadline
+from ragas_ops.judge.engine.tiers import (
     TierPolicy,
     TierState,
     answered_tier,
-    is_capacity_error,
     may_lack_capacity,
     seconds_to_deadline,
 )
+from ragas_ops.judge.engine.wire import BadReplyError
+from ragas_ops.judge.openai.replies import read_chat_reply
+from ragas_ops.judge.openai.wire import is_capacity_error
 from ragas_ops.pricing import Price
 
 AT_0530 = datetime(2026, 12, 1, 5, 30, tzinfo=UTC)

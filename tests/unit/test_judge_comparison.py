@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from ragas_ops.config import ConfigError, Settings, apply_environment, apply_mapping
-from ragas_ops.judge.openai.spec import ModelSpec
+from ragas_ops.judge.engine.spec import ModelSpec
 from ragas_ops.quality.judge_comparison import (
     JUDGE_COMPARISON_SCHEMA,
     day_comparison,

@@ -67,15 +67,29 @@ def test_a_bad_base_url_is_refused_clearly_and_without_its_credentials(
 
 def test_what_a_judge_can_do_is_asked_of_its_kind_not_tested_where_it_is_used() -> None:
     from ragas_ops.config import JudgeSettings
-    from ragas_ops.judge.factory import CAPABILITIES, capabilities
+    from ragas_ops.judge.factory import capabilities
     from ragas_ops.judge.providers import registered_providers
-    from ragas_ops.judge.spec import JUDGE_KINDS
+    from ragas_ops.judge.spec import JUDGE_KINDS, installed_kinds
 
-    assert set(CAPABILITIES) == {"openai", "local"}
-    assert set(registered_providers()) == JUDGE_KINDS  # every kind has its provider
-    assert capabilities(JudgeSettings(kind="openai")) == CAPABILITIES["openai"]
+    providers = registered_providers()
+    assert JUDGE_KINDS <= set(providers) == installed_kinds()  # every kind has its provider
+    assert capabilities(JudgeSettings(kind="openai")) == providers["openai"].capabilities
+    openai = capabilities(JudgeSettings(kind="openai"))
+    assert (openai.batch, openai.endpoint, openai.embeddings) == (True, True, True)
     local = capabilities(JudgeSettings(kind="local"))
     assert (local.batch, local.endpoint) == (False, False)
+
+
+def test_the_built_in_providers_are_found_through_their_entry_points() -> None:
+    """As a provider package outside the repository is: by its entry point, in the
+    `ragas_ops.judge_providers` group, not by an import in the factory."""
+    from importlib.metadata import entry_points
+
+    from ragas_ops.judge.spec import PROVIDER_GROUP
+
+    declared = {point.name: point.value for point in entry_points(group=PROVIDER_GROUP)}
+    assert declared["openai"] == "ragas_ops.judge.openai.provider:OPENAI"
+    assert declared["local"] == "ragas_ops.judge.local.provider:LOCAL"
 
 
 def test_an_unknown_judge_kind_is_refused_naming_the_known_ones(

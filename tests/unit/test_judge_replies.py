@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from ragas_ops.judge.openai.replies import BadReplyError, read_chat_reply, read_embedding_reply
+from ragas_ops.judge.engine.wire import BadReplyError
+from ragas_ops.judge.openai.replies import read_chat_reply, read_embedding_reply
 
 JSON = "application/json"
 GOOD_CHAT = {

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from ragas_ops.judge.openai.chat_request import chat_messages
+from ragas_ops.judge.engine.chat_request import chat_messages
 from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.metrics import ALL_PROMPTS
 from ragas_ops.metrics.answer_relevance import QUESTIONS_PROMPT

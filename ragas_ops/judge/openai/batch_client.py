@@ -21,7 +21,7 @@ import openai
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import JudgeFatalError, Usage
 from ragas_ops.judge.batch import AnswerBook, BatchAnswer, BatchRequest, Unanswered
-from ragas_ops.judge.openai.tiers import BATCH_TIER
+from ragas_ops.judge.engine.tiers import BATCH_TIER
 from ragas_ops.judge.openai.transport import openai_client
 from ragas_ops.pricing import Price
 from ragas_ops.secrets import Secret, redact, without_secret

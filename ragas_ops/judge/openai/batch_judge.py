@@ -36,13 +36,13 @@ from ragas_ops.judge.base import (
 )
 from ragas_ops.judge.batch import AnswerBook, BatchRequest, SyncRetry
 from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
-from ragas_ops.judge.limits.budget import BudgetExhaustedError, Spend
-from ragas_ops.judge.openai.chat_request import (
+from ragas_ops.judge.engine.chat_request import (
     chat_cache_key,
     chat_messages,
     chat_params,
     repair_messages,
 )
+from ragas_ops.judge.limits.budget import BudgetExhaustedError, Spend
 from ragas_ops.judge.openai.shape import shape_for
 from ragas_ops.judge.tokens import estimate_chat_tokens
 from ragas_ops.pricing import Price

@@ -23,11 +23,13 @@ from ragas_ops.judge.batch import (
     Unanswered,
 )
 from ragas_ops.judge.cache import open_cache
+from ragas_ops.judge.engine.accounting import budget_for
+from ragas_ops.judge.engine.judge import EngineJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
 from ragas_ops.judge.limits.budget import BudgetExhaustedError
-from ragas_ops.judge.openai.accounting import budget_for
 from ragas_ops.judge.openai.batch_client import BatchClient, batch_files
 from ragas_ops.judge.openai.batch_judge import BatchPassJudge
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.pricing import Price, price_for
 from ragas_ops.secrets import Secret
 from ragas_ops.storage import S3Options
@@ -45,7 +47,7 @@ class OpenAIBatchMode:
     ) -> None:
         self.settings = settings
         self._prices = prices
-        self._api_key = api_key
+        self._runtime = JudgeRuntime(api_key)
         self._s3 = s3
         self._price = price_for(settings.endpoint.model, prices)
         self._client = BatchClient(settings, api_key, self._price)
@@ -89,8 +91,8 @@ class OpenAIBatchMode:
 
     async def send_in_sync(self, retries: Mapping[str, SyncRetry], book: AnswerBook) -> AnswerBook:
         """Those that fail again are marked so (`sync_tried`), those over budget too."""
-        judge = OpenAIJudge(
-            self.settings, self._api_key, self._prices, open_cache(self.settings.cache)
+        judge = openai_judge(
+            self.settings, self._runtime, self._prices, open_cache(self.settings.cache)
         )
         judge.budget.add_spent(book.spent())
         answered = AnswerBook()
@@ -115,10 +117,10 @@ class OpenAIBatchMode:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _sync_judge(self, book: AnswerBook) -> OpenAIJudge:
+    def _sync_judge(self, book: AnswerBook) -> EngineJudge:
         """For embeddings and what the batches did not answer; the batches' spending counts
         against the budget."""
         cache = open_cache(self.settings.cache, self._s3)
-        judge = OpenAIJudge(self.settings, self._api_key, self._prices, cache)
+        judge = openai_judge(self.settings, self._runtime, self._prices, cache)
         judge.budget.add_spent(book.spent())
         return judge

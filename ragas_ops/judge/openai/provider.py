@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 def build(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) -> Judge:
-    from ragas_ops.judge.openai.judge import OpenAIJudge
+    from ragas_ops.judge.engine.wire import JudgeRuntime
+    from ragas_ops.judge.openai.wire import openai_judge
 
     endpoint = settings.judge.endpoint
     key = Secret(environ.get(endpoint.api_key_env, ""))
@@ -26,7 +27,8 @@ def build(settings: Settings, environ: Mapping[str, str], s3: S3Options | None) 
             "OpenAI-compatible endpoint (for a local test double: `ragas-ops test-judge`)"
         )
     cache = open_cache(settings.judge.cache, s3)
-    return OpenAIJudge(settings.judge, key, settings.prices, cache=cache)
+    runtime = JudgeRuntime(key, endpoint.base_url, f"${endpoint.api_key_env}")
+    return openai_judge(settings.judge, runtime, settings.prices, cache=cache)
 
 
 def identity(settings: JudgeSettings) -> JudgeIdentity:
@@ -49,5 +51,9 @@ def reasoning(settings: JudgeSettings) -> ReasoningEstimate:
 
 
 OPENAI = Provider(
-    "openai", Capabilities(batch=True, endpoint=True), build, identity, reasoning=reasoning
+    "openai",
+    Capabilities(batch=True, endpoint=True, thinking=True, prompt_caching=True, flex_tier=True),
+    build,
+    identity,
+    reasoning=reasoning,
 )

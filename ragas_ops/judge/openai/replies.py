@@ -1,4 +1,4 @@
-"""Reading the body of a status-200 reply, trusting nothing about it.
+"""Reading the body of an OpenAI-compatible status-200 reply, trusting nothing about it.
 
 Gateways, proxies and load balancers answer with HTML pages, plain text or bodies cut short, and
 an OpenAI-compatible server may leave out or mistype fields. The SDK's own parsing builds
@@ -11,57 +11,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ragas_ops.judge.engine.wire import (
+    BadReplyError,
+    ChatChoice,
+    ChatReply,
+    EmbeddingReply,
+    ReportedUsage,
+)
 from ragas_ops.judge.limits.provider import MAX_WAIT_SECONDS, provider_number
 
 _SNIPPET_CHARS = 80
-
-
-class BadReplyError(Exception):
-    """A status-200 reply that is not a well-formed API reply. `kind` names what was wrong
-    (`not_json`, `truncated`, `html`, `text`, `missing_field`, `wrong_type`)."""
-
-    def __init__(self, kind: str, detail: str) -> None:
-        super().__init__(detail)
-        self.kind = kind
-
-
-@dataclass(frozen=True)
-class ReportedUsage:
-    """The token counts a reply reports (0 for what it leaves out)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    reasoning_tokens: int = 0
-    """Of `completion_tokens`: a reasoning model's hidden reasoning (billed as output)."""
-
-
-@dataclass(frozen=True)
-class ChatChoice:
-    content: str
-    finish_reason: str | None
-
-
-@dataclass(frozen=True)
-class ChatReply:
-    choices: list[ChatChoice]
-    usage: ReportedUsage
-    service_tier: str | None = None
-    """The tier that served the request, as the reply says (OpenAI echoes it when one was
-    sent); None when it says nothing (compatible servers)."""
-
-
-@dataclass(frozen=True)
-class EmbeddingReply:
-    vectors: dict[int, npt.NDArray[np.float64]]
-    """By the index of the input text."""
-    usage: ReportedUsage
 
 
 def read_chat_reply(content_type: str, body: bytes) -> ChatReply:

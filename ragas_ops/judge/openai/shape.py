@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ragas_ops.config import JudgeSettings
+from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
 from ragas_ops.judge.openai.profiles import (
     JUDGE_REASONING_TOKENS,
     PROVIDER_DEFAULT_EFFORT,
@@ -31,7 +32,6 @@ from ragas_ops.judge.openai.profiles import (
     lowest_of,
     profile_for,
 )
-from ragas_ops.judge.openai.spec import FlexSpec, ModelSpec
 from ragas_ops.settings_fields import ConfigError
 
 log = logging.getLogger(__name__)

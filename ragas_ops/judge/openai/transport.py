@@ -20,7 +20,6 @@ import importlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -28,9 +27,9 @@ import aiohttp
 import openai
 
 from ragas_ops.judge.endpoint import effective_base_url
-from ragas_ops.judge.openai.replies import BadReplyError
+from ragas_ops.judge.engine.stopping import STOP_GATE
+from ragas_ops.judge.engine.wire import BadReplyError, RawReply
 from ragas_ops.judge.spec import EndpointSpec
-from ragas_ops.judge.stopping import STOP_GATE
 from ragas_ops.secrets import Secret
 
 log = logging.getLogger(__name__)
@@ -52,15 +51,6 @@ _STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
     429: openai.RateLimitError,
 }
 """The SDK's error of each status (500 and above: `InternalServerError`), as it maps them."""
-
-
-@dataclass(frozen=True)
-class RawReply:
-    """A status-200 reply as it came: its headers and its body, not yet read."""
-
-    headers: Mapping[str, str]
-    content_type: str
-    body: bytes
 
 
 def openai_client(
@@ -126,7 +116,7 @@ class Transport:
 
     async def _post(self, path: str, body: dict[str, Any], options: Mapping[str, Any]) -> RawReply:
         """`options`: this attempt's `service_tier` (sent in the body) and `timeout`."""
-        await STOP_GATE.before_send()  # a graceful stop sends nothing more (judge/stopping)
+        await STOP_GATE.before_send()  # a graceful stop sends nothing more (judge/engine/stopping)
         if options.get("service_tier") is not None:
             body = {**body, "service_tier": options["service_tier"]}
         url = self._base + path

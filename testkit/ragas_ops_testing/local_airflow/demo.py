@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
 from ragas_ops.config import ENV_PREFIX, TableFormat, settings_from_environment
 from ragas_ops.contract.layout import (
     MANIFEST_PREFIX,
@@ -29,7 +30,6 @@ from ragas_ops.contract.layout import (
 from ragas_ops.samples import sample_interactions
 from ragas_ops.tables.format import local_table_formats, missing_for
 from ragas_ops.tables.iceberg import local_catalog_path
-
 from ragas_ops_testing.local_airflow.checkout import DAG_ID, PROJECT
 
 PROJECT_DAGS = PROJECT / "dags"

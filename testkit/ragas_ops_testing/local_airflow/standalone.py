@@ -38,7 +38,6 @@ from typing import Any, Literal
 from ragas_ops.config import settings_from_environment
 from ragas_ops.contract.layout import day_of_folder
 from ragas_ops.judge.factory import local_judge_installed
-
 from ragas_ops_testing.local_airflow.checkout import DAG_ID, PROJECT
 from ragas_ops_testing.local_airflow.demo import demo_days, write_sample_lake
 from ragas_ops_testing.local_airflow.processes import (

@@ -1,6 +1,7 @@
 """Adding a judge provider is adding a package: a toy provider (`tests/fixtures/toy_provider`),
-registered by this test only, scores a Parquet file with `ragas-ops score --judge toy`, every
-row, with no file outside its package naming it."""
+installed by this test only (its distribution's entry point in `ragas_ops.judge_providers`),
+scores a Parquet file with `ragas-ops score --judge toy`, every row, with no file outside its
+package naming it."""
 
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ ROWS = pa.table(
 
 
 @pytest.fixture
-def toy() -> Iterator[str]:
-    toy_provider.register()
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.syspath_prepend(str(toy_provider.install(tmp_path / "site-packages")))
     yield toy_provider.NAME
     toy_provider.forget()
 

@@ -21,15 +21,16 @@ from ragas_ops.config import JudgeSettings
 from ragas_ops.contract.status import Status
 from ragas_ops.judge.base import JudgeUnavailableError
 from ragas_ops.judge.cache import open_cache
-from ragas_ops.judge.openai.chat_request import chat_cache_key, chat_messages, chat_params
-from ragas_ops.judge.openai.judge import OpenAIJudge
-from ragas_ops.judge.openai.spec import FlexSpec
+from ragas_ops.judge.engine.chat_request import chat_cache_key, chat_messages, chat_params
+from ragas_ops.judge.engine.judge import EngineJudge
+from ragas_ops.judge.engine.spec import FlexSpec
+from ragas_ops.judge.engine.wire import JudgeRuntime
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.metrics import build_metrics
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.pricing import Price
 from ragas_ops.scoring.scorer import Scorer
-from ragas_ops.secrets import Secret
 from tests.integration.e2e.test_score_e2e import score_args, write_sample
 from tests.support import TEST_KEY, settings_for
 
@@ -58,10 +59,10 @@ def start_judge_server(
     return start
 
 
-def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> OpenAIJudge:
+def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> EngineJudge:
     options = {"unreachable_after": 0, "model_profile": "gpt-5", **judge}
     settings = settings_for(server, tmp_path, **options)
-    return OpenAIJudge(settings.judge, Secret(""), PRICES, open_cache(settings.judge.cache))
+    return openai_judge(settings.judge, JudgeRuntime(), PRICES, open_cache(settings.judge.cache))
 
 
 def clean_table(rows: int) -> pa.Table:
@@ -77,7 +78,7 @@ def clean_table(rows: int) -> pa.Table:
     )
 
 
-def score_rows(judge: OpenAIJudge, rows: int, metrics: tuple[str, ...] = CHAT_METRICS) -> Any:
+def score_rows(judge: EngineJudge, rows: int, metrics: tuple[str, ...] = CHAT_METRICS) -> Any:
     """Score `rows` clean interactions in-process; the scored rows as dicts."""
 
     async def run() -> pa.Table:
@@ -377,7 +378,7 @@ def test_flex_requests_get_the_longer_timeout(
         asyncio.run(impatient_once(impatient))
 
 
-async def impatient_once(judge: OpenAIJudge) -> Any:
+async def impatient_once(judge: EngineJudge) -> Any:
     try:
         return await judge.complete(STATEMENTS_PROMPT, ROW)
     finally:

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
+from ragas_ops.judge.engine.judge import EngineJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
 from ragas_ops.judge.limits.headroom import ENTRIES
 from ragas_ops.judge.limits.shared_budget import budget_file
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
-from ragas_ops.secrets import Secret
 from tests.support import settings_for
 
 RPM, TPM = 600, 120_000  # a 1-second burst of 2,000 tokens: a handful of requests
@@ -36,12 +37,12 @@ def rows(judge: int, count: int) -> list[dict[str, str]]:
     ]
 
 
-def score_side_by_side(server: Any, folder: Path, *, tpm: int, count: int) -> list[OpenAIJudge]:
+def score_side_by_side(server: Any, folder: Path, *, tpm: int, count: int) -> list[EngineJudge]:
     """Two judges on one account (one budget file), each asking `count` rows at once."""
     settings = settings_for(server, folder, rpm=RPM, tpm=tpm, shared_budget="local", max_attempts=8)
 
-    async def run() -> list[OpenAIJudge]:
-        judges = [OpenAIJudge(settings.judge, Secret(""), settings.prices) for _ in range(2)]
+    async def run() -> list[EngineJudge]:
+        judges = [openai_judge(settings.judge, JudgeRuntime(), settings.prices) for _ in range(2)]
         try:
             await asyncio.gather(
                 *(
@@ -94,7 +95,7 @@ def test_a_judge_given_a_share_of_the_account_keeps_to_it(start_judge_server, tm
         assert raised_tokens(judge) == 0
 
 
-def raised_tokens(judge: OpenAIJudge) -> float:
+def raised_tokens(judge: EngineJudge) -> float:
     budget = judge._admission.shared_budget
     assert budget is not None
     return budget.raised_tokens

@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
-from ragas_ops.judge.openai.chat_request import (
+from ragas_ops.judge.engine.chat_request import (
     admission_tokens,
     chat_messages,
     chat_params,
     output_tokens_for,
 )
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
 from ragas_ops.judge.openai.shape import shape_for
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics.answer_relevance import QUESTION_SAMPLE_PROMPT
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
-from ragas_ops.secrets import Secret
 from tests.support import settings_for
 
 SHORT = {"question": "When did it open?", "answer": "It opened in 1932."}
@@ -58,7 +58,7 @@ def test_the_client_counts_a_request_as_the_server_does(
     counts it at admission, as the provider does."""
     server = start_judge_server(tpm=1_000_000)
     settings = settings_for(server, tmp_path, tpm=1_000_000, model=model)
-    judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    judge = openai_judge(settings.judge, JudgeRuntime(), settings.prices)
     shape = shape_for(settings.judge, Counter())
     messages = chat_messages(settings.judge.endpoint, prompt, data)  # type: ignore[arg-type]
     params = chat_params(settings.judge.endpoint, prompt, n, data, shape)  # type: ignore[arg-type]
@@ -83,7 +83,7 @@ def test_a_reply_cut_at_its_budget_is_asked_again_with_room_and_never_scored_as_
 ) -> None:
     server = start_judge_server()
     settings = settings_for(server, tmp_path)
-    judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    judge = openai_judge(settings.judge, JudgeRuntime(), settings.prices)
     tight = dataclasses.replace(STATEMENTS_PROMPT, output_budget=lambda data: 3)
 
     async def ask() -> list[str]:
@@ -116,7 +116,7 @@ def test_a_reply_whose_reasoning_ate_its_budget_is_asked_again_with_room_and_lea
         send_temperature="no",
         reasoning_effort="provider",
     )
-    judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    judge = openai_judge(settings.judge, JudgeRuntime(), settings.prices)
     rows = [SHORT, {**SHORT, "answer": "The bridge opened in 1933. It is long."}]
 
     async def ask() -> list[list[str]]:

@@ -14,10 +14,11 @@ import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.judge.base import JudgeOutputError, JudgeUnavailableError, Usage
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.engine.judge import EngineJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
 from ragas_ops.judge.openai.transport import never_sent
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
-from ragas_ops.secrets import Secret
 from tests.support import settings_for
 
 ROW = {"question": "When did the bridge open?", "answer": "The bridge opened in 1932. It is long."}
@@ -26,13 +27,13 @@ MODELS = ("test-judge", "gpt-5-mini")
 """A classic model, and a reasoning one the test judge plays as strictly as OpenAI."""
 
 
-def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> OpenAIJudge:
+def judge_for(server: JudgeServer, tmp_path: Path, **judge: Any) -> EngineJudge:
     options = {"max_attempts": ATTEMPTS, "unreachable_after": 0, **judge}
     settings = settings_for(server, tmp_path, **options)
-    return OpenAIJudge(settings.judge, Secret(""), settings.prices)
+    return openai_judge(settings.judge, JudgeRuntime(), settings.prices)
 
 
-async def complete_once(judge: OpenAIJudge) -> Any:
+async def complete_once(judge: EngineJudge) -> Any:
     try:
         return await judge.complete(STATEMENTS_PROMPT, ROW)
     finally:

@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_server import JudgeServer
 
-from ragas_ops.judge.openai.judge import OpenAIJudge
+from ragas_ops.judge.engine.wire import JudgeRuntime
+from ragas_ops.judge.openai.wire import openai_judge
 from ragas_ops.metrics.faithfulness import STATEMENTS_PROMPT
 from ragas_ops.samples import sample_interactions
-from ragas_ops.secrets import Secret
 from tests.support import TEST_KEY, settings_for
 
 METRICS = ("faithfulness", "answer_relevance", "context_relevance")
@@ -124,7 +124,7 @@ def test_a_judge_told_too_much_paces_to_the_stated_limit_and_answers_every_reque
     ]
 
     async def run() -> tuple[int, Counter[str]]:
-        judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+        judge = openai_judge(settings.judge, JudgeRuntime(), settings.prices)
         try:
             await asyncio.gather(*(judge.complete(STATEMENTS_PROMPT, row) for row in rows))
             return judge.rate_limit_slowdowns, judge.events
@@ -162,7 +162,7 @@ def test_a_judge_told_too_much_keeps_to_the_limit_openais_headers_state(
     ]
 
     async def run() -> Counter[str]:
-        judge = OpenAIJudge(settings.judge, Secret(""), settings.prices)
+        judge = openai_judge(settings.judge, JudgeRuntime(), settings.prices)
         try:
             await asyncio.gather(*(judge.complete(STATEMENTS_PROMPT, row) for row in rows))
             return judge.events

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragas_ops.judge.cache.keys import cache_key
-from ragas_ops.judge.openai.shape import RequestShape
+from ragas_ops.judge.engine.wire import Fitting
 from ragas_ops.judge.spec import EndpointSpec
 from ragas_ops.judge.tokens import REQUEST_OVERHEAD_TOKENS, estimate_chat_tokens
 from ragas_ops.prompts import Prompt, encode_data
@@ -67,7 +67,7 @@ def chat_params(
     prompt: Prompt[Any],
     n: int,
     data: Mapping[str, Any] | None = None,
-    shape: RequestShape | None = None,
+    shape: Fitting | None = None,
 ) -> dict[str, Any]:
     """The request parameters besides the messages (sync and batch requests alike), in the
     canonical form `shape.fit` fits to the model at the wire: `max_tokens` holds the visible

@@ -1,5 +1,6 @@
 """The retry policy: what a failed attempt means, and whether, when and how often a request is
-asked again.
+asked again. The provider's wire says what its error was (`wire.Failure`); this decides, the
+same for every provider.
 
 401/403 (bad key, no permission), 404 (unknown model) and a 429 saying the quota is exhausted
 end the run (`JudgeFatalError`): nothing else can succeed; so does an endpoint that never
@@ -20,11 +21,9 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, NoReturn
-
-import openai
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import (
@@ -33,11 +32,9 @@ from ragas_ops.judge.base import (
     JudgeUnavailableError,
     JudgeUnreachableError,
 )
-from ragas_ops.judge.openai.replies import BadReplyError, retry_after
-from ragas_ops.judge.openai.request import Attempt, Refusal, Request
-from ragas_ops.judge.openai.shape import RequestShape
-from ragas_ops.judge.openai.tiers import TierPolicy, TierState, is_capacity_error, may_lack_capacity
-from ragas_ops.judge.openai.transport import connection_problem, error_message
+from ragas_ops.judge.engine.request import Attempt, Refusal, Request
+from ragas_ops.judge.engine.tiers import TierPolicy, TierState, may_lack_capacity
+from ragas_ops.judge.engine.wire import Failure, Fitting
 from ragas_ops.secrets import Secret, redact
 
 log = logging.getLogger(__name__)
@@ -94,7 +91,7 @@ class RetryPolicy:
         events: Counter[str],
         rng: random.Random,
         *,
-        shape: RequestShape | None = None,
+        shape: Fitting | None = None,
     ) -> None:
         self.settings = settings
         self._shape = shape
@@ -172,41 +169,43 @@ class RetryPolicy:
         """An API reply came back (an answer or an API error): the endpoint is reachable."""
         self._answered = True
 
-    def failed(self, error: Exception, request: Request, attempt: int) -> Attempt:
+    def failed(self, failure: Failure, request: Request, attempt: int) -> Attempt:
         """What a failed attempt means (counted in the events); raise if no attempt can
         succeed. A 429's `retry_after` is its wait; the admission decides who waits it."""
         what = request.what
-        if (
-            isinstance(error, openai.RateLimitError)
-            and may_lack_capacity(request.tier)
-            and is_capacity_error(error)
-        ):
+        kind = failure.kind
+        if kind == "capacity" and may_lack_capacity(request.tier):
             self.answered()
             self._events["retry_flex_capacity"] += 1
             log.debug("%s: flex capacity 429 on tier %s (attempt %d)", what, request.tier, attempt)
             return Attempt(
                 problem="flex capacity unavailable (429)",
                 capacity=True,
-                retry_after=retry_after(error.response.headers),
+                retry_after=failure.retry_after,
             )
-        if isinstance(error, openai.RateLimitError):
+        if kind in ("capacity", "rate_limited", "quota_exhausted"):
             self.answered()
-            self._stop_if_fatal(self._raise_if_quota_exhausted, error)
+            self._stop_if_fatal(self._raise_if_quota_exhausted, failure)
             self._events["retry_429"] += 1
-            wait = self._retry_after(error.response.headers, attempt)
+            wait = self._retry_after(failure, attempt)
             return Attempt(problem="rate limited (429)", rate_limited=True, retry_after=wait)
-        if isinstance(error, openai.APIStatusError):
-            return self._adapted(error) or self._status_error(error, what)
-        if isinstance(error, openai.APITimeoutError):
+        if failure.status is not None and kind in (
+            "credentials",
+            "unknown_model",
+            "refused",
+            "server",
+        ):
+            return self._adapted(failure) or self._status_error(failure, what)
+        if kind == "timeout":
             self._events["retry_timeout"] += 1
             timeout = self.tiers.timeout_of(request.tier)
             return Attempt(problem=f"timed out after {timeout:g}s")
-        if isinstance(error, BadReplyError):
+        if kind == "bad_reply":
             self._events["retry_bad_reply"] += 1
-            self._events[f"bad_reply_{error.kind}"] += 1
-            return Attempt(problem=f"not an API reply ({self._safe(str(error))})")
+            self._events[f"bad_reply_{failure.code}"] += 1
+            return Attempt(problem=f"not an API reply ({self._safe(failure.detail)})")
         self._events["retry_connection"] += 1  # refused, reset, DNS, TLS
-        return Attempt(problem=f"connection failed ({self._safe(connection_problem(error))})")
+        return Attempt(problem=f"connection failed ({self._safe(failure.detail)})")
 
     def backoff(self, attempt: int) -> float:
         """Equal jitter: half the exponential delay for sure, the other half at random."""
@@ -258,43 +257,42 @@ class RetryPolicy:
             self.fatal = fatal
             raise
 
-    def _classify_status_error(self, error: openai.APIStatusError, what: str) -> None:
+    def _classify_status_error(self, failure: Failure, what: str) -> None:
         """Raise for errors that retrying cannot fix; return for those worth another try."""
-        status = error.status_code
+        status = failure.status or 0
         if status < 500:
             self.answered()
-        detail = self._safe(error_message(error))
-        if status in (401, 403):
+        detail = self._safe(failure.detail)
+        if failure.kind == "credentials":
             raise JudgeFatalError(
                 f"the judge endpoint refused the credentials (HTTP {status}): {detail}. Check the "
                 f"key in ${self.settings.endpoint.api_key_env} and that it may use model "
                 f"{self.settings.endpoint.model!r}."
             ) from None
-        if status == 404:
+        if failure.kind == "unknown_model":
             raise JudgeFatalError(
-                f"the judge endpoint does not know this model or path (HTTP 404): {detail}. "
+                f"the judge endpoint does not know this model or path (HTTP {status}): {detail}. "
                 f"Check the model name and the base URL."
             ) from None
-        if status < 500 and status != 408:
-            self._rejected(what, Refusal(status, error.code, error.param, detail))
+        if failure.kind == "refused":
+            self._rejected(what, Refusal(status, failure.code, failure.param, detail))
 
-    def _status_error(self, error: openai.APIStatusError, what: str) -> Attempt:
+    def _status_error(self, failure: Failure, what: str) -> Attempt:
         """An error status: the run stops, the request is rejected, or it is asked again."""
-        self._stop_if_fatal(self._classify_status_error, error, what)
-        self._events[f"retry_{error.status_code}"] += 1
-        return Attempt(problem=f"server error ({error.status_code})")
+        self._stop_if_fatal(self._classify_status_error, failure, what)
+        self._events[f"retry_{failure.status}"] += 1
+        return Attempt(problem=f"server error ({failure.status})")
 
-    def _adapted(self, error: openai.APIStatusError) -> Attempt | None:
+    def _adapted(self, failure: Failure) -> Attempt | None:
         """A 400 refusing a parameter the request shape adjusts to: the attempt to ask again
         (None: not one)."""
-        if self._shape is None or error.status_code != 400:
+        if self._shape is None or failure.kind != "refused" or failure.status != 400:
             return None
-        message = error_message(error)
-        if not self._shape.learn(error.param, error.code, message):
+        if not self._shape.learn(failure.param, failure.code, failure.detail):
             return None
         self.answered()
-        refusal = Refusal(400, error.code, error.param, self._safe(message))
-        return Attempt(problem=refusal.describe(), adapted=error.param, refusal=refusal)
+        refusal = Refusal(400, failure.code, failure.param, self._safe(failure.detail))
+        return Attempt(problem=refusal.describe(), adapted=failure.param, refusal=refusal)
 
     def _rejected(self, what: str, refusal: Refusal | None) -> NoReturn:
         """Reject the request; stop the run when no chat request was answered yet and
@@ -313,17 +311,16 @@ class RetryPolicy:
             f"{what}: request rejected (HTTP {refusal.status}): {refusal.detail}"
         ) from None
 
-    def _raise_if_quota_exhausted(self, error: openai.RateLimitError) -> None:
-        body = error.body if isinstance(error.body, dict) else {}
-        if body.get("code") == "insufficient_quota" or body.get("type") == "insufficient_quota":
+    def _raise_if_quota_exhausted(self, failure: Failure) -> None:
+        if failure.kind == "quota_exhausted":
             raise JudgeFatalError(
-                "the judge account has no quota left (HTTP 429 insufficient_quota): "
-                + self._safe(error_message(error))
+                f"the judge account has no quota left (HTTP {failure.status} "
+                f"{failure.code or 'insufficient_quota'}): " + self._safe(failure.detail)
             ) from None
 
-    def _retry_after(self, headers: Mapping[str, str], attempt: int) -> float:
+    def _retry_after(self, failure: Failure, attempt: int) -> float:
         """The reply's Retry-After, else our own backoff (also for an HTTP date)."""
-        told = retry_after(headers)
+        told = failure.retry_after
         return self.backoff(attempt) if told is None else told
 
     def _safe(self, text: str) -> str:

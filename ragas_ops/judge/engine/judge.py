@@ -1,10 +1,11 @@
-"""The judge for OpenAI and OpenAI-compatible endpoints (Azure OpenAI, vLLM, Ollama...).
+"""The engine's judge: a remote provider's judge, whichever provider's wire it speaks.
 
-It owns what metrics must not know, each in a part of its own: the wire (`transport`), what a
-failed attempt means and whether to ask again (`retry`), when a request may go at the account's
-pace (`admission`), and what the run may spend and did spend (`accounting`). Here they meet:
-the response cache and single flight, parsing with one repair attempt, replies cut at
-`max_tokens` asked again with more room, and embeddings in batches.
+It owns what metrics must not know, each in a part of its own: the provider's wire (`wire`: a
+`ChatWire`, and an `EmbeddingWire` for embeddings), what a failed attempt means and whether to
+ask again (`retry`), when a request may go at the account's pace (`admission`), and what the run
+may spend and did spend (`accounting`). Here they meet: the response cache and single flight,
+parsing with one repair attempt, replies cut at `max_tokens` asked again with more room, and
+embeddings in batches.
 
 Every attempt is charged to the call that made it, so a row's requests, tokens and cost add up
 to the run's, which add up to what the endpoint received. A reply that arrived is cached even
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import openai
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import (
@@ -38,12 +38,10 @@ from ragas_ops.judge.base import (
 from ragas_ops.judge.cache.base import JudgeCache
 from ragas_ops.judge.cache.keys import cache_key
 from ragas_ops.judge.cache.local import ResponseCache
-from ragas_ops.judge.endpoint import describe_judge, effective_base_url, endpoint_name
-from ragas_ops.judge.limits.budget import Budget, Spend
-from ragas_ops.judge.limits.shared_budget import SharedBudget
-from ragas_ops.judge.openai.accounting import Accounting
-from ragas_ops.judge.openai.admission import Admission
-from ragas_ops.judge.openai.chat_request import (
+from ragas_ops.judge.endpoint import describe_judge
+from ragas_ops.judge.engine.accounting import Accounting
+from ragas_ops.judge.engine.admission import Admission
+from ragas_ops.judge.engine.chat_request import (
     chat_cache_key,
     chat_messages,
     chat_params,
@@ -51,18 +49,20 @@ from ragas_ops.judge.openai.chat_request import (
     repair_messages,
     schema_tokens,
 )
-from ragas_ops.judge.openai.replies import (
+from ragas_ops.judge.engine.request import Attempt, Request
+from ragas_ops.judge.engine.retry import RetryPolicy
+from ragas_ops.judge.engine.stopping import STOP_GATE
+from ragas_ops.judge.engine.wire import (
     BadReplyError,
     ChatReply,
+    ChatWire,
     EmbeddingReply,
-    read_chat_reply,
-    read_embedding_reply,
+    EmbeddingWire,
+    Failure,
+    JudgeRuntime,
 )
-from ragas_ops.judge.openai.request import Attempt, Request
-from ragas_ops.judge.openai.retry import RetryPolicy
-from ragas_ops.judge.openai.shape import shape_for
-from ragas_ops.judge.openai.transport import RETRIED_ERRORS, Transport, never_sent
-from ragas_ops.judge.stopping import STOP_GATE
+from ragas_ops.judge.limits.budget import Budget, Spend
+from ragas_ops.judge.limits.shared_budget import SharedBudget
 from ragas_ops.judge.tokens import (
     MAX_EMBEDDING_TOKENS_PER_REQUEST,
     REQUEST_OVERHEAD_TOKENS,
@@ -70,7 +70,7 @@ from ragas_ops.judge.tokens import (
 )
 from ragas_ops.pricing import Price
 from ragas_ops.prompts import OutputParseError, OutputT, Prompt
-from ragas_ops.secrets import Secret, without_secret
+from ragas_ops.secrets import without_secret
 from ragas_ops.text import estimate_tokens
 
 MAX_ROOM_REQUESTS = 3
@@ -100,30 +100,44 @@ class _Call:
     row: RowTicket | None
 
 
-class OpenAIJudge:
-    """An OpenAI-compatible judge. Create one per run; `aclose()` it at the end."""
+class EngineJudge:
+    """A remote provider's judge: the engine around the provider's wire. Create one per run;
+    `aclose()` it at the end (it closes its wires)."""
 
     def __init__(
         self,
         settings: JudgeSettings,
-        api_key: Secret,
+        wire: ChatWire,
+        runtime: JudgeRuntime,
         prices: Mapping[str, Price],
+        *,
         cache: JudgeCache | None = None,
         rng: random.Random | None = None,
+        events: Counter[str] | None = None,
+        embeddings: EmbeddingWire | None = None,
     ) -> None:
+        """`events`: the counter the wire's shape counts in too (one per judge); `embeddings`:
+        the wire embeddings are asked of (None: this judge embeds nothing)."""
         self.settings = settings
-        self._api_key = api_key
-        self.base_url = effective_base_url(settings.endpoint.base_url)
-        self.endpoint = endpoint_name(self.base_url)
+        self._api_key = runtime.api_key
+        self._wire = wire
+        self._embeddings = embeddings
+        self._embeds_on_chat_wire = embeddings is wire  # type: ignore[comparison-overlap]
+        """One wire plays both roles (OpenAI's): closed once."""
+        self.endpoint = wire.endpoint
         """Where the judge is (no credentials): part of its name and of every cache key."""
-        self.events: Counter[str] = Counter()
+        self.events: Counter[str] = Counter() if events is None else events
         """Counts of what happened on the wire: retries by cause, repairs, cache hits."""
-        self._transport = Transport(settings.endpoint, api_key, self.base_url)
-        self._shape = shape_for(settings, self.events)
+        self._shape = wire.shape
         self._retry = RetryPolicy(
-            settings, api_key, self.endpoint, self.events, rng or random.Random(), shape=self._shape
+            settings,
+            runtime.api_key,
+            self.endpoint,
+            self.events,
+            rng or random.Random(),
+            shape=self._shape,
         )
-        self._admission = Admission(settings, self.endpoint, self.events)
+        self._admission = Admission(settings, self.endpoint, self.events, wire.rate_limits)
         self._accounting = Accounting(settings, prices)
         self._cache = cache or ResponseCache(None)
         self._cache.count_in(self.events)
@@ -131,11 +145,12 @@ class OpenAIJudge:
 
     @property
     def description(self) -> str:
-        return describe_judge(self.settings.endpoint.model, self.endpoint)
+        return describe_judge(self.settings.endpoint.model, self.endpoint, self._wire.kind)
 
     @property
     def embedding_description(self) -> str:
-        return describe_judge(self.settings.endpoint.embedding_model, self.endpoint)
+        endpoint = self.endpoint if self._embeddings is None else self._embeddings.endpoint
+        return describe_judge(self.settings.endpoint.embedding_model, endpoint, self._wire.kind)
 
     @property
     def total(self) -> Usage:
@@ -177,7 +192,9 @@ class OpenAIJudge:
 
     async def aclose(self) -> None:
         await self._admission.aclose()
-        await self._transport.aclose()
+        await self._wire.aclose()
+        if self._embeddings is not None and not self._embeds_on_chat_wire:
+            await self._embeddings.aclose()
 
     # -- chat ---------------------------------------------------------------------------------
 
@@ -361,8 +378,8 @@ class OpenAIJudge:
         request = Request(
             what=prompt.id,
             # Fitted at each attempt: a parameter learnt meanwhile is not sent again.
-            send=lambda options: self._transport.chat(messages, self._shape.fit(params), options),
-            read=read_chat_reply,
+            send=lambda options: self._wire.send_chat(messages, params, options),
+            read=self._wire.read_chat,
             tokens=self._admission.tokens_at_admission(prompt.id, prompt_tokens, max_completion),
             counted_besides_usage=schema_tokens(params),
             max_completion=max_completion,
@@ -457,13 +474,19 @@ class OpenAIJudge:
         return batches
 
     async def _embed_batch(self, texts: list[str], call: _Call) -> dict[str, np.ndarray[Any, Any]]:
+        wire, model = self._embeddings, self.settings.endpoint.embedding_model
+        if wire is None:
+            raise JudgeRejectedError(
+                f"{self.description} has no embeddings API: set judge.embedding_kind to a "
+                "provider that embeds (the local embedder, openai)"
+            )
         estimate = round(
             sum(estimate_tokens(text) for text in texts)
             * (1 + self.settings.limits.admission_margin)
         )
 
         def read(content_type: str, body: bytes) -> EmbeddingReply:
-            reply = read_embedding_reply(content_type, body)
+            reply = wire.read_embeddings(content_type, body)
             if sorted(reply.vectors) != list(range(len(texts))):
                 raise BadReplyError(
                     "wrong_shape", f"asked for {len(texts)} vectors, got {len(reply.vectors)}"
@@ -472,9 +495,7 @@ class OpenAIJudge:
 
         request = Request(
             what="embeddings",
-            send=lambda options: self._transport.embeddings(
-                self.settings.endpoint.embedding_model, texts
-            ),
+            send=lambda options: wire.send_embeddings(model, texts),
             read=read,
             tokens=estimate,
             counted_besides_usage=0,
@@ -531,15 +552,16 @@ class OpenAIJudge:
         try:
             raw = await request.send(request.options)
             reply = request.read(raw.content_type, raw.body)
-        except RETRIED_ERRORS as error:
-            if not never_sent(error):  # a connection that was never made is no request
+        except BaseException as error:
+            failure = self._failure_of(error, request)
+            if failure is None:  # a cancellation, a bug: it may have been sent
+                accounting.charge(spent, sent)
+                accounting.settle(request, reserved, Spend())
+                raise
+            if failure.sent:  # a connection that was never made is no request
                 accounting.charge(spent, sent)
             accounting.settle(request, reserved, Spend())  # not answered: no cost said
-            return self._failed(error, request, attempt)
-        except BaseException:  # a fatal class of error, a cancellation: it may have been sent
-            accounting.charge(spent, sent)
-            accounting.settle(request, reserved, Spend())
-            raise
+            return self._failed(failure, request, attempt)
         accounting.charge(spent, sent)
         usage = accounting.usage_of(request, reply)
         accounting.charge(spent, usage)
@@ -550,12 +572,20 @@ class OpenAIJudge:
             self._shape.confirm()
         return Attempt(reply=reply)
 
-    def _failed(self, error: Exception, request: Request, attempt: int) -> Attempt:
+    def _failure_of(self, error: BaseException, request: Request) -> Failure | None:
+        """What an attempt's error means: a reply that is no API reply (the engine's own
+        error), else as the wire that sent it says; None: not an attempt's failure."""
+        if isinstance(error, BadReplyError):
+            return Failure("bad_reply", code=error.kind, detail=str(error))
+        wire = self._wire if request.chat or self._embeddings is None else self._embeddings
+        return wire.failure_of(error)
+
+    def _failed(self, failure: Failure, request: Request, attempt: int) -> Attempt:
         """What the failed attempt means (the retry policy's), and what a 429 does to the
         pace (the admission's)."""
-        outcome = self._retry.failed(error, request, attempt)
+        outcome = self._retry.failed(failure, request, attempt)
         if outcome.capacity or outcome.rate_limited:
             self._admission.refund(request)  # refused before any work
-        if outcome.rate_limited and isinstance(error, openai.APIStatusError):
-            return self._admission.rate_limited(request, error.response.headers, outcome)
+        if outcome.rate_limited:
+            return self._admission.rate_limited(request, failure.headers, outcome)
         return outcome

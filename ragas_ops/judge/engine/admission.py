@@ -11,21 +11,17 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import Usage
+from ragas_ops.judge.engine.request import Attempt, Request
 from ragas_ops.judge.limits.account_buckets import Rates
 from ragas_ops.judge.limits.congestion import CongestionControl
 from ragas_ops.judge.limits.headroom import InFlight, in_reach, margin_tokens
-from ragas_ops.judge.limits.provider import (
-    RateLimitHeaders,
-    TokenCounting,
-    cause_of_429,
-    rate_limit_headers,
-)
+from ragas_ops.judge.limits.provider import RateLimitHeaders, TokenCounting, cause_of_429
 from ragas_ops.judge.limits.rate_limit import Admitted, PrioritySlots, RateLimiter
 from ragas_ops.judge.limits.shared_budget import (
     SharedBudget,
@@ -33,7 +29,6 @@ from ragas_ops.judge.limits.shared_budget import (
     shared_budget_for,
     static_rates,
 )
-from ragas_ops.judge.openai.request import Attempt, Request
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +41,17 @@ note in the manifest and the report), once a run."""
 class Admission:
     """Admits requests at the account's pace; learns from every answer and every 429."""
 
-    def __init__(self, settings: JudgeSettings, endpoint: str, events: Counter[str]) -> None:
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        endpoint: str,
+        events: Counter[str],
+        rate_limits: Callable[[Mapping[str, str]], RateLimitHeaders],
+    ) -> None:
+        """`rate_limits` reads the provider's rate-limit signals from a reply's headers (its
+        wire's `rate_limits`)."""
         limits = settings.limits
+        self._rate_limits = rate_limits
         static = static_rates(limits, settings.shared_budget)
         self.limiter = RateLimiter(
             static.rpm, static.tpm, burst_seconds=limits.provider_burst_seconds
@@ -127,7 +131,7 @@ class Admission:
             + self._counting.counted(request.max_completion, completion)
         )
         self.limiter.settle(request.tokens, counted)
-        said = rate_limit_headers(headers)
+        said = self._rate_limits(headers)
         self._keep_to_stated_limits(said)
         if request.chat:
             self._learn_counting(completion, said)
@@ -240,7 +244,7 @@ class Admission:
         headers say the budget is spent, or the share of 429s follows the pace); otherwise
         only this request waits its Retry-After, and the others go on."""
         wait = outcome.retry_after or 0.0
-        said = rate_limit_headers(headers)
+        said = self._rate_limits(headers)
         self._keep_to_stated_limits(said)
         if self._counting.learner is not None and request.chat:
             self._counting.learner.refused()

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 
 from ragas_ops.config import JudgeSettings
 from ragas_ops.judge.base import JudgeFatalError, RowTicket, Usage
+from ragas_ops.judge.engine.chat_request import chat_messages
+from ragas_ops.judge.engine.request import Request
+from ragas_ops.judge.engine.tiers import answered_tier
+from ragas_ops.judge.engine.wire import ChatReply, EmbeddingReply, ReportedUsage
 from ragas_ops.judge.limits.budget import Budget, Spend
 from ragas_ops.judge.limits.priority import Decision, RowAdmission
-from ragas_ops.judge.openai.chat_request import chat_messages
-from ragas_ops.judge.openai.replies import ChatReply, EmbeddingReply, ReportedUsage
-from ragas_ops.judge.openai.request import Request
-from ragas_ops.judge.openai.tiers import answered_tier
 from ragas_ops.judge.tokens import estimate_chat_tokens
 from ragas_ops.pricing import Price, price_for
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragas_ops.judge.base import RowTicket
+from ragas_ops.judge.engine.wire import RawReply
 from ragas_ops.judge.limits.budget import Spend
 from ragas_ops.judge.limits.priority import priority_of
-from ragas_ops.judge.openai.transport import RawReply
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Which service tier each request is sent on: flex processing, its capacity 429s, the
-fall-back to the standard tier and the deadline (docs/flex-tier.md).
+fall-back to the standard tier and the deadline (docs/flex-tier.md). The provider's wire says
+which 429 is a capacity one (`wire.Failure.kind == "capacity"`); the rest is the same for any
+provider with a flex-like tier.
 
 OpenAI's flex tier answers Chat Completions at the Batch API's price, more slowly, and now and
 then with a 429 "resource unavailable": the tier has no capacity for the request, which says
@@ -19,9 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import openai
-
-from ragas_ops.judge.openai.spec import FlexSpec, parse_flex_deadline
+from ragas_ops.judge.engine.spec import FlexSpec, parse_flex_deadline
 from ragas_ops.judge.spec import EndpointSpec
 
 STANDARD_TIER = "default"
@@ -31,25 +31,12 @@ BATCH_TIER = "batch"
 """The tier of requests answered through the Batch API (`judge.mode = batch`)."""
 FLEXIBLE_TIERS = frozenset({"flex", "auto"})
 """Tiers whose requests may be refused for capacity (`auto` may be the project's flex)."""
-CAPACITY_ERROR_CODES = frozenset({"resource_unavailable"})
-CAPACITY_ERROR_MESSAGE = "resource unavailable"
 CAPACITY_BACKOFF_BASE_SECONDS = 1.0
 CAPACITY_BACKOFF_CAP_SECONDS = 60.0
 CAPACITY_429S_PER_ATTEMPT = 4
 """Without a fall-back, a request gives up after this many capacity 429s per attempt."""
 SECONDS_PER_DAY = 86_400.0
 HALF_A_DAY = SECONDS_PER_DAY / 2
-
-
-def is_capacity_error(error: openai.RateLimitError) -> bool:
-    """A flex capacity 429 ("resource unavailable"), not the account's rate limit."""
-    body = error.body if isinstance(error.body, dict) else {}
-    inner = body.get("error", body)
-    if not isinstance(inner, dict):
-        return False
-    if inner.get("code") in CAPACITY_ERROR_CODES or inner.get("type") in CAPACITY_ERROR_CODES:
-        return True
-    return CAPACITY_ERROR_MESSAGE in str(inner.get("message") or "").lower()
 
 
 def may_lack_capacity(sent_tier: str | None) -> bool:
