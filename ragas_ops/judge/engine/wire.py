@@ -160,7 +160,12 @@ class Fitting(Protocol):
         """Output tokens a reply may spend reasoning before its visible answer."""
 
     def saw_reasoning(self, tokens_per_reply: int) -> None:
-        """A reply spent this many reasoning tokens: later budgets hold room for them."""
+        """A complete reply spent this many reasoning tokens: later budgets hold room for
+        them."""
+
+    def room_ceiling(self, visible: int) -> int:
+        """The most output tokens one request of a prompt whose answer needs at most
+        `visible` may get (the model's output limit at most)."""
 
     def learn(self, param: str | None, code: str | None, message: str) -> bool:
         """Whether a refusal of `param` is one the shape adapts to: then ask again."""

@@ -84,6 +84,10 @@ class JudgeServerConfig:
     # headers with these values (over the buckets' own, and without any bucket), e.g.
     # {"x-ratelimit-remaining-tokens": "inf"}: odd numbers a client must not trip on.
     header_overrides: dict[str, str] = field(default_factory=dict)
+    # Play a reasoning model that reasons to its limit: every reply of a reasoning model
+    # spends all of its `max_completion_tokens` on hidden reasoning, billed as output, and
+    # comes back `finish_reason: length` with no visible answer, however much room it gets.
+    reason_to_limit: bool = False
 
 
 # The kinds of replies that are not API replies, by the setting that makes them (one draw
