@@ -111,7 +111,7 @@ def test_a_limit_stated_far_below_the_configured_one_is_said_once(
     gateway(header_overrides={"x-ratelimit-limit-requests": "300000"})
     write_logs(lake, DAY, sample_interactions(20, seed=82, day=DAY))
 
-    with said_by("ragas_ops.judge.openai.admission") as said:
+    with said_by("ragas_ops.judge.engine.admission") as said:
         run = run_dag()
 
     assert state(run) == "success"

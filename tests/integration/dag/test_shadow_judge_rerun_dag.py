@@ -5,11 +5,13 @@ as failed in the manifest, the report and the quality page."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from ragas_ops_testing.judge_process import free_port
+from ragas_ops_testing.judge_server import JudgeServer
 
 from ragas_ops.cli.main import main
 from ragas_ops.config import settings_from_environment
@@ -88,3 +90,23 @@ def test_a_candidate_whose_endpoint_is_down_is_shown_failed_in_manifest_report_a
     settings = settings_from_environment()
     page = render_page(load_overview(locate(str(warehouse(lake))), settings, selected=DAY), "/rag")
     assert "shadow judge failed</span> The shadow judge failed on 2 of 2 chunk(s)" in page
+
+
+def test_a_slow_candidate_is_cut_at_its_bound_and_shown_failed(
+    lake: Path, monkeypatch: pytest.MonkeyPatch, start_judge_server: Callable[..., JudgeServer]
+) -> None:
+    """A candidate answering each request after 30 s (its retries and repairs would hold the
+    chunk's task for minutes): its part of the task ends at candidate_max_seconds."""
+    slow = start_judge_server(latency_ms=30_000)
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_MODEL", "test-judge-shadow")
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_BASE_URL", slow.base_url)
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_SAMPLE", str(SHARE))
+    monkeypatch.setenv("RAGAS_OPS_JUDGE_CANDIDATE_MAX_SECONDS", "2")
+    write_logs(lake, DAY, sample_interactions(ROWS, seed=73, day=DAY))
+
+    assert state(run_dag(DAY)) == "success"
+
+    candidate = manifest_of(lake, DAY)["candidate"]
+    assert candidate["status"] == "failed"
+    for failed in candidate["failed_chunks"]:
+        assert "not done within judge.candidate_max_seconds (2 s)" in failed["error"]
