@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args, get_type_hints
 from urllib.parse import urlsplit
 
 from ragas_ops.contract.inputs import ColumnMapping, SizeBudget
+from ragas_ops.contract.logs import ReadLimits
 from ragas_ops.criteria.spec import CriterionSpec, read_criteria
 from ragas_ops.judge.anthropic.spec import AnthropicSpec
 from ragas_ops.judge.azure.spec import AzureSpec
@@ -238,6 +239,18 @@ class PipelineSettings:
     stale_staging_hours: float = field(default=48.0, metadata={"minimum": 0})
     """Staging folders of other runs of a day older than this are a crashed run's leftovers:
     the day's next publish deletes them (longer than a batch-mode wait)."""
+    max_log_line_bytes: int = at_least_one(16_777_216)
+    """A JSON Lines or CSV file with a longer line is rejected by name as it streams in,
+    before it is read whole (16 MiB: far above the size budget's texts)."""
+    max_log_cell_bytes: int = at_least_one(16_777_216)
+    """A CSV file with a longer cell (a quoted one may span lines) is rejected by name."""
+    max_input_columns: int = at_least_one(1_000)
+    """An input file (Parquet, JSON Lines, CSV) with more columns is rejected by name, from
+    its footer or its header, before its rows are read."""
+
+    def read_limits(self) -> ReadLimits:
+        """The bounds every input file is read within (`contract.logs.ReadLimits`)."""
+        return ReadLimits(self.max_log_line_bytes, self.max_log_cell_bytes, self.max_input_columns)
 
 
 CATALOG_SCHEMES = ("sqlite", "postgresql", "mysql", "mariadb", "mssql", "oracle")

@@ -515,7 +515,7 @@ def _read_groups(
     mapping = settings.columns
     contract = [mapping.question, mapping.contexts, mapping.answer]
     if is_text_log(path):  # no row groups: the whole file is one, as `score` reads it
-        table = read_text_log_or_fail(filesystem, path, mapping)
+        table = read_text_log_or_fail(filesystem, path, mapping, settings.pipeline.read_limits())
         check_columns(table.schema, mapping)
         has_id = ROW_ID_COLUMN in table.column_names
         present = [name for name in extra if name in table.column_names]

@@ -31,7 +31,13 @@ from ragas_ops.contract.inputs import (
     schema_with_contract_names,
     with_contract_names,
 )
-from ragas_ops.contract.logs import TEXT_LOG_SUFFIXES, is_text_log, read_text_log
+from ragas_ops.contract.logs import (
+    DEFAULT_READ_LIMITS,
+    TEXT_LOG_SUFFIXES,
+    ReadLimits,
+    is_text_log,
+    read_text_log,
+)
 from ragas_ops.secrets import Secret
 
 # pyarrow.dataset's first import registers an atexit hook, which fails when the first Parquet
@@ -274,11 +280,17 @@ class Footer:
     bytes: int
 
 
-def read_footer(filesystem: pafs.FileSystem, path: str, columns: ColumnMapping) -> Footer:
-    """The footer of a Parquet file, or a StorageError naming the file and what is wrong. A
-    JSON Lines or CSV log has none: it is read whole, in the shape `columns` gives it."""
+def read_footer(
+    filesystem: pafs.FileSystem,
+    path: str,
+    columns: ColumnMapping,
+    limits: ReadLimits = DEFAULT_READ_LIMITS,
+) -> Footer:
+    """The footer of a Parquet file, or a StorageError naming the file and what is wrong
+    (with more than `limits.columns` columns, too). A JSON Lines or CSV log has none: it is
+    read whole, in the shape `columns` gives it, within `limits`."""
     if is_text_log(path):
-        table = read_text_log_or_fail(filesystem, path, columns)
+        table = read_text_log_or_fail(filesystem, path, columns, limits)
         size = filesystem.get_file_info(path).size
         return Footer(path, table.schema, table.num_rows, int(size or 0))
     try:
@@ -291,18 +303,31 @@ def read_footer(filesystem: pafs.FileSystem, path: str, columns: ColumnMapping) 
     except (OSError, pa.ArrowException) as error:
         _raise_if_unreachable(filesystem, path)
         raise StorageError(f"{path}: not a readable Parquet file: {error}") from None
+    if len(schema) > limits.columns:
+        raise StorageError(
+            f"{path}: the file has {len(schema):,} columns, more than {limits.columns:,} "
+            "(pipeline.max_input_columns)"
+        )
     return Footer(path, schema, int(metadata.num_rows), int(info.size or 0))
 
 
 def read_text_log_or_fail(
-    filesystem: pafs.FileSystem, path: str, columns: ColumnMapping
+    filesystem: pafs.FileSystem,
+    path: str,
+    columns: ColumnMapping,
+    limits: ReadLimits = DEFAULT_READ_LIMITS,
 ) -> pa.Table:
     """A JSON Lines or CSV log, whole (`contract.logs`), or a StorageError naming the file and
     what is wrong with it (an outage is itself)."""
     try:
-        return read_text_log(filesystem, path, columns)
+        return read_text_log(filesystem, path, columns, limits)
     except ContractError as error:
         raise StorageError(f"{path}: {error}") from None
+    except MemoryError:  # one file too large for this worker: that file's rejection
+        raise StorageError(
+            f"{path}: the file does not fit in this worker's memory once parsed; split it "
+            "or lower pipeline.max_log_line_bytes"
+        ) from None
     except (OSError, pa.ArrowException) as error:
         _raise_if_unreachable(filesystem, path)
         raise StorageError(f"{path}: not a readable log file: {error}") from None
@@ -330,10 +355,15 @@ def _raise_if_unreachable(filesystem: pafs.FileSystem, path: str) -> None:
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`table` with the columns of `schema`, in its order (missing ones null)."""
+    """`table` with the columns of `schema`, in its order (missing ones null): one lookup
+    per column, so linear in the columns (a name looked up in `table.column_names` built
+    that list again for each column: 100,000 columns took minutes)."""
+    index: dict[str, int] = {}
+    for position, name in enumerate(table.column_names):
+        index.setdefault(name, position)
     columns = [
-        table.column(f.name).cast(f.type)
-        if f.name in table.column_names
+        table.column(index[f.name]).cast(f.type)
+        if f.name in index
         else pa.nulls(table.num_rows, f.type)
         for f in schema
     ]
@@ -359,6 +389,8 @@ def read_files(
     schema: pa.Schema,
     batch_rows: int,
     columns: ColumnMapping,
+    *,
+    limits: ReadLimits = DEFAULT_READ_LIMITS,
 ) -> Iterator[pa.Table]:
     """The files' rows, in order, as tables of at most `batch_rows` rows with `schema`; a file
     whose data cannot be decoded is a StorageError naming it. A JSON Lines or CSV log is read
@@ -366,7 +398,7 @@ def read_files(
     (`contract.row_ids`) when `schema` has an `id` column of text."""
     for path in paths:
         if is_text_log(path):
-            table = read_text_log_or_fail(filesystem, path, columns)
+            table = read_text_log_or_fail(filesystem, path, columns, limits)
             for start in range(0, table.num_rows, batch_rows):
                 rows = table.slice(start, batch_rows)
                 yield in_day_schema(rows, schema, path, start, columns)

@@ -46,9 +46,10 @@ def run_compare(options: argparse.Namespace) -> int:
     if bool(options.input) == bool(options.first):
         raise ValueError("give either INPUT or --from and --to (days of the warehouse)")
     if options.input:
-        for line in estimate_lines(options.input, settings):
+        lines, bounds = estimate_lines(options.input, settings)
+        for line in lines:
             print(line, flush=True)
-        table = _compare_input(options.input, settings)
+        table = _compare_input(options.input, settings, bounds)
     else:
         table = _compare_days(options.first, options.last, settings)
     print("\n".join(table_lines(table)))
@@ -57,8 +58,18 @@ def run_compare(options: argparse.Namespace) -> int:
     return 0
 
 
-def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
-    """What both judges would spend on the sample, before anything is sent."""
+BOUND_FACTOR = 2.0
+"""Each judge's budget for a comparison over a folder: this many times its estimate. The
+estimate stands a reply in by the prompt's own output model; retries, repairs and longer
+replies cost more (one run spent 1.33x its estimate), so the printed "at most" is this
+budget, which the judge keeps (every request's most possible cost is held before it is sent):
+a row past it is `budget_exhausted`, never paid."""
+
+
+def estimate_lines(input_uri: str, settings: Settings) -> tuple[list[str], dict[str, float | None]]:
+    """What both judges would spend on the sample, before anything is sent, and the budget
+    each may spend (`BOUND_FACTOR` times its estimate, or `judge.budget_usd` when lower;
+    None: no bound, its model has no price)."""
     from ragas_ops.estimate import Prices, estimate_input
     from ragas_ops.judge.factory import capabilities
     from ragas_ops.scoring.shadow import candidate_settings, candidate_share
@@ -66,6 +77,7 @@ def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
     share = candidate_share(settings)
     lines = [f"estimate before any call (the sample: {share:g} of the rows, by row id):"]
     total: float | None = 0.0
+    bounds: dict[str, float | None] = {}
     for role, judged in (("judge", settings), ("candidate", candidate_settings(settings))):
         sampled = dataclasses.replace(
             judged, pipeline=dataclasses.replace(judged.pipeline, sample_fraction=share)
@@ -75,6 +87,7 @@ def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
         if not capabilities(judged.judge).endpoint:  # e.g. the local judge: no API request
             cost: float | None = 0.0
             line = f"the {judged.judge.kind} judge: {rows}, no API request, {_usd(cost)}"
+            bounds[role] = 0.0
         else:
             prices = Prices.of(judged)
             cost = prices.cost(tally, batch=False)
@@ -83,10 +96,21 @@ def estimate_lines(input_uri: str, settings: Settings) -> list[str]:
                 f"{prices.chat_model}: {rows}, {tally.chat_requests:,} requests, "
                 f"{tokens:,} chat tokens, {_usd(cost)}"
             )
+            configured = judged.judge.limits.budget_usd
+            bound = None if cost is None else cost * BOUND_FACTOR
+            if configured is not None:
+                bound = configured if bound is None else min(bound, configured)
+            bounds[role] = bound
         total = None if cost is None or total is None else total + cost
         lines.append(f"  {role:<10} {line}")
-    lines.append(f"  total at most {_usd(total)} (answers the cache holds are not paid again)")
-    return [*lines, ""]
+    values = list(bounds.values())
+    most = None if None in values else sum(value or 0.0 for value in values)
+    lines.append(
+        f"  total about {_usd(total)}, at most {_usd(most)}: each judge's budget here is "
+        f"{BOUND_FACTOR:g}x its estimate (or judge.budget_usd), a row past it is "
+        "budget_exhausted (answers the cache holds are not paid again)"
+    )
+    return [*lines, ""], bounds
 
 
 def shadow_estimate_lines(settings: Settings, estimate_for: Callable[[Settings], Any]) -> list[str]:
@@ -118,10 +142,12 @@ def shadow_estimate_lines(settings: Settings, estimate_for: Callable[[Settings],
     ]
 
 
-def _compare_input(input_uri: str, settings: Settings) -> pa.Table:
+def _compare_input(input_uri: str, settings: Settings, bounds: dict[str, float | None]) -> pa.Table:
     from ragas_ops.scoring.shadow import compare_folder
 
-    outcome = asyncio.run(compare_folder(input_uri, settings))
+    outcome = asyncio.run(
+        compare_folder(input_uri, settings, budgets=(bounds.get("judge"), bounds.get("candidate")))
+    )
     pick = outcome.pick
     print(
         f"scored {pick.chosen:,} of {pick.rows:,} rows with both judges"

@@ -5,7 +5,10 @@ JSON lines: day, row id, question, contexts, answer, and one empty column per me
 judge's score). A person fills the metric columns with 0, 0.5 or 1 (none / some / all; a blank
 cell is no label) and `import` checks the whole file (`labels.store.check_candidates`): a
 refused label is listed with its record and reason, and then nothing is written unless
-`--skip-refused` says to write the others.
+`--skip-refused` says to write the others. A file that is not one of records (a line that is
+not a JSON object, a line longer than `MAX_LINE_CHARS`, a labeller that is JSON, a number or
+not text) is refused whole before anything is checked, each such line named on a line of its
+own; a long line is never read whole.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from ragas_ops.config import ConfigError, Settings, load_settings
 from ragas_ops.contract.layout import Lake, parse_day
-from ragas_ops.labels.store import Candidate, Checked, check_candidates, queue_rows, write_labels
+from ragas_ops.labels.store import Candidate, Checked, add_labels, queue_rows
 from ragas_ops.metrics.criteria import register_criteria
 from ragas_ops.pipeline.aggregate import days_before
 from ragas_ops.tables.format import DayTables, day_tables
@@ -29,6 +32,9 @@ IMPORT_VERSION = "import/1"
 """`page_version` of the labels `ragas-ops labels import` writes."""
 FIXED_COLUMNS = ("dt", "row_id", "question", "contexts", "answer", "labeller")
 EXIT_REFUSED = 1
+MAX_LINE_CHARS = 4 << 20
+"""Longest line of an imported file (4 Mi characters): an exported row's contexts are at
+most the size budget's 120,000 characters, a few times over once quoted as JSON."""
 
 
 def add_labels_parser(commands: Any) -> None:
@@ -137,30 +143,70 @@ def _flat(
     return record
 
 
-def _records(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+class _LineTooLongError(ValueError):
+    """A line of the file is longer than MAX_LINE_CHARS."""
+
+
+def _bounded_lines(handle: Any) -> Iterator[str]:
+    """The file's lines, each read at most MAX_LINE_CHARS at a time: a longer one stops the
+    reading (a 200 MB cell is never held whole)."""
+    number = 0
+    while line := handle.readline(MAX_LINE_CHARS + 1):
+        number += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise _LineTooLongError(f"line {number:,} is longer than {MAX_LINE_CHARS:,} characters")
+        yield line
+
+
+def _records(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(number, record) of each record of the file, or (number, why it is not one)."""
     with path.open(encoding="utf-8-sig", newline="") as handle:  # spreadsheets add a BOM
-        if kind == "csv":
-            yield from csv.DictReader(handle)
-            return
-        for number, line in enumerate(handle, 1):
-            if line.strip():
+        try:
+            if kind == "csv":
+                csv.field_size_limit(MAX_LINE_CHARS)
+                yield from enumerate(csv.DictReader(_bounded_lines(handle)), 1)
+                return
+            for number, line in enumerate(_bounded_lines(handle), 1):
+                if not line.strip():
+                    continue
                 try:
-                    yield json.loads(line)
+                    record = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise ConfigError(f"{path}: line {number} is not JSON: {error.msg}") from None
+                    yield number, f"line {number} is not JSON: {error.msg}"
+                    continue
+                except RecursionError:
+                    yield number, f"line {number} is JSON nested too deep to read"
+                    continue
+                if isinstance(record, dict):
+                    yield number, record
+                else:
+                    yield number, f"line {number} is a JSON {type(record).__name__}, not an object"
+        except (_LineTooLongError, csv.Error) as error:
+            raise ConfigError(f"{path}: {error}: refused, nothing was read further") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not UTF-8 text: refused") from None
 
 
 def _candidates(
     options: argparse.Namespace, metrics: tuple[str, ...], shown: Sequence[str] = ()
 ) -> list[Candidate]:
-    found = []
-    for number, record in enumerate(
-        _records(options.input, _format(options.input, options.format)), 1
-    ):
+    """Every label the file gives; a ConfigError naming each record that is not one. `shown`:
+    the pass-through columns an export adds beside the labels (read as shown, never a label)."""
+    found, problems = [], []
+    for number, record in _records(options.input, _format(options.input, options.format)):
+        if isinstance(record, str):
+            problems.append(record)
+            continue
         missing = [name for name in ("dt", "row_id") if not record.get(name)]
         if missing:
-            raise ConfigError(f"{options.input}: record {number} has no {' or '.join(missing)}")
-        labeller = str(record.get("labeller") or options.labeller or "")
+            problems.append(f"record {number} has no {' or '.join(missing)}")
+            continue
+        labeller = record.get("labeller") or options.labeller or ""
+        if not isinstance(labeller, str):
+            problems.append(
+                f"record {number}: the labeller is JSON ({type(labeller).__name__}), not a name"
+            )
+            continue
         extra = [
             name
             for name in record
@@ -174,6 +220,11 @@ def _candidates(
             found.append(
                 Candidate(number, str(record["dt"]), str(record["row_id"]), metric, text, labeller)
             )
+    if problems:
+        raise ConfigError(
+            "\n".join(f"{options.input}: {problem}" for problem in problems)
+            + f"\n{len(problems)} malformed record(s): nothing was checked or written"
+        )
     return found
 
 
@@ -183,7 +234,9 @@ def _run_import(options: argparse.Namespace) -> int:
     metrics = settings.metrics.names
     candidates = _candidates(options, metrics, _shown_columns(settings))
     tables = _tables(settings)
-    checked = check_candidates(tables, candidates, metrics)
+    checked, written = add_labels(
+        tables, candidates, metrics, IMPORT_VERSION, write_with_refused=options.skip_refused
+    )
     _print_refused(checked)
     if checked.refused and not options.skip_refused:
         print(
@@ -192,7 +245,6 @@ def _run_import(options: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_REFUSED
-    written = write_labels(tables, checked, IMPORT_VERSION)
     print(
         f"{checked.accepted_count} label(s) added, {len(checked.refused)} refused, "
         f"in {len(written)} day(s)"

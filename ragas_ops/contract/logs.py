@@ -18,12 +18,18 @@ planned, checked and scored exactly as a Parquet one:
 
 A file that cannot be read so (a line that is not JSON, a column whose type changes from line
 to line, a timestamp that is not one) is a ContractError naming the file's problem; its day's
-plan rejects it by name, as it rejects a broken Parquet file.
+plan rejects it by name, as it rejects a broken Parquet file. So is a file over its
+`ReadLimits`: a line longer than `line_bytes` is found while the file streams in (nothing past
+it is read), a CSV header with more than `columns` names before anything is parsed, a cell
+longer than `cell_bytes` or a JSON array nested deeper than Python parses right after.
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,25 +54,146 @@ _JSON_BLOCK_BYTES = 16 << 20
 a key that first appears far into a file be found (a key absent from a line is null)."""
 
 
+_STREAM_BLOCK_BYTES = 1 << 20
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects a JSON line (or a CSV contexts cell) may have: far
+above any log's, and far below where parsers give out (pyarrow 26's JSON reader crashes the
+process, a segmentation fault, on a line nested 10,000 deep; Python's raises RecursionError)."""
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Bounds an input file is held to before it is read whole (`pipeline.max_log_line_bytes`,
+    `max_log_cell_bytes`, `max_input_columns`): a file over one is rejected naming it, and
+    the rest of its day is scored."""
+
+    line_bytes: int = field(default=16 << 20, metadata={"minimum": 1})
+    cell_bytes: int = field(default=16 << 20, metadata={"minimum": 1})
+    columns: int = field(default=1_000, metadata={"minimum": 1})
+
+
+DEFAULT_READ_LIMITS = ReadLimits()
+
+
 def is_text_log(path: str) -> bool:
     """Whether `path` names a JSON Lines or CSV log (by its suffix, in any case)."""
     return path.lower().endswith(TEXT_LOG_SUFFIXES)
 
 
-def read_text_log(filesystem: pafs.FileSystem, path: str, mapping: ColumnMapping) -> pa.Table:
+def read_text_log(
+    filesystem: pafs.FileSystem,
+    path: str,
+    mapping: ColumnMapping,
+    limits: ReadLimits = DEFAULT_READ_LIMITS,
+) -> pa.Table:
     """The whole JSON Lines or CSV file at `path`, in the contract's shape (see the module).
-    A file that cannot be read so is a ContractError saying why; an outage is an OSError."""
+    A file that cannot be read so, or is over `limits`, is a ContractError saying why; an
+    outage is an OSError."""
     import pyarrow as pa
 
     is_json = path.lower().endswith(JSON_SUFFIXES)
     with filesystem.open_input_stream(path, compression="detect") as stream:
-        data = bytes(stream.read())
+        data = bounded_read(stream, limits.line_bytes)
+    kind = "JSON Lines" if is_json else "CSV"
+    if is_json:
+        _check_depth(data)
+    else:
+        _check_header(data, limits.columns)
     try:
         table = _read_json(data) if is_json else _read_csv(data, mapping)
+        del data
+        _check_table(table, limits)
+        return shaped_log(table, mapping)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
-        kind = "JSON Lines" if is_json else "CSV"
         raise ContractError(f"not a readable {kind} log: {error}") from None
-    return shaped_log(table, mapping)
+    except RecursionError:  # a JSON cell nested thousands deep: Python's parser recurses
+        raise ContractError(
+            f"not a readable {kind} log: a JSON value is nested deeper than can be parsed"
+        ) from None
+
+
+def bounded_read(stream: Any, line_bytes: int) -> bytes:
+    """The stream's bytes, read a block at a time and refused (a ContractError naming the
+    line) as soon as one line is longer than `line_bytes`: a long line is never read whole."""
+    data = bytearray()
+    carry = line = 0  # bytes of the line in progress; lines ended so far
+    while block := stream.read(_STREAM_BLOCK_BYTES):
+        pieces = bytes(block).split(b"\n")
+        lengths = [carry + len(pieces[0]), *(len(piece) for piece in pieces[1:])]
+        longest = max(lengths)
+        if longest > line_bytes:
+            at = line + lengths.index(longest) + 1
+            raise ContractError(
+                f"line {at:,} is longer than {line_bytes:,} bytes (pipeline.max_log_line_bytes): "
+                "refused before reading the file further"
+            )
+        carry = lengths[-1]
+        line += len(pieces) - 1
+        data += block
+    return bytes(data)
+
+
+def _check_depth(data: bytes) -> None:
+    """Refuse JSON Lines nested deeper than MAX_JSON_DEPTH before a parser sees them. Only a
+    line with that many opening brackets can be (counted in C): such a line is measured."""
+    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
+        return
+    for number, line in enumerate(data.split(b"\n"), 1):
+        depth = json_depth(line)
+        if depth > MAX_JSON_DEPTH:
+            raise ContractError(
+                f"line {number:,} nests JSON {depth:,} deep, more than {MAX_JSON_DEPTH}: "
+                "refused before parsing"
+            )
+
+
+def json_depth(text: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest (strings skipped), exact above
+    MAX_JSON_DEPTH; below it, the count of its opening brackets (a bound, found in C)."""
+    if text.count(b"[") + text.count(b"{") <= MAX_JSON_DEPTH:
+        return text.count(b"[") + text.count(b"{")  # an upper bound, and within the limit
+    depth = deepest = 0
+    for token in _JSON_TOKENS.finditer(text):
+        kind = token.group()
+        if kind in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif kind in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def _check_header(data: bytes, columns: int) -> None:
+    """Refuse a CSV file whose header names more than `columns` columns, before parsing."""
+    header = data.split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    names = next(csv.reader([header]), [])
+    if len(names) > columns:
+        raise ContractError(
+            f"the CSV header has {len(names):,} columns, more than {columns:,} "
+            "(pipeline.max_input_columns)"
+        )
+
+
+def _check_table(table: pa.Table, limits: ReadLimits) -> None:
+    """Refuse a table over `limits`: too many columns, or a text cell too long."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table.num_columns > limits.columns:
+        raise ContractError(
+            f"the file has {table.num_columns:,} columns, more than {limits.columns:,} "
+            "(pipeline.max_input_columns)"
+        )
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue
+        longest = pc.max(pc.binary_length(column)).as_py()
+        if longest is not None and longest > limits.cell_bytes:
+            raise ContractError(
+                f"a cell of column {name!r} holds {longest:,} bytes, more than "
+                f"{limits.cell_bytes:,} (pipeline.max_log_cell_bytes)"
+            )
 
 
 def _read_json(data: bytes) -> pa.Table:
@@ -158,6 +285,12 @@ def _parsed_contexts(text: str | None, mapping: ColumnMapping) -> list[Any] | No
     as not a list."""
     if text is None:
         return None
+    depth = json_depth(text.encode())
+    if depth > MAX_JSON_DEPTH:
+        raise ContractError(
+            f"the contexts column {mapping.contexts!r} holds JSON nested {depth:,} deep, more "
+            f"than {MAX_JSON_DEPTH}: refused before parsing"
+        )
     try:
         items = json.loads(text)
     except json.JSONDecodeError:

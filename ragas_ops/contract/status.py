@@ -16,6 +16,10 @@ class Status(StrEnum):
     """The metric has no meaning for this row, e.g. faithfulness of an answer with no claims."""
     JUDGE_OUTPUT_INVALID = "judge_output_invalid"
     """The judge's reply did not follow the output format, even after one repair attempt."""
+    JUDGE_OUTPUT_CUT = "judge_output_cut"
+    """Every reply was cut at its output limit (`finish_reason: length`, no visible answer:
+    a reasoning model that reasoned to its limit), even with the most room a request of its
+    prompt may get: the row's spend stops there."""
     JUDGE_REJECTED = "judge_rejected"
     """The provider refused the request (HTTP 400/422, content filter)."""
     JUDGE_UNAVAILABLE = "judge_unavailable"

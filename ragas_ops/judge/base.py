@@ -248,6 +248,12 @@ class JudgeOutputError(JudgeRowError):
     status = Status.JUDGE_OUTPUT_INVALID
 
 
+class JudgeOutputCutError(JudgeRowError):
+    """Every reply was cut at its output limit, even with the most room its prompt may get."""
+
+    status = Status.JUDGE_OUTPUT_CUT
+
+
 class Judge(Protocol):
     """What every judge (OpenAI-compatible, local) offers to metrics."""
 

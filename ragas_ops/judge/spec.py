@@ -155,6 +155,10 @@ class CandidateSpec:
     """The candidate's requests per minute (providers limit each model apart); none: `rpm`."""
     tpm: int | None = positive(None, key="candidate_tpm")
     """The candidate's tokens per minute; none: `tpm`."""
+    max_seconds: float = positive(120.0, key="candidate_max_seconds")
+    """Most seconds the candidate may add to a chunk's scoring task: past it, its sample of
+    the chunk is left out and recorded as failed (a slow or failing candidate's retries never
+    hold the published scores back longer)."""
 
     @property
     def enabled(self) -> bool:

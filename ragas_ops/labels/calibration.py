@@ -30,6 +30,7 @@ import numpy as np
 from ragas_ops.labels.agreement import agreement
 from ragas_ops.labels.ppi import ppi_mean
 from ragas_ops.labels.queue import ALL, NULL_SEGMENT, row_id_texts
+from ragas_ops.labels.store import unique_labels
 from ragas_ops.sampling import ROW_ID_COLUMN
 
 if TYPE_CHECKING:
@@ -99,10 +100,10 @@ def labelled_pairs(
     status, judge and segments, and its weight (none, and no day read, without labels)."""
     metrics, segments = settings.metrics.names, settings.pipeline.segments
     labels: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    for table in tables.read_labels(window_days(day, settings.labels.window_days)):
-        for row in table.select(["dt", "row_id", "metric", "label"]).to_pylist():
-            if row["metric"] in metrics:
-                labels[(str(row["dt"]), row["row_id"], row["metric"])].append(row["label"])
+    # one label per person, row and metric, whatever writers raced to store
+    for label in unique_labels(tables, window_days(day, settings.labels.window_days)):
+        if label["metric"] in metrics:
+            labels[(str(label["dt"]), label["row_id"], label["metric"])].append(label["label"])
     columns = [
         ROW_ID_COLUMN,
         "judge",

@@ -4,15 +4,33 @@ people to label (the page, `ragas-ops labels export`).
 
 A label is refused, with its reason, when its row is not in its day's queue (a label of a row
 chosen by hand would bias the corrected mean), its value is not one of the three levels, its
-metric is not scored, its labeller is missing, or the same person labelled the same row and
-metric already (in the warehouse, or earlier in the same batch). A batch is checked whole
-before anything is written, and each day's share of it is one file (or one Iceberg commit).
+metric is not scored, its labeller is missing or not a plain name, or the same person
+labelled the same row and metric already (in the warehouse, or earlier in the same batch). A
+batch is checked whole before anything is written, and each day's share of it is one file (or
+one Iceberg commit).
+
+One label per person, row and metric is kept where labels are written: `add_labels` checks
+and writes under one lock (a process's threads, and the processes of one machine through a
+lock file beside a local warehouse's labels), so two saves of the same label at once (a
+double click, a browser's retry) store it once. An s3:// warehouse's writers on several
+machines share no lock: readers (`existing_keys`, `queue_rows`, the calibration's
+`unique_labels`) keep one label per key whatever is stored, the earliest.
+
+A labeller's name is normalised once, here (`labeller_name`): Unicode NFC, white space
+stripped and runs of it made one space, then casefolded, so `ana`, `ana `, ` Ana` are one
+person. A name is plain text: one beginning with a spreadsheet formula's sign (`=`, `+`,
+`-`, `@`), holding control characters, looking like JSON (an object, a list) or a number, or
+longer than `MAX_LABELLER_CHARS` is refused.
 """
 
 from __future__ import annotations
 
+import re
+import threading
+import unicodedata
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -31,6 +49,46 @@ if TYPE_CHECKING:
 
 LABEL_KEY = ("dt", "row_id", "metric", "labeller")
 """What makes a label a duplicate of another: one person, one row, one metric."""
+MAX_LABELLER_CHARS = 100
+FORMULA_SIGNS = ("=", "+", "-", "@")
+"""What a spreadsheet reads a cell beginning with as a formula (OWASP's CSV injection list,
+with tab and carriage return, which are control characters here)."""
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def labeller_name(name: str) -> str:
+    """A labeller's name as labels are keyed and stored: NFC, stripped, inner white space one
+    space, casefolded (`ana`, `ana `, ` Ana` are one person)."""
+    return " ".join(unicodedata.normalize("NFC", name).split()).casefold()
+
+
+def labeller_problem(name: object) -> str | None:
+    """Why `name` cannot name a labeller (None: it can): it must be plain text."""
+    if not isinstance(name, str):
+        return f"the labeller is {type(name).__name__}, not a name"
+    text = labeller_name(name)
+    checks = (
+        (not text, "no labeller: who labelled it?"),
+        (
+            len(text) > MAX_LABELLER_CHARS,
+            f"the labeller's name is longer than {MAX_LABELLER_CHARS} characters",
+        ),
+        (
+            text.startswith(FORMULA_SIGNS),
+            f"the labeller's name begins with {text[:1]!r}, a spreadsheet formula's sign",
+        ),
+        (
+            any(unicodedata.category(char).startswith("C") for char in text),
+            "the labeller's name holds control or invisible characters",
+        ),
+        (
+            text.startswith(("{", "[")) or _NUMBER.fullmatch(text) is not None,
+            "the labeller's name is JSON or a number, not a name",
+        ),
+    )
+    return next((reason for failed, reason in checks if failed), None)
 
 
 def labels_schema() -> pa.Schema:
@@ -116,11 +174,69 @@ def write_queue(tables: DayTables, day: str, scored: pa.Table, settings: Setting
 
 
 def existing_keys(tables: DayTables, days: Iterable[str]) -> set[tuple[str, str, str, str]]:
+    """The keys of the labels stored for `days`, the labeller's name normalised (labels
+    written before names were are keyed as they would be now)."""
     return {
-        (str(row["dt"]), row["row_id"], row["metric"], row["labeller"])
+        (str(row["dt"]), row["row_id"], row["metric"], labeller_name(str(row["labeller"])))
         for table in tables.read_labels(sorted(set(days)))
         for row in table.select(list(LABEL_KEY)).to_pylist()
     }
+
+
+def unique_labels(tables: DayTables, days: Sequence[str]) -> list[dict[str, Any]]:
+    """The labels stored for `days`, one per person, row and metric (the earliest; names
+    normalised): what every count and mean reads, whatever writers raced to store."""
+    found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    rows = [row for table in tables.read_labels(days) for row in table.to_pylist()]
+    rows.sort(key=lambda row: (row.get("labelled_at") is None, row.get("labelled_at")))
+    for row in rows:
+        name = labeller_name(str(row["labeller"]))
+        found.setdefault((str(row["dt"]), row["row_id"], row["metric"], name), row)
+    return list(found.values())
+
+
+@contextmanager
+def labels_write_lock(tables: DayTables) -> Iterator[None]:
+    """Hold the lock labels are checked and written under: the process's, and a lock file's
+    beside a local warehouse's labels (an s3:// warehouse: the process's only)."""
+    warehouse = tables.lake.warehouse
+    with _WRITE_LOCKS_GUARD:
+        lock = _WRITE_LOCKS.setdefault(warehouse.uri, threading.Lock())
+    with lock:
+        import pyarrow.fs as pafs
+
+        if not isinstance(warehouse.filesystem, pafs.LocalFileSystem):
+            yield
+            return
+        import fcntl
+        from pathlib import Path
+
+        folder = Path(warehouse.child("labels").path)
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / ".write.lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def add_labels(
+    tables: DayTables,
+    candidates: Sequence[Candidate],
+    metrics: Sequence[str],
+    page_version: str,
+    *,
+    write_with_refused: bool = False,
+) -> tuple[Checked, list[str]]:
+    """Check `candidates` and write the accepted ones under `labels_write_lock`, so that no
+    other write comes between the check and the write; nothing is written when some are
+    refused unless `write_with_refused`. The check and where the labels went."""
+    with labels_write_lock(tables):
+        checked = check_candidates(tables, candidates, metrics)
+        if checked.refused and not write_with_refused:
+            return checked, []
+        return checked, write_labels(tables, checked, page_version)
 
 
 def check_candidates(
@@ -138,7 +254,8 @@ def check_candidates(
     known = existing_keys(tables, [day for day in days if queues[day]])
     checked, seen = Checked(), set()
     for candidate in candidates:
-        key = (candidate.day, candidate.row_id, candidate.metric, candidate.labeller)
+        name = labeller_name(candidate.labeller) if isinstance(candidate.labeller, str) else ""
+        key = (candidate.day, candidate.row_id, candidate.metric, name)
         value = parse_level(candidate.label, candidate.metric)
         reason = None
         if not queues[candidate.day]:
@@ -149,8 +266,8 @@ def check_candidates(
             reason = f"unknown metric {candidate.metric!r} (scored: {', '.join(metrics)})"
         elif value is None:
             reason = f"label {candidate.label!r} is not one of {allowed(candidate.metric)}"
-        elif not candidate.labeller.strip():
-            reason = "no labeller: who labelled it?"
+        elif (problem := labeller_problem(candidate.labeller)) is not None:
+            reason = problem
         elif key in known:
             reason = "a duplicate: this person labelled this row and metric already"
         elif key in seen:
@@ -166,7 +283,7 @@ def check_candidates(
                 "row_id": candidate.row_id,
                 "metric": candidate.metric,
                 "label": value,
-                "labeller": candidate.labeller.strip(),
+                "labeller": name,
             }
         )
     return checked
@@ -206,10 +323,11 @@ def queue_rows(
     if queue is None:
         return []
     metrics = settings.metrics.names
+    who = None if labeller is None else labeller_name(labeller)
     done: dict[str, set[str]] = {}
     for table in tables.read_labels([day]):
         for row in table.select(["row_id", "metric", "labeller"]).to_pylist():
-            if labeller is None or row["labeller"] == labeller:
+            if who is None or labeller_name(str(row["labeller"])) == who:
                 done.setdefault(row["row_id"], set()).add(row["metric"])
     columns = settings.columns
     texts = (columns.question, columns.contexts, columns.answer)

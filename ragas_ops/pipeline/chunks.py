@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from ragas_ops.config import Settings
 from ragas_ops.contract.inputs import ColumnMapping, repair_utf8, with_contract_names
 from ragas_ops.contract.layout import Lake
-from ragas_ops.contract.logs import is_text_log
+from ragas_ops.contract.logs import DEFAULT_READ_LIMITS, ReadLimits, is_text_log
 from ragas_ops.contract.outputs import output_schema
 from ragas_ops.pipeline.plan import Chunk
 from ragas_ops.scoring.scorer import Scorer
@@ -21,7 +21,9 @@ from ragas_ops.storage import in_day_schema, read_text_log_or_fail
 READ_BATCH_ROWS = 1024
 
 
-def read_slices(lake: Lake, chunk: Chunk, columns: ColumnMapping) -> Iterator[pa.Table]:
+def read_slices(
+    lake: Lake, chunk: Chunk, columns: ColumnMapping, limits: ReadLimits = DEFAULT_READ_LIMITS
+) -> Iterator[pa.Table]:
     """The chunk's rows, a batch at a time, reading only the row groups each slice needs (a
     JSON Lines or CSV log, which has none, is read whole, in the shape `columns` gives it).
 
@@ -34,7 +36,7 @@ def read_slices(lake: Lake, chunk: Chunk, columns: ColumnMapping) -> Iterator[pa
     schema = chunk.schema or chunk_schema(lake, chunk)
     for piece in chunk.slices:
         if is_text_log(piece.path):
-            log_rows = read_text_log_or_fail(filesystem, piece.path, columns)
+            log_rows = read_text_log_or_fail(filesystem, piece.path, columns, limits)
             for start in range(piece.start, piece.start + piece.rows, READ_BATCH_ROWS):
                 rows = min(READ_BATCH_ROWS, piece.start + piece.rows - start)
                 yield repair_utf8(
@@ -82,7 +84,8 @@ def _row_groups_for(metadata: Any, start: int, rows: int) -> tuple[list[int], in
 
 def chunk_tables(lake: Lake, chunk: Chunk, settings: Settings) -> Iterator[pa.Table]:
     """The chunk's rows in tables of `batch_rows` rows."""
-    return _rebatched(read_slices(lake, chunk, settings.columns), settings.batch_rows)
+    rows = read_slices(lake, chunk, settings.columns, settings.pipeline.read_limits())
+    return _rebatched(rows, settings.batch_rows)
 
 
 def _rebatched(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:

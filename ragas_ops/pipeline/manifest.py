@@ -134,6 +134,9 @@ def run_totals(chunk_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "modes": sorted({result.get("mode", "sync") for result in chunk_results}),
         "batches": [batch for result in chunk_results for batch in result.get("batches", [])],
         "scoring_seconds": round(sum(result["seconds"] for result in chunk_results), 3),
+        "provider_notes": sorted(
+            {note for result in chunk_results for note in result.get("provider_notes", ())}
+        ),
         "spend_by_attempt": {
             str(result.get("attempt", f"chunk-{result['index']}")): result["usage"]["cost_usd"]
             for result in chunk_results

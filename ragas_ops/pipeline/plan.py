@@ -213,7 +213,11 @@ def plan_day(lake: Lake, day: str, settings: Settings, *, allow_shrink: bool = F
     footers, unreadable = [], {}
     for path in paths:
         try:
-            footers.append(read_footer(folder.filesystem, path, settings.columns))
+            footers.append(
+                read_footer(
+                    folder.filesystem, path, settings.columns, settings.pipeline.read_limits()
+                )
+            )
             if settings.pipeline.verify_input_pages:
                 decode_check(folder.filesystem, path)
         except StorageError as error:

@@ -57,6 +57,8 @@ def chunk_result(
         "rate_limit_wait_seconds": round(float(getattr(judge, "rate_limit_wait_seconds", 0.0)), 3),
         # with no rpm/tpm set: the limits the provider stated, or the defaults kept
         "rate_limits": getattr(judge, "limits_note", None),
+        # what the provider said that the report tells (a limit far below the configured)
+        "provider_notes": list(getattr(judge, "provider_notes", ())),
         **extra,
     }
     log.info("%s", chunk_summary(result))

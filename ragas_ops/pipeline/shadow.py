@@ -7,11 +7,21 @@ chunk, so a task of its own would be mostly Airflow's per-task overhead, and it 
 for the pool behind the day's chunks; in the chunk's task it holds the slot the chunk already
 holds (one task, one judge at a time: the pool still counts what calls a judge), reads rows
 already planned, and a retry of the task scores it again from the cache. The candidate never
-fails the chunk: the published scores do not wait on it, and its failure is recorded.
+fails the chunk: the published scores do not wait on it, and its failure is recorded (the
+manifest's `candidate.status`, the report, the quality page). Its part of a chunk's task is
+cut at `judge.candidate_max_seconds`: a failing candidate's retries lengthen the task by at
+most that.
+
+The day's candidate rows are keyed as its scored table is, by chunk: one result per chunk
+index, the last one, so that the same chunk reported twice (a cleared task, a rerun) is
+merged once; each publish replaces the day's `candidate_scored` whole, and a publish whose
+candidate scored nothing removes the earlier run's (its comparison would describe scores
+this run replaced).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -56,18 +66,25 @@ async def score_candidate_chunk(
     pick = CandidatePick()
     # A few percent of the chunk: held in memory, so the row count is known before scoring.
     chosen = list(pick.of(chunk_tables(lake, chunk, settings), share))
+    limit = settings.judge.candidate.max_seconds
     try:
         shadow = candidate_settings(settings)
         judge = judge or build_judge(shadow, environ, s3=lake.s3)
         scorer = scorer_for(shadow, judge)
-        await score_into(
+        scoring = score_into(
             scorer,
             chosen,
             lake.candidate_chunk_file(day, run_id, chunk.index),
             chunk_output_schema(lake, chunk, scorer),
             expected_rows=pick.chosen,
         )
+        await asyncio.wait_for(scoring, timeout=limit)
     except Exception as error:  # the published scores do not wait on the shadow judge
+        if isinstance(error, TimeoutError):
+            error = TimeoutError(
+                f"not done within judge.candidate_max_seconds ({limit:g} s): its sample of "
+                "the chunk is left out"
+            )
         # The judge's own messages name the record's settings (judge.base_url...).
         message = redact(f"the shadow judge ([judge.candidate]): {type(error).__name__}: {error}")
         log.warning(
@@ -103,15 +120,16 @@ def publish_candidate(
     """Merge the chunks' candidate files into `candidate_scored/dt=D/` whole (None: no chunk
     ran a shadow judge). A chunk whose file is missing or holds other than the rows it says it
     scored is left out and named in `failed_chunks`, as one whose shadow judge failed: the
-    published day never waits on the shadow judge, and no partial chunk is kept."""
-    shadows = sorted(
-        (
-            (result["index"], result["candidate"])
-            for result in chunk_results
-            if result.get("candidate")
-        ),
-        key=lambda item: item[0],
-    )
+    published day never waits on the shadow judge, and no partial chunk is kept. One result
+    per chunk index (the last): a chunk reported twice is merged once. `status` says `ok`,
+    `partial` (some chunks failed) or `failed` (no candidate row: the day's earlier candidate
+    rows and comparison are removed, so that none describes scores this run replaced)."""
+    by_index = {
+        int(result["index"]): result["candidate"]
+        for result in chunk_results
+        if result.get("candidate")
+    }
+    shadows = sorted(by_index.items())
     if not shadows:
         return None
     failed = [
@@ -134,14 +152,31 @@ def publish_candidate(
         if file.exists():
             file.filesystem.delete_file(file.path)
     kept = [shadow for _, shadow in shadows if "usage" in shadow]
+    if not parquet:
+        for stale in (target, lake.day_file("judge_comparison", day)):
+            if stale.exists():
+                stale.filesystem.delete_file(stale.path)
+    failed.sort(key=lambda entry: entry["chunk"])
+    status = "failed" if not parquet else "partial" if failed else "ok"
+    if failed:
+        log.warning(
+            "the shadow judge failed on %d of %d chunk(s) of %s, e.g. chunk %d: %s",
+            len(failed),
+            len(shadows),
+            day,
+            failed[0]["chunk"],
+            failed[0]["error"],
+        )
     return {
+        "status": status,
+        "chunks": len(shadows),
         "table": target.uri if parquet else None,
         "rows": written,
         "judges": sorted({shadow["judge"] for shadow in kept}),
         "without_id": sum(shadow["without_id"] for _, shadow in shadows),
         "requests": sum(shadow["usage"]["requests"] for shadow in kept),
         "cost_usd": _total_cost(kept),
-        "failed_chunks": sorted(failed, key=lambda entry: entry["chunk"]),
+        "failed_chunks": failed,
         "publish_id": new_publish_id(),
     }
 

@@ -171,7 +171,11 @@ async def _checked_form(request: Request) -> dict[str, str]:
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
         raise HTTPException(413, "the form is too large")
-    form = {key: values[0] for key, values in parse_qs(body.decode()).items()}
+    try:  # a form of another encoding is the sender's mistake: a 400, never a 500
+        fields = parse_qs(body.decode("utf-8"), errors="strict", max_num_fields=100)
+    except (UnicodeDecodeError, ValueError):
+        raise HTTPException(400, "the form is not UTF-8 URL-encoded text") from None
+    form = {key: values[0] for key, values in fields.items()}
     if not csrf_ok(request.cookies.get(CSRF_COOKIE), form.get("csrf")):
         raise HTTPException(403, "missing or wrong CSRF token: reload the page")
     return form
@@ -216,7 +220,7 @@ class _LabelPages:
 
     def save(self, form: dict[str, str], day: str, who: str) -> tuple[int, list[str]]:
         """The labels chosen in `form`, checked and written; (saved, refusals)."""
-        from ragas_ops.labels.store import Candidate, check_candidates, write_labels
+        from ragas_ops.labels.store import Candidate, add_labels
         from ragas_ops.quality.labelling import PAGE_VERSION
 
         candidates = [
@@ -227,10 +231,10 @@ class _LabelPages:
         if not candidates:
             return 0, ["choose a level, or skip the row"]
         current, tables = self.tables()
-        checked = check_candidates(tables, candidates, current.metrics.names)
+        # checked and written under one lock: a double click stores one label
+        checked, _ = add_labels(tables, candidates, current.metrics.names, PAGE_VERSION)
         if checked.refused:
             return 0, [f"{refused.metric}: {refused.reason}" for refused in checked.refused]
-        write_labels(tables, checked, PAGE_VERSION)
         return checked.accepted_count, []
 
     @staticmethod

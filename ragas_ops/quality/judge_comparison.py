@@ -85,13 +85,23 @@ class Pairs:
 def paired_scores(
     scored: pa.Table, candidate: pa.Table, metrics: Sequence[str]
 ) -> dict[str, Pairs]:
-    """Each metric's pairs of the candidate's rows with the published rows, by row id."""
+    """Each metric's pairs of the candidate's rows with the published rows, by row id. Both
+    judges are named from every candidate row and every published row of the same ids, paired
+    or not: a day whose ids pair nothing still says who was compared."""
     record_rows = _single_rows(scored)
     candidate_rows = _single_rows(candidate)
     record = scored.to_pylist()
+    named = candidate.to_pylist()
+    candidate_ids = {row_id_text(row.get(ROW_ID_COLUMN)) for row in named} - {None}
+    candidates = {str(row["judge"]) for row in named if row.get("judge")}
+    judges = {
+        str(row["judge"])
+        for row in record
+        if row.get("judge") and row_id_text(row.get(ROW_ID_COLUMN)) in candidate_ids
+    }
     result: dict[str, Pairs] = {}
     for metric in metrics:
-        pairs = Pairs(rows=candidate.num_rows)
+        pairs = Pairs(rows=candidate.num_rows, judges=set(judges), candidates=set(candidates))
         for row in candidate.to_pylist():
             status = row.get(f"{metric}_status")
             row_id = row_id_text(row.get(ROW_ID_COLUMN))
@@ -272,6 +282,23 @@ def comparison_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
         "Per metric, on the rows both scored (pairs): both means, the difference "
         "(candidate - record) with a 95% paired bootstrap interval, and their agreement. "
         "These scores are not in the published ones nor in the daily means."
+    )
+
+
+def candidate_failure_sentence(candidate: Mapping[str, Any] | None) -> str | None:
+    """What a run's shadow judge failed on (the manifest's `candidate`), as one sentence;
+    None when it did not fail (or none is configured)."""
+    if not candidate or candidate.get("status", "ok") == "ok":
+        return None
+    failed = candidate.get("failed_chunks") or []
+    if not failed:
+        return None
+    chunks = candidate.get("chunks") or len(failed)
+    whole = candidate.get("status") == "failed"
+    return (
+        f"The shadow judge failed on {len(failed)} of {chunks} chunk(s)"
+        + (": no candidate row, no comparison this day" if whole else "")
+        + f". First error (chunk {failed[0]['chunk']}): {failed[0]['error']}"
     )
 
 

@@ -37,6 +37,7 @@ from ragas_ops.contract.layout import Lake, parse_day, report_of_path, report_pa
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.judge_comparison import (
     COMPARISON_HEADER,
+    candidate_failure_sentence,
     comparison_cells,
     comparison_sentence,
     switch_offset,
@@ -132,6 +133,8 @@ class DayRun:
     """The run's alarm of a broken input (`pipeline.input_health`): no quiet day."""
     model_warnings: tuple[str, ...] = ()
     """The judge's models its endpoint said shut down soon (the plan's `model_warnings`)."""
+    candidate_failure: str | None = None
+    """What the run's shadow judge failed on (`candidate_failure_sentence`), if it did."""
 
 
 @dataclass(frozen=True)
@@ -305,6 +308,7 @@ def day_runs(lake: Lake, day: str) -> list[DayRun]:
                     str(manifest.get("created_at") or ""),
                     manifest.get("input_alarm") or None,
                     tuple((manifest.get("plan") or {}).get("model_warnings") or ()),
+                    candidate_failure_sentence(manifest.get("candidate")),
                 )
             )
     return sorted(runs, key=lambda run: run.created_at, reverse=True)
@@ -461,7 +465,23 @@ def _selected_banner(overview: QualityOverview) -> str:
     verdict_banner = (
         f"<div class='banner {_esc(tone)}'>{_verdict_badge(tone)} {_esc(report.summary)}</div>"
     )
-    return _alarm_banner(verdict.runs) + _shutdown_banner(verdict.runs) + verdict_banner
+    return (
+        _alarm_banner(verdict.runs)
+        + _shutdown_banner(verdict.runs)
+        + _candidate_banner(verdict.runs)
+        + verdict_banner
+    )
+
+
+def _candidate_banner(runs: Sequence[DayRun]) -> str:
+    """The latest run's word that its shadow judge failed (never a silent absence)."""
+    failure = runs[0].candidate_failure if runs else None
+    if failure is None:
+        return ""
+    return (
+        "<div class='banner warn candidate-failed'><span class='badge warn'>shadow judge "
+        f"failed</span> {_esc(failure)}</div>"
+    )
 
 
 def _latest_alarm(runs: Sequence[DayRun]) -> dict[str, str] | None:

@@ -157,7 +157,11 @@ def input_schema(source: Location, settings: Settings) -> InputFiles:
     footers, unreadable = [], []
     for path in paths:
         try:
-            footers.append(read_footer(source.filesystem, path, settings.columns))
+            footers.append(
+                read_footer(
+                    source.filesystem, path, settings.columns, settings.pipeline.read_limits()
+                )
+            )
         except StorageError as error:  # names the file; an outage is not a StorageError
             unreadable.append(str(error))
     output_names = output_column_names(settings.metrics.names)
@@ -216,7 +220,12 @@ async def score_file(
     tables = (
         repair_utf8(table)
         for table in read_files(
-            source.filesystem, paths, schema, settings.batch_rows, settings.columns
+            source.filesystem,
+            paths,
+            schema,
+            settings.batch_rows,
+            settings.columns,
+            limits=settings.pipeline.read_limits(),
         )
     )
     remove_leftovers(target)  # the staging files of a killed earlier run of this output

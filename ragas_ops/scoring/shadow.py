@@ -116,6 +116,14 @@ def _embedding_kind(own: str | None, candidate: str, record: str) -> str | None:
     return record
 
 
+def _with_budget(settings: Settings, budget_usd: float | None) -> Settings:
+    """`settings` whose judge may spend at most `budget_usd` (None or 0: as they are)."""
+    if not budget_usd:
+        return settings
+    limits = dataclasses.replace(settings.judge.limits, budget_usd=budget_usd)
+    return dataclasses.replace(settings, judge=dataclasses.replace(settings.judge, limits=limits))
+
+
 @dataclass
 class FolderComparison:
     """`compare-judges` over a folder: the comparison and what each judge did for it."""
@@ -135,10 +143,13 @@ async def compare_folder(
     *,
     judge: Judge | None = None,
     candidate: Judge | None = None,
+    budgets: tuple[float | None, float | None] = (None, None),
 ) -> FolderComparison:
     """Score the candidate's sample of a Parquet file or folder with both judges and compare
     them (the judge of record's answers come from the cache when the rows were scored
-    before). Nothing is written."""
+    before). Nothing is written. `budgets`: the most each judge (record, candidate) may
+    spend in USD, over `judge.budget_usd` (None: as configured; 0: a judge with no API
+    request)."""
     from ragas_ops.contract.inputs import repair_utf8
     from ragas_ops.judge.factory import build_judge
     from ragas_ops.quality.judge_comparison import compare_judges, paired_scores
@@ -153,7 +164,12 @@ async def compare_folder(
     share = candidate_share(settings)
     pick = CandidatePick()
     tables = read_files(
-        source.filesystem, inputs.paths, inputs.schema, settings.batch_rows, settings.columns
+        source.filesystem,
+        inputs.paths,
+        inputs.schema,
+        settings.batch_rows,
+        settings.columns,
+        limits=settings.pipeline.read_limits(),
     )
     chosen = list(pick.of((repair_utf8(table) for table in tables), share))
     if not pick.chosen:
@@ -163,6 +179,10 @@ async def compare_folder(
         )
     record = dataclasses.replace(
         settings, pipeline=dataclasses.replace(settings.pipeline, sample_fraction=1.0)
+    )
+    record, shadow = (
+        _with_budget(judged, budget)
+        for judged, budget in zip((record, shadow), budgets, strict=True)
     )
     scorers = (
         scorer_for(record, judge or build_judge(record), metrics),

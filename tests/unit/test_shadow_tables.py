@@ -149,3 +149,48 @@ def test_a_chunk_whose_candidate_file_is_not_what_it_scored_is_left_out_not_the_
     kept = pq.read_table(lake.day_file("candidate_scored", DAY).path)
     assert kept["id"].to_pylist() == rows["id"].to_pylist()[:4]
     assert not list(Path(lake.staging_day(DAY).path).rglob("*.parquet"))
+    assert published["status"] == "partial"
+
+
+def test_a_chunk_reported_twice_is_merged_once(tmp_path: Path) -> None:
+    """A cleared or rerun task's result beside the first one: 42 rows for 21 ids before."""
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    rows = fake_scored_day(DAY, 21, seed=7, judge="openai:gpt-5-mini")
+    file = lake.candidate_chunk_file(DAY, RUN_ID, 0)
+    Path(file.path).parent.mkdir(parents=True)
+    pq.write_table(rows, file.path)
+    result = {
+        "index": 0,
+        "candidate": {
+            "rows": 21,
+            "without_id": 0,
+            "judge": "openai:gpt-5-mini",
+            "usage": {"requests": 3, "cost_usd": 0.01},
+        },
+    }
+
+    published = publish_candidate(lake, DAY, RUN_ID, [result, dict(result)])
+
+    assert published is not None
+    assert (published["rows"], published["status"], published["chunks"]) == (21, "ok", 1)
+    kept = pq.read_table(lake.day_file("candidate_scored", DAY).path)
+    assert sorted(kept["id"].to_pylist()) == sorted(rows["id"].to_pylist())
+
+
+def test_a_publish_whose_candidate_failed_removes_the_earlier_runs_rows(tmp_path: Path) -> None:
+    settings = Settings()
+    settings.pipeline.warehouse_uri = str(tmp_path / "warehouse")
+    lake = Lake(settings.pipeline)
+    for table in ("candidate_scored", "judge_comparison"):  # an earlier run's
+        Path(lake.day_file(table, DAY).path).parent.mkdir(parents=True)
+        pq.write_table(fake_scored_day(DAY, 3, seed=8), lake.day_file(table, DAY).path)
+    failed = {"rows": 0, "chosen": 5, "without_id": 0, "error": "the shadow judge: down"}
+
+    published = publish_candidate(lake, DAY, RUN_ID, [{"index": 0, "candidate": failed}])
+
+    assert published is not None
+    assert (published["status"], published["rows"], published["table"]) == ("failed", 0, None)
+    assert not lake.day_file("candidate_scored", DAY).exists()
+    assert not lake.day_file("judge_comparison", DAY).exists()

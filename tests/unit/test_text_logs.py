@@ -14,8 +14,15 @@ import pyarrow.fs as pafs
 import pytest
 
 from ragas_ops.contract.inputs import ColumnMapping, ContractError
-from ragas_ops.contract.logs import read_text_log
-from ragas_ops.storage import listing, locate
+from ragas_ops.contract.logs import ReadLimits, bounded_read, read_text_log
+from ragas_ops.storage import (
+    StorageError,
+    conform,
+    listing,
+    locate,
+    read_footer,
+    read_text_log_or_fail,
+)
 
 
 def read(path: Path, mapping: ColumnMapping | None = None) -> pa.Table:
@@ -133,3 +140,122 @@ def test_gzipped_logs_are_read_and_listed(tmp_path: Path) -> None:
     assert [Path(path).name for path in files] == ["a.jsonl.gz"]
     assert [Path(path).name for path in ignored] == ["notes.txt"]
     assert read(tmp_path / "a.jsonl.gz").num_rows == 1
+
+
+LIMITS = ReadLimits(line_bytes=1_000, cell_bytes=200, columns=10)
+
+
+def read_within(path: Path, limits: ReadLimits = LIMITS) -> pa.Table:
+    return read_text_log(pafs.LocalFileSystem(), str(path), ColumnMapping(), limits)
+
+
+class CountingStream:
+    """A stream of `size` bytes without a newline, counting what was read of it."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.read_bytes = size, 0
+
+    def read(self, count: int) -> bytes:
+        take = min(count, self.size - self.read_bytes)
+        self.read_bytes += take
+        return b"x" * take
+
+
+def test_a_line_over_the_bound_is_refused_without_reading_the_file_further() -> None:
+    stream = CountingStream(64 << 20)
+
+    with pytest.raises(ContractError, match=r"line 1 is longer than 1,000 bytes"):
+        bounded_read(stream, 1_000)
+
+    assert stream.read_bytes == 1 << 20, "one block read, not the 64 MiB"
+
+
+def test_a_long_line_after_short_ones_is_named_by_its_number(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    short = json.dumps({"question": "q", "contexts": ["c"], "answer": "a"})
+    path.write_text(f"{short}\n{short}\n" + json.dumps({"question": "q" * 2_000}) + "\n")
+
+    with pytest.raises(ContractError, match=r"line 3 is longer than 1,000 bytes"):
+        read_within(path)
+
+
+def test_a_csv_header_over_the_column_bound_is_refused_before_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(f"c{n}" for n in range(11)) + "\n" + ",".join("1" * 11) + "\n")
+
+    with pytest.raises(ContractError, match=r"the CSV header has 11 columns, more than 10"):
+        read_within(path)
+
+
+def test_a_json_file_with_too_many_keys_is_refused(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "wide.jsonl", {f"k{n}": n for n in range(11)})
+
+    with pytest.raises(ContractError, match=r"the file has 11 columns, more than 10"):
+        read_within(path)
+
+
+def test_a_csv_cell_over_the_bound_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"  # a quoted cell over several lines: each line is short
+    cell = "\n".join(["y" * 100] * 3)
+    path.write_text(f'question,contexts,answer\n"{cell}","[""c""]",a\n')
+
+    with pytest.raises(ContractError, match=r"column 'question' holds 302 bytes, more than 200"):
+        read_within(path)
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_json_nested_deeper_than_the_bound_is_refused_before_any_parser(
+    tmp_path: Path, suffix: str
+) -> None:
+    deep = "[" * 10_000 + "]" * 10_000
+    path = tmp_path / f"deep.{suffix}"
+    if suffix == "jsonl":
+        path.write_text('{"question": "q", "contexts": ' + deep + ', "answer": "a"}\n')
+    else:
+        path.write_text(f'question,contexts,answer\nq,"{deep}",a\n')
+
+    with pytest.raises(ContractError, match=r"nest(s JSON|ed) 10,00\d deep, more than 64"):
+        read_within(path, ReadLimits())
+
+
+def test_brackets_inside_strings_are_not_nesting(tmp_path: Path) -> None:
+    path = jsonl(
+        tmp_path / "a.jsonl", {"question": "[" * 500, "contexts": ["{" * 500], "answer": "a"}
+    )
+
+    assert read_within(path, ReadLimits()).num_rows == 1
+
+
+def test_a_file_that_does_not_fit_in_memory_is_that_files_rejection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragas_ops.storage
+
+    def out_of_memory(*args: object) -> pa.Table:
+        raise MemoryError
+
+    monkeypatch.setattr(ragas_ops.storage, "read_text_log", out_of_memory)
+    path = jsonl(tmp_path / "a.jsonl", {"question": "q", "contexts": ["c"], "answer": "a"})
+
+    with pytest.raises(StorageError, match=r"a.jsonl: the file does not fit in this worker"):
+        read_text_log_or_fail(pafs.LocalFileSystem(), str(path), ColumnMapping())
+
+
+def test_a_parquet_file_over_the_column_bound_is_refused_from_its_footer(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({f"c{n}": [n] for n in range(11)}), path)
+
+    with pytest.raises(StorageError, match=r"the file has 11 columns, more than 10"):
+        read_footer(pafs.LocalFileSystem(), str(path), ColumnMapping(), LIMITS)
+
+
+def test_conform_keeps_the_schemas_order_and_fills_the_missing_columns() -> None:
+    table = pa.table({"b": [1], "a": ["x"]})
+    schema = pa.schema([("a", pa.string()), ("c", pa.int64()), ("b", pa.int64())])
+
+    conformed = conform(table, schema)
+
+    assert conformed.schema == schema
+    assert conformed.to_pylist() == [{"a": "x", "c": None, "b": 1}]

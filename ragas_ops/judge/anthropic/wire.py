@@ -38,6 +38,7 @@ import aiohttp
 from ragas_ops.judge.endpoint import endpoint_name
 from ragas_ops.judge.engine.stopping import STOP_GATE
 from ragas_ops.judge.engine.wire import (
+    ROOM_CEILING_FACTOR,
     BadReplyError,
     ChatChoice,
     ChatReply,
@@ -113,6 +114,11 @@ class AnthropicShape:
         """The thinking budget, held in `max_tokens` beside the answer (adaptive thinking: the
         least budget, as room for what it decides to think)."""
         return 0 if self.thinking == "off" else self.budget_tokens
+
+    def room_ceiling(self, visible: int) -> int:
+        """The most `max_tokens` a request may get: `ROOM_CEILING_FACTOR` x (the answer's room
+        and the thinking budget)."""
+        return ROOM_CEILING_FACTOR * (visible + self.reasoning_allowance())
 
     def saw_reasoning(self, tokens_per_reply: int) -> None:
         """Anthropic does not report thinking tokens apart from the output: nothing to learn."""

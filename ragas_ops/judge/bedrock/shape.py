@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ragas_ops.judge.engine.wire import ROOM_CEILING_FACTOR
+
 
 class ConverseShape:
     """The Fitting of the Converse API."""
@@ -24,6 +26,11 @@ class ConverseShape:
 
     def reasoning_allowance(self) -> int:
         return 0
+
+    def room_ceiling(self, visible: int) -> int:
+        """The most output tokens a request may get: `ROOM_CEILING_FACTOR` x its answer's room
+        (Converse spends no hidden reasoning here)."""
+        return ROOM_CEILING_FACTOR * visible
 
     def saw_reasoning(self, tokens_per_reply: int) -> None:
         return None  # Converse reports no reasoning tokens apart from the output

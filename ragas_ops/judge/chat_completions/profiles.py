@@ -64,6 +64,9 @@ class ModelProfile:
     """The reasoning tokens a judge's reply takes at each effort."""
     known: bool = True
     """False for `generic`: what the model takes is learnt from the endpoint's 400s."""
+    max_output_tokens: int | None = None
+    """The most output tokens (visible and hidden reasoning) one reply may have, as the
+    provider documents it; None: not known (`generic`): the prompt's ceiling alone bounds it."""
 
     @property
     def reasoning(self) -> bool:
@@ -74,24 +77,35 @@ class ModelProfile:
         return self.efforts[0] if self.efforts else None
 
 
-def _reasoning(name: str, efforts: tuple[str, ...], temperature: Temperature) -> ModelProfile:
+def _reasoning(
+    name: str, efforts: tuple[str, ...], temperature: Temperature, max_output_tokens: int
+) -> ModelProfile:
     return ModelProfile(
         name,
         temperature=temperature,
         efforts=efforts,
         flex=True,
         reasoning_tokens={effort: JUDGE_REASONING_TOKENS[effort] for effort in efforts},
+        max_output_tokens=max_output_tokens,
     )
 
 
+# Output limits as OpenAI's model pages state them (2026-12): gpt-5 and gpt-5.x 128,000,
+# o3/o4-mini 100,000, gpt-4o(-mini) 16,384 (gpt-4.1 has 32,768, gpt-3.5-turbo 4,096: the
+# classic family takes the usual 16,384).
 GENERIC = ModelProfile("generic", limit_parameter="max_tokens", known=False)
-CLASSIC = ModelProfile("classic")
-GPT5 = _reasoning("gpt-5", ("minimal", "low", "medium", "high"), "default_only")
-GPT51 = _reasoning("gpt-5.1", ("none", "low", "medium", "high", "xhigh"), "with_effort_none")
-GPT6 = _reasoning("gpt-6", ("none", "low", "medium", "high", "xhigh", "max"), "with_effort_none")
+CLASSIC = ModelProfile("classic", max_output_tokens=16_384)
+GPT5 = _reasoning("gpt-5", ("minimal", "low", "medium", "high"), "default_only", 128_000)
+GPT51 = _reasoning(
+    "gpt-5.1", ("none", "low", "medium", "high", "xhigh"), "with_effort_none", 128_000
+)
+GPT6 = _reasoning(
+    "gpt-6", ("none", "low", "medium", "high", "xhigh", "max"), "with_effort_none", 128_000
+)
 """gpt-5.6 and gpt-6.x (-sol, -terra, -luna...): OpenAI's model pages list the efforts none
-to max (medium the default) and a temperature only with effort none (docs/judge.md)."""
-O_SERIES = _reasoning("o-series", ("low", "medium", "high"), "default_only")
+to max (medium the default) and a temperature only with effort none (docs/judge.md); their
+output limit is taken as gpt-5.x's (the pages found do not state it)."""
+O_SERIES = _reasoning("o-series", ("low", "medium", "high"), "default_only", 100_000)
 
 PROFILES: Mapping[str, ModelProfile] = {
     profile.name: profile for profile in (GENERIC, CLASSIC, GPT5, GPT51, GPT6, O_SERIES)

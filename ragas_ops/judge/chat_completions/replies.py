@@ -23,6 +23,7 @@ from ragas_ops.judge.engine.wire import (
     EmbeddingReply,
     ReportedUsage,
 )
+from ragas_ops.judge.limits.provider import MAX_WAIT_SECONDS, provider_number
 
 _SNIPPET_CHARS = 80
 
@@ -124,22 +125,28 @@ def _usage(payload: Mapping[str, Any]) -> ReportedUsage:
     )
 
 
+MAX_USAGE_TOKENS = 100_000_000
+"""The most tokens one reply's usage may state (far above any model's context and output):
+a larger count, like a negative one, `inf` or `nan`, is a reply the judge cannot account."""
+
+
 def _count(value: Any, name: str) -> int:
     if value is None:
         return 0
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise BadReplyError("wrong_type", f"`usage.{name}` is not a count")
-    return value
+    count = (
+        provider_number(value, lowest=0, highest=MAX_USAGE_TOKENS, integer=True)
+        if isinstance(value, int)
+        else None
+    )
+    if count is None:
+        raise BadReplyError("wrong_type", f"`usage.{name}` is not a count (0 to 100,000,000)")
+    return count
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """A reply's Retry-After in seconds (`retry-after-ms` first), or None without one."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue  # an HTTP date: our own backoff
-    return None
+        value = provider_number(headers.get(name), lowest=0.0, highest=MAX_WAIT_SECONDS / scale)
+        if value is not None:
+            return value * scale
+    return None  # none, an HTTP date or out of range (inf, nan...): our own backoff

@@ -33,6 +33,7 @@ from ragas_ops.judge.chat_completions.profiles import (
     profile_for,
 )
 from ragas_ops.judge.engine.spec import FlexSpec, ModelSpec
+from ragas_ops.judge.engine.wire import ROOM_CEILING_FACTOR
 from ragas_ops.settings_fields import ConfigError
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ _SUPPORTED_VALUES = re.compile(r"Supported values are:? (.*?)\.?$")
 REASONING_HEADROOM = 2.0
 """`max_completion_tokens` holds this many times the reasoning a reply typically takes."""
 SEEN_HEADROOM = 1.25
-"""... and at least this many times the most a reply of the run took."""
+"""... and at least this many times the most a complete reply of the run took."""
 
 
 def resolve_effort(profile: ModelProfile, model: str, wanted: str) -> str | None:
@@ -176,13 +177,26 @@ class RequestShape:
         least a quarter more than the most one of this run took."""
         if not self.reasons:
             return 0
+        return max(self._typical_allowance(), math.ceil(SEEN_HEADROOM * self._most_reasoning))
+
+    def _typical_allowance(self) -> int:
+        if not self.reasons:
+            return 0
         effort = self.effort or PROVIDER_DEFAULT_EFFORT
         typical = self.profile.reasoning_tokens.get(effort, JUDGE_REASONING_TOKENS.get(effort, 0))
-        seen = self._most_reasoning
-        return max(math.ceil(REASONING_HEADROOM * typical), math.ceil(SEEN_HEADROOM * seen))
+        return math.ceil(REASONING_HEADROOM * typical)
+
+    def room_ceiling(self, visible: int) -> int:
+        """The most output tokens (`max_tokens`) one request of a prompt whose answer needs at
+        most `visible` may get: `ROOM_CEILING_FACTOR` x (`visible` + the typical reasoning
+        allowance, never what the run saw), at most the model's output limit (its profile)."""
+        ceiling = ROOM_CEILING_FACTOR * (visible + self._typical_allowance())
+        limit = self.profile.max_output_tokens
+        return ceiling if limit is None else min(ceiling, limit)
 
     def saw_reasoning(self, tokens_per_reply: int) -> None:
-        """A reply spent this many reasoning tokens: later budgets hold room for them."""
+        """A complete reply spent this many reasoning tokens: later budgets hold room for
+        them (a cut reply says only that its room was spent: never learnt from)."""
         if tokens_per_reply > 0:
             self.reasons = True
             self._most_reasoning = max(self._most_reasoning, tokens_per_reply)

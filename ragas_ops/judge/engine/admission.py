@@ -37,6 +37,11 @@ from ragas_ops.judge.limits.stated import read_stated, remember, stated_file
 log = logging.getLogger(__name__)
 
 
+FAR_BELOW = 0.5
+"""A limit the provider states below this share of the configured one is said (a warning, a
+note in the manifest and the report), once a run."""
+
+
 class Admission:
     """Admits requests at the account's pace; learns from every answer and every 429."""
 
@@ -101,6 +106,8 @@ class Admission:
         self._congestion = CongestionControl()
         self._slots = PrioritySlots(limits.max_concurrency)
         self._events = events
+        self.notes: list[str] = []
+        """What the run should be told once (a limit stated far below the configured one)."""
 
     def tokens_at_admission(self, prompt_id: str, prompt_tokens: int, max_completion: int) -> int:
         """What the provider counts for a chat request when it admits it (`max_tokens`
@@ -217,6 +224,29 @@ class Admission:
             kept.rpm,
             kept.tpm,
         )
+        self._say_if_far_below(Rates(self._limits.rpm, self._limits.tpm), kept)
+
+    def _say_if_far_below(self, configured: Rates, stated: Rates) -> None:
+        """Once a run: a stated limit below `FAR_BELOW` of the configured one is a warning
+        and a note for the manifest and the report (the run will be that much slower)."""
+        if self.notes:
+            return
+        far = [
+            f"{name} {value:,.0f} (configured {told:,.0f})"
+            for name, told, value in (
+                ("x-ratelimit-limit-requests", configured.rpm, stated.rpm),
+                ("x-ratelimit-limit-tokens", configured.tpm, stated.tpm),
+            )
+            if told is not None and value is not None and value < told * FAR_BELOW
+        ]
+        if not far:
+            return
+        note = (
+            f"the provider's headers state {' and '.join(far)}: far below judge.rpm/tpm, the "
+            "judge paces to them (check the account's tier, or the gateway's limits)"
+        )
+        self.notes.append(note)
+        log.warning("%s", note)
 
     def _pace_to_headroom(self, said: RateLimitHeaders) -> None:
         """Raise the buckets to what the provider said is left less what it may still count

@@ -76,7 +76,11 @@ def chat_params(
     params: dict[str, Any] = {
         "model": endpoint.model,
         "temperature": prompt.temperature,
-        "max_tokens": visible + (0 if shape is None else shape.reasoning_allowance()),
+        "max_tokens": visible
+        if shape is None
+        else min(
+            visible + shape.reasoning_allowance(), shape.room_ceiling(prompt.max_output_tokens)
+        ),
     }
     if shape is not None and shape.effort is not None:
         params["reasoning_effort"] = shape.effort  # part of the cache key: effort changes answers

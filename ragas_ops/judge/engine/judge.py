@@ -29,6 +29,7 @@ from ragas_ops.judge.base import (
     CURRENT_ROW,
     Completion,
     Embeddings,
+    JudgeOutputCutError,
     JudgeOutputError,
     JudgeRejectedError,
     JudgeRowError,
@@ -179,6 +180,12 @@ class EngineJudge:
     def current_rates(self) -> tuple[float | None, float | None]:
         """The requests and tokens per minute it paces to now (None: unlimited)."""
         return self._admission.limiter.current_rates()
+
+    @property
+    def provider_notes(self) -> list[str]:
+        """What the provider's answers said that the run's manifest and report should tell
+        (a limit stated far below the configured one), once each."""
+        return list(self._admission.notes)
 
     @property
     def rate_limit_wait_seconds(self) -> float:
@@ -388,11 +395,21 @@ class EngineJudge:
             row=call.row,
         )
         reply: ChatReply = await self._send(request, call.spent)
-        self._shape.saw_reasoning(reply.usage.reasoning_tokens // len(reply.choices))
+        cut = [choice for choice in reply.choices if choice.finish_reason == "length"]
+        if not cut:  # a cut reply's reasoning is its room spent, not what a reply needs
+            self._shape.saw_reasoning(reply.usage.reasoning_tokens // len(reply.choices))
         roomier = self._roomier(prompt, params, reply, asked_for_room)
         if roomier is not None:
             return await self._chat(
                 prompt, messages, roomier, call=call, asked_for_room=asked_for_room + 1
+            )
+        if cut and all(not choice.content for choice in cut):
+            self.events["output_cut"] += 1
+            raise JudgeOutputCutError(
+                f"{prompt.id}: every reply was cut at its output limit with no visible answer "
+                f"({int(params['max_tokens']):,} tokens after {asked_for_room + 1} request(s); "
+                f"the most a request of this prompt may get is "
+                f"{self._shape.room_ceiling(prompt.max_output_tokens):,})"
             )
         texts = []
         for choice in reply.choices:
@@ -409,19 +426,26 @@ class EngineJudge:
         self, prompt: Prompt[Any], params: dict[str, Any], reply: ChatReply, asked: int
     ) -> dict[str, Any] | None:
         """The request asked again with more room when its reply was cut (None: not cut, or
-        asked again enough). Cut at the room it was given: all the prompt allows, beside the
-        reasoning. Cut with no visible answer after reasoning (a reasoning model spends
-        `max_completion_tokens` on hidden reasoning first): room for the most reasoning seen
-        too, never less than twice the room before. A reply cut even then does not parse, and
-        goes the way of every unusable reply."""
+        asked again enough, or at the ceiling). Cut at the room it was given: all the prompt
+        allows, beside the reasoning. Cut with no visible answer after reasoning (a reasoning
+        model spends `max_completion_tokens` on hidden reasoning first): room for the most
+        reasoning a complete reply took too, never less than twice the room before. Never
+        past the shape's `room_ceiling` (4x what the prompt starts with at the typical
+        reasoning, at most the model's output limit). A reply cut with no answer even then
+        is `JudgeOutputCutError` (the status `judge_output_cut`); one cut with an answer goes
+        the way of every unusable reply."""
         cut = [choice for choice in reply.choices if choice.finish_reason == "length"]
         if not cut or asked >= MAX_ROOM_REQUESTS:
             return None
         limit = int(params["max_tokens"])
-        full = prompt.max_output_tokens + self._shape.reasoning_allowance()
+        ceiling = self._shape.room_ceiling(prompt.max_output_tokens)
+        full = min(prompt.max_output_tokens + self._shape.reasoning_allowance(), ceiling)
         if reply.usage.reasoning_tokens and any(not choice.content for choice in cut):
+            grown = min(max(full, 2 * limit), ceiling)
+            if grown <= limit:
+                return None  # at the ceiling: no more room to give
             self.events["reasoning_cut_retry"] += 1
-            return {**params, "max_tokens": max(full, 2 * limit)}
+            return {**params, "max_tokens": grown}
         if limit >= full:
             return None
         self.events["length_retry"] += 1

@@ -38,6 +38,11 @@ import numpy.typing as npt
 from ragas_ops.judge.limits.provider import RateLimitHeaders
 from ragas_ops.secrets import Secret
 
+ROOM_CEILING_FACTOR = 4
+"""The most room a request may get (`Fitting.room_ceiling`): this many times what a request
+of its prompt starts with at the typical reasoning (its prompt's output room and the
+reasoning a reply typically takes), and never past the model's output limit."""
+
 
 @dataclass(frozen=True)
 class RawReply:
@@ -160,7 +165,12 @@ class Fitting(Protocol):
         """Output tokens a reply may spend reasoning before its visible answer."""
 
     def saw_reasoning(self, tokens_per_reply: int) -> None:
-        """A reply spent this many reasoning tokens: later budgets hold room for them."""
+        """A complete reply spent this many reasoning tokens: later budgets hold room for
+        them."""
+
+    def room_ceiling(self, visible: int) -> int:
+        """The most output tokens one request of a prompt whose answer needs at most
+        `visible` may get (the model's output limit at most)."""
 
     def learn(self, param: str | None, code: str | None, message: str) -> bool:
         """Whether a refusal of `param` is one the shape adapts to: then ask again."""

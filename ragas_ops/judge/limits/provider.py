@@ -9,6 +9,12 @@ another limit's refusal (`cause_of_429`, used by `congestion.CongestionControl`)
 Providers also differ in how they count a request's tokens (`TokenCounting`): OpenAI and Azure
 count the prompt and `max_tokens` x `n` when they admit it, and keep that whatever the answer
 uses; vLLM behind a gateway and most gateways count the prompt, then the completion it used.
+
+Every number a provider or a gateway sends (these headers, `Retry-After`, a reply's `usage`,
+`/v1/models`' `shutdown_date`) is read by one function, `provider_number`: what is not a
+finite number within the range its use allows (`inf`, `nan`, `1e999`, a negative count, a
+reset of a thousand years, garbage) is ignored, as if unsaid. Such a value is advice at
+most: it never stops a run.
 """
 
 from __future__ import annotations
@@ -18,9 +24,63 @@ import re
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 from ragas_ops.judge.limits.spec import ProviderCounts
+
+MAX_COUNT = 10**12
+"""The largest request or token count a provider may state (a trillion: far above any
+account's limit); a larger one is ignored."""
+MAX_WAIT_SECONDS = 86_400.0
+"""The longest reset or Retry-After read (a day: OpenAI's daily limits reset within one); a
+longer one is ignored, and the judge's own backoff stands."""
+
+
+@overload
+def provider_number(
+    value: object, *, lowest: float, highest: float, integer: Literal[True]
+) -> int | None: ...
+
+
+@overload
+def provider_number(
+    value: object, *, lowest: float, highest: float, integer: Literal[False] = False
+) -> float | None: ...
+
+
+def provider_number(
+    value: object, *, lowest: float, highest: float, integer: bool = False
+) -> float | int | None:
+    """A number a provider sent (a header's text, a JSON number), or None when it is none
+    within [`lowest`, `highest`]: text that is not a number, a boolean, `inf`, `-inf`, `nan`,
+    `1e999` (infinite once read), anything out of range. With `integer`, truncated to an int
+    (`12.7` requests left: 12)."""
+    number = _number(value)
+    # an int is compared as it is: a huge one is never turned into a float
+    if number is None or not lowest <= number <= highest:
+        return None
+    if integer:
+        return math.trunc(number)
+    return float(number)
+
+
+def _number(value: object) -> int | float | None:
+    """`value` as a finite int or float, or None."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text or len(text) > 64 or "_" in text:  # no provider means these
+            return None
+        try:
+            value = int(text) if text.lstrip("+-").isdigit() else float(text)
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
 
 
 @dataclass(frozen=True)
@@ -58,19 +118,19 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
 def duration_seconds(text: str | None) -> float | None:
     """OpenAI's reset durations (`1s`, `6m0s`, `20ms`, `1h2m3.5s`) or plain seconds, in
-    seconds; None for anything else."""
+    seconds, within [0, MAX_WAIT_SECONDS]; None for anything else."""
     if text is None:
         return None
     text = text.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
+    plain = provider_number(text, lowest=0.0, highest=MAX_WAIT_SECONDS)
+    if plain is not None or not text or len(text) > 64:
+        return plain
     parts = _DURATION_PART.findall(text)
     if not parts or "".join(number + unit for number, unit in parts) != text:
         return None
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-    return sum(float(number) * scale[unit] for number, unit in parts)
+    total = sum(float(number) * scale[unit] for number, unit in parts)
+    return provider_number(total, lowest=0.0, highest=MAX_WAIT_SECONDS)
 
 
 RateLimitCause = Literal["ours", "not_ours", "unknown"]
@@ -110,10 +170,7 @@ def _within_burst(headers: RateLimitHeaders, burst_seconds: float) -> bool:
 
 
 def _int(value: str | None) -> int | None:
-    try:
-        return None if value is None else int(float(value))
-    except ValueError:
-        return None
+    return provider_number(value, lowest=0, highest=MAX_COUNT, integer=True)
 
 
 # Until a prompt's replies were seen, a reply is expected to fill its max_tokens.

@@ -4,7 +4,10 @@ sends one, RFC 8594), and a model that shuts down within `judge.shutdown_warning
 named with its date and the successor the price table knows. An endpoint that does not
 answer this, or answers without a date (a gateway, a proxy), is not the last word: the dates
 OpenAI announced that this project keeps (`ANNOUNCED_SHUTDOWNS`) are used then, and a model
-neither names gives no warning and no failure."""
+neither names gives no warning and no failure. One that answers something odd (a
+`shutdown_date` of `1e308`, `-1e20`, `NaN`, text that is no date, a lookup that fails in any
+way) gives a warning in the log naming the endpoint and the field, never a refusal: the
+lookup is advice."""
 
 from __future__ import annotations
 
@@ -15,10 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 
 from ragas_ops.judge.endpoint import effective_base_url
+from ragas_ops.judge.limits.provider import provider_number
 from ragas_ops.pricing import Price, successor_of
 from ragas_ops.secrets import Secret
 
@@ -26,6 +31,8 @@ log = logging.getLogger(__name__)
 
 LOOKUP_TIMEOUT_SECONDS = 5.0
 """A model's lookup is a courtesy: it never holds a run up for long."""
+LAST_EPOCH_SECOND = 253_402_300_799
+"""9999-12-31T23:59:59Z: the last moment a `date` holds."""
 
 ANNOUNCED_SHUTDOWNS: Mapping[str, date] = {
     # OpenAI's deprecations page, "2026-06-11: GPT-5 and o3 model deprecations" (read
@@ -87,16 +94,34 @@ def shutdown_notices(
     today: date,
 ) -> list[ShutdownNotice]:
     """The models (by role) that shut down within `warning_days` of `today`, as the endpoint
-    says; none when it says nothing or cannot be asked."""
+    says; none when it says nothing or cannot be asked (an odd answer: a warning in the log,
+    naming the endpoint and the field)."""
     notices = []
-    with openai.OpenAI(
-        api_key=api_key.reveal() or "no-key",
-        base_url=effective_base_url(base_url),
-        timeout=LOOKUP_TIMEOUT_SECONDS,
-        max_retries=0,
-    ) as client:
+    where = _shown_endpoint(base_url)
+    try:
+        client = openai.OpenAI(
+            api_key=api_key.reveal() or "no-key",
+            base_url=effective_base_url(base_url),
+            timeout=LOOKUP_TIMEOUT_SECONDS,
+            max_retries=0,
+        )
+    except Exception as error:
+        log.warning("%s/models: the shutdown lookup failed (%s): no warning", where, error)
+        return []
+    with client:
         for role, model in dict.fromkeys(models.items()):
-            ends = _shutdown_date(client, model) or announced_shutdown(model)
+            try:
+                ends = _shutdown_date(client, model, where)
+            except Exception as error:
+                log.warning(
+                    "%s/models/%s: the shutdown lookup failed (%s: %s): no date from it",
+                    where,
+                    model,
+                    type(error).__name__,
+                    error,
+                )
+                ends = None
+            ends = ends or announced_shutdown(model)
             if ends is None:
                 continue
             days_left = (ends - today).days
@@ -107,7 +132,15 @@ def shutdown_notices(
     return notices
 
 
-def _shutdown_date(client: openai.OpenAI, model: str) -> date | None:
+def _shown_endpoint(base_url: str | None) -> str:
+    """The endpoint as a log line may name it: no user, password or query."""
+    parts = urlsplit(effective_base_url(base_url) or "https://api.openai.com/v1")
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+
+
+def _shutdown_date(client: openai.OpenAI, model: str, where: str) -> date | None:
     try:
         raw = client.models.with_raw_response.retrieve(model)
         body: Any = raw.http_response.json()
@@ -115,15 +148,34 @@ def _shutdown_date(client: openai.OpenAI, model: str) -> date | None:
         log.debug("model %s: no lifecycle information (%s)", model, type(error).__name__)
         return None
     said = body.get("shutdown_date") if isinstance(body, dict) else None
-    return _as_date(said) or _sunset(raw.headers.get("sunset"))
+    found = _as_date(said)
+    if found is None and said is not None:
+        log.warning(
+            "%s/models/%s: field shutdown_date holds %.60r, not a date (ISO 8601, or seconds "
+            "since the epoch up to year 9999): ignored, no shutdown warning",
+            where,
+            model,
+            said,
+        )
+    sunset = raw.headers.get("sunset")
+    if found is None and sunset:
+        found = _sunset(sunset)
+        if found is None:
+            log.warning(
+                "%s/models/%s: header Sunset holds %.60r, not an HTTP date: ignored",
+                where,
+                model,
+                sunset,
+            )
+    return found
 
 
 def _as_date(value: Any) -> date | None:
-    """A `shutdown_date` as OpenAI gives it: an ISO date, or seconds since the epoch."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC).date()
+    """A `shutdown_date` as OpenAI gives it: an ISO date, or seconds since the epoch (read by
+    `provider_number`: `inf`, `nan`, negative or past year 9999 is none)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = provider_number(value, lowest=0, highest=LAST_EPOCH_SECOND)
+        return None if seconds is None else datetime.fromtimestamp(seconds, UTC).date()
     if isinstance(value, str):
         try:
             return date.fromisoformat(value[:10])
@@ -138,5 +190,5 @@ def _sunset(header: str | None) -> date | None:
         return None
     try:
         return parsedate_to_datetime(header).date()
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None

@@ -13,6 +13,7 @@ from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.judge_comparison import (
     COMPARISON_HEADER,
+    candidate_failure_sentence,
     comparison_cells,
     comparison_sentence,
 )
@@ -379,15 +380,21 @@ class HtmlReport:
         )
 
     def _comparison(self) -> str:
+        failure = candidate_failure_sentence(self.manifest.get("candidate"))
+        failed = (
+            ""
+            if failure is None
+            else f'<div class="banner warn candidate-failed">{escape(failure)}</div>'
+        )
         if not self.comparison:
-            return ""
+            return f'<h2 id="shadow-judge">Shadow judge</h2>{failed}' if failed else ""
         head = "".join(f"<th>{escape(cell)}</th>" for cell in COMPARISON_HEADER)
         rows = "".join(
             "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in comparison_cells(row)) + "</tr>"
             for row in self.comparison
         )
         return (
-            '<h2 id="shadow-judge">Shadow judge</h2>'
+            f'<h2 id="shadow-judge">Shadow judge</h2>{failed}'
             f'<div class="sub">{escape(comparison_sentence(self.comparison))}</div>'
             f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
@@ -553,6 +560,8 @@ def manifest_scalars(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             for path in plan.get("ignored_files", [])
         ]
         facts += [("model shutting down", warning) for warning in plan.get("model_warnings", [])]
+    scoring = manifest.get("scoring") or {}
+    facts += [("provider", note) for note in scoring.get("provider_notes", [])]
     replaced = manifest.get("replaced")
     if replaced:
         facts.append(("replaced", replaced_sentence(replaced)))

@@ -13,6 +13,7 @@ from ragas_ops.contract.status import Status
 from ragas_ops.quality.daily_metrics import ALL
 from ragas_ops.quality.judge_comparison import (
     COMPARISON_HEADER,
+    candidate_failure_sentence,
     comparison_cells,
     comparison_sentence,
 )
@@ -134,9 +135,11 @@ class MarkdownReport:
         return [*lines, ""]
 
     def _comparison(self) -> list[str]:
+        failure = candidate_failure_sentence(self.manifest.get("candidate"))
+        failed = [] if failure is None else [f"**{_md(failure)}**", ""]
         if not self.comparison:
-            return []
-        lines = ["## Shadow judge", "", _md(comparison_sentence(self.comparison)), ""]
+            return ["## Shadow judge", "", *failed] if failed else []
+        lines = ["## Shadow judge", "", *failed, _md(comparison_sentence(self.comparison)), ""]
         lines.append("| " + " | ".join(COMPARISON_HEADER) + " |")
         lines.append("|---|" + "---:|" * (len(COMPARISON_HEADER) - 1))
         lines += [

@@ -416,6 +416,7 @@ class App:
             for bucket in self._buckets:
                 bucket.refill(now)
                 headers.update(bucket.headers())
+            headers.update(self._config.header_overrides)  # a gateway that rewrites them
             return headers
 
     def _begin(self, endpoint: str) -> None:

@@ -84,6 +84,14 @@ class JudgeServerConfig:
     # was sent in `x-echo-authorization` and its bare key in `x-echo-key`, and a JSON reply
     # repeats both in its body (an error reply: in its message too).
     echo_key: bool = False
+    # Behave like a gateway that rewrites the rate-limit headers: every answer carries these
+    # headers with these values (over the buckets' own, and without any bucket), e.g.
+    # {"x-ratelimit-remaining-tokens": "inf"}: odd numbers a client must not trip on.
+    header_overrides: dict[str, str] = field(default_factory=dict)
+    # Play a reasoning model that reasons to its limit: every reply of a reasoning model
+    # spends all of its `max_completion_tokens` on hidden reasoning, billed as output, and
+    # comes back `finish_reason: length` with no visible answer, however much room it gets.
+    reason_to_limit: bool = False
 
 
 # The kinds of replies that are not API replies, by the setting that makes them (one draw

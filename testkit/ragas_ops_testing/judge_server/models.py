@@ -67,8 +67,18 @@ class ServedModel:
             "owned_by": "ragas-ops-test-double",
         }
         if self.shutdown_date is not None:
-            described["shutdown_date"] = self.shutdown_date
+            described["shutdown_date"] = _as_sent(self.shutdown_date)
         return described
+
+
+def _as_sent(shutdown_date: str) -> Any:
+    """A shutdown date as the endpoint sends it: an ISO date as text; a number (seconds since
+    the epoch, as some providers send it, or an odd one: `1e308`, `NaN`, `-1e20`) as a JSON
+    number (`NaN` and `Infinity` as Python's json writes them)."""
+    try:
+        return float(shutdown_date)
+    except ValueError:
+        return shutdown_date
 
 
 def _classic(name: str, shutdown_date: str | None = None) -> ServedModel:

@@ -199,6 +199,8 @@ def chat_job(request: Mapping[str, Any], settings: JudgeServerConfig) -> ChatJob
         raise BadRequest(f"'service_tier' must be one of {list(SERVICE_TIERS)}", "invalid_value")
     prompt_text = "".join(_message_text(message) for message in messages)
     reasoning = [reasoning_tokens(effort, prompt_text, sample) for sample in choices]
+    if settings.reason_to_limit and model.reasoning and max_tokens is not None:
+        reasoning = [max_tokens] * len(choices)  # it thinks until the room is spent
     whole = contents
     if max_tokens is not None:
         # Reasoning comes out of the budget first: what is left is the visible answer's.

@@ -316,3 +316,53 @@ def test_a_user_who_is_not_logged_in_cannot_label(api_server: ApiServer) -> None
     assert b"<form" not in body
     answer = httpx.post(f"{api_server.url}/rag-quality/label", data={"day": LAST}, timeout=30)
     assert answer.status_code == 401
+
+
+def test_eight_simultaneous_saves_of_one_row_store_one_label(
+    api_server: ApiServer,
+    local_warehouse: tuple[Settings, Path],  # noqa: F811
+) -> None:
+    """A double click or a browser's retry, eight times at once: one label (issue 49)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings, warehouse = local_warehouse
+    page, csrf, row_id = _label_form(api_server, LAST)
+    metric = re.search(r"name='m_([a-z_]+)'", page.text)
+    assert metric is not None
+    cookies = {"_token": api_server.token, "ragas_ops_csrf": csrf}
+    form = {"csrf": csrf, "day": LAST, "row_id": row_id, f"m_{metric.group(1)}": "1"}
+
+    def post(_: int) -> int:
+        url = f"{api_server.url}/rag-quality/label"
+        return httpx.post(url, data=form, cookies=cookies, timeout=60).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = sorted(pool.map(post, range(8)))
+
+    assert codes == [303] + [400] * 7, codes
+    tables = tables_at(locate(str(warehouse)), settings)
+    mine = [
+        row
+        for table in tables.read_labels([LAST])
+        for row in table.to_pylist()
+        if (row["row_id"], row["metric"]) == (row_id, metric.group(1))
+    ]
+    assert len(mine) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"day=2026-11-27&row_id=\xff\xfe", b"day=2026-11-27&row_id=%FF%FE", b"a=1&" * 200],
+)
+def test_a_form_that_is_not_utf8_text_is_a_400_never_a_500(
+    api_server: ApiServer, body: bytes
+) -> None:
+    _, csrf, _ = _label_form(api_server, LAST)
+    answer = httpx.post(
+        f"{api_server.url}/rag-quality/label",
+        content=body + f"&csrf={csrf}".encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        cookies={"_token": api_server.token, "ragas_ops_csrf": csrf},
+        timeout=30,
+    )
+    assert answer.status_code == 400, answer.text

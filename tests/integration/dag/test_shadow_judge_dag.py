@@ -229,5 +229,6 @@ def test_a_shadow_judge_that_fails_never_fails_the_day(
     assert TEST_KEY not in json.dumps(shadow)
     assert not day_table(lake, "candidate_scored", DAY).exists()
     assert not day_table(lake, "judge_comparison", DAY).exists()
-    assert "Shadow judge" not in warehouse(lake, "reports", f"dt={DAY}", "report.html").read_text()
+    report = warehouse(lake, "reports", f"dt={DAY}", "report.html").read_text()
+    assert "The shadow judge failed on 2 of 2 chunk(s)" in report, "shown failed (issue 49)"
     assert not list(warehouse(lake, "_staging").rglob("*.parquet"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -57,7 +58,8 @@ def test_compare_judges_prints_the_estimate_then_the_comparison_of_a_folder(
     assert lines[1].startswith(f"  judge      {model}: {chosen} of 50 rows, ")
     assert re.search(r" chat tokens, \$\d+\.\d{4}$", lines[1]), f"priced: {model}'s table"
     assert lines[2] == f"  candidate  the local judge: {chosen} of 50 rows, no API request, $0.0000"
-    assert lines[3].startswith("  total at most $")
+    assert lines[3].startswith("  total about $")
+    assert ", at most $" in lines[3]
     assert lines.index(next(line for line in lines if line.startswith("scored "))) > 3
     assert f"scored {chosen} of 50 rows with both judges" in out
     paid = judge_server.stats()["requests"]
@@ -115,3 +117,38 @@ def test_the_estimate_of_a_run_says_what_a_shadow_judge_adds(
     )
     assert re.search(r" chat tokens, \$\d+\.\d{4} more \(in sync, in every mode\)$", line)
     assert judge_server.stats()["requests"] == 0, "an estimate calls no judge"
+
+
+def dollars(text: str) -> float:
+    return float(text.removeprefix("$"))
+
+
+def test_what_compare_judges_spends_stays_within_the_printed_bound(
+    tmp_path: Path,
+    start_judge_server: Callable[..., JudgeServer],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A candidate answering garbage half the time (each reply repaired or retried, paid
+    again) spent 1.33x the printed "at most" before: the bound is now each judge's budget."""
+    server = start_judge_server(rate_malformed=0.5, seed=3)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    pq.write_table(sample_interactions(20, seed=12, day="2026-11-20"), folder / "part-0.parquet")
+    for name, value in {
+        "RAGAS_OPS_JUDGE_BASE_URL": server.base_url,
+        "RAGAS_OPS_JUDGE_CACHE_PATH": str(tmp_path / "cache.sqlite"),
+        "OPENAI_API_KEY": TEST_KEY,
+    }.items():
+        monkeypatch.setenv(name, value)
+    flags = ["--candidate-model", "gpt-5-mini", "--candidate-sample", "1", "--rpm", "none"]
+
+    assert main(["compare-judges", str(folder), *flags]) == EXIT_OK
+
+    out = capsys.readouterr().out
+    (total,) = [line for line in out.splitlines() if line.startswith("  total about ")]
+    about, most = re.findall(r"\$\d+\.\d{4}", total)
+    (spent,) = [line for line in out.splitlines() if line.startswith("scored ")]
+    judge, candidate = re.findall(r"\$\d+\.\d{4}", spent)
+    assert dollars(judge) + dollars(candidate) > dollars(about), "the case: more than estimated"
+    assert dollars(judge) + dollars(candidate) <= dollars(most)

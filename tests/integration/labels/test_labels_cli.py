@@ -159,3 +159,98 @@ def test_an_unreadable_file_is_refused_before_anything(
     broken.write_text('{"dt": "2026-11-20", "row_id": "x", "faithfulness": 1}\n{not json\n')
     assert main(["labels", "import", str(broken), "--config", str(config)]) == 2
     assert "line 2 is not JSON" in capsys.readouterr().err
+
+
+def queued_row(config: Path, tmp_path: Path) -> dict[str, str]:
+    exported = tmp_path / "queue.csv"
+    assert main(["labels", "export", str(exported), "--day", DAYS[0], "--config", str(config)]) == 0
+    with exported.open(newline="") as handle:
+        return next(csv.DictReader(handle))
+
+
+def test_one_person_spelt_three_ways_is_one_labeller_and_formulas_are_refused(
+    warehouse: tuple[Settings, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings, config = warehouse
+    row = queued_row(config, tmp_path)
+    metric = "context_relevance"
+    args = ["--config", str(config)]
+    for number, name in enumerate(["bo", "bo ", " Bo"]):
+        path = tmp_path / f"bo-{number}.jsonl"
+        record = {"dt": row["dt"], "row_id": row["row_id"], metric: 1, "labeller": name}
+        path.write_text(json.dumps(record) + "\n")
+        assert main(["labels", "import", str(path), *args]) == (0 if number == 0 else 1), name
+    assert "a duplicate: this person labelled" in capsys.readouterr().err
+    mine = [label for label in labels_in_warehouse(settings) if label["labeller"] == "bo"]
+    assert len(mine) == 1
+
+    formula = tmp_path / "formula.csv"
+    formula.write_text(
+        f"dt,row_id,{metric},labeller\n"
+        f'{row["dt"]},{row["row_id"]},1,"=HYPERLINK(""http://evil.example"",""x"")"\n'
+    )
+    assert main(["labels", "import", str(formula), *args]) == 1
+    assert "begins with '=', a spreadsheet formula's sign" in capsys.readouterr().err
+    assert not [label for label in labels_in_warehouse(settings) if "=" in str(label["labeller"])]
+
+
+def test_every_malformed_line_of_an_import_is_one_line_of_error(
+    warehouse: tuple[Settings, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings, config = warehouse
+    row = queued_row(config, tmp_path)
+    before = len(labels_in_warehouse(settings))
+    good = {"dt": row["dt"], "row_id": row["row_id"], "context_relevance": 1, "labeller": "cy"}
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                "[1, 2]",
+                "42",
+                '"a string"',
+                json.dumps({**good, "labeller": {"name": "cy"}}),
+                json.dumps({**good, "labeller": 7}),
+                "[" * 100_000 + "]" * 100_000,
+            ]
+        )
+        + "\n"
+    )
+    capsys.readouterr()
+
+    assert main(["labels", "import", str(hostile), "--config", str(config)]) == 2
+
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert [line.split("hostile.jsonl: ", 1)[1] for line in lines[:-1]] == [
+        "line 2 is a JSON list, not an object",
+        "line 3 is a JSON int, not an object",
+        "line 4 is a JSON str, not an object",
+        "record 5: the labeller is JSON (dict), not a name",
+        "record 6: the labeller is JSON (int), not a name",
+        "line 7 is JSON nested too deep to read",
+    ]
+    assert lines[-1] == "6 malformed record(s): nothing was checked or written"
+    assert len(labels_in_warehouse(settings)) == before
+
+
+def test_a_200_mb_csv_cell_is_refused_without_reading_it_whole(
+    warehouse: tuple[Settings, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, config = warehouse
+    huge = tmp_path / "huge.csv"
+    with huge.open("w") as handle:
+        handle.write("dt,row_id,context_relevance,labeller\n2026-11-20,x,1,")
+        block = "a" * (1 << 20)
+        for _ in range(200):
+            handle.write(block)
+        handle.write("\n")
+    capsys.readouterr()
+
+    assert main(["labels", "import", str(huge), "--config", str(config)]) == 2
+
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.count("\n") == 1
+    assert "line 2 is longer than 4,194,304 characters: refused" in err
