@@ -28,11 +28,14 @@ pytest.importorskip(
 PROJECT = Path(__file__).resolve().parents[3]
 DAY = "2026-11-28"
 RUN = f"""
+import sys
 from airflow.dag_processing.dagbag import DagBag
 bag = DagBag({str(PROJECT / "dags")!r})
 assert not bag.import_errors, bag.import_errors
 run = bag.dags["ragas_ops_nightly"].test(run_conf={{"day": {DAY!r}}})
-print("state:", getattr(run.state, "value", run.state))
+# one write: OpenLineage's listener logs to stdout from its own thread as the run ends, and
+# print's separate writes of "state:" and the state let its lines fall between them
+sys.stdout.write(f"state: {{getattr(run.state, 'value', run.state)}}\\n")
 """
 
 
